@@ -1,0 +1,12 @@
+// clock.h — the one clock every rankscope timestamp uses.
+#pragma once
+
+#include <cstdint>
+
+namespace rankscope {
+
+// Nanoseconds since the Unix epoch (CLOCK_REALTIME): comparable across processes on a host and,
+// with the recorded offsets, across hosts.
+int64_t now_unix_ns();
+
+}  // namespace rankscope

@@ -1,0 +1,180 @@
+// flight_recorder_layout.h — the bytes of a rank's flight recorder file (rankNNNNN.flight).
+//
+// Is: plain structs at fixed offsets of a fixed-size file that the rank keeps memory-mapped and
+// updates in place, so that another process can read it at any moment: while the rank is wedged
+// in a collective, after it was SIGKILLed. Nothing needs a live thread in the rank to be read.
+// Is not: the code that writes it (flight_recorder_writer.h) or reads it (flight_recorder_reader.h).
+//
+// Consistency without locks: every mutable section begins with a 64-bit sequence word (a seqlock).
+// The single writer of that section makes it odd, writes, then makes it even again. A reader copies
+// the section and accepts the copy only if the word was even and unchanged across the copy; a
+// section still odd after retries is reported torn (e.g. the writer died mid-update).
+//
+// All integers little-endian; times are int64 nanoseconds since the Unix epoch on the rank's
+// CLOCK_REALTIME (clock_offset_ns maps them to rank 0's clock). Strings are NUL-padded UTF-8.
+// File layout (offsets in the header, so readers never hard-code them):
+//   [FlightHeader 4096 B][ThreadSlot x max_threads][CommSlot x max_comms][ParamSlot x max_params]
+// where each CommSlot is followed immediately by ring_entries CollectiveRecords.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rankscope::format {
+
+inline constexpr char kFlightMagic[8] = {'R', 'S', 'F', 'L', 'I', 'G', 'H', 'T'};
+inline constexpr uint32_t kFlightSchemaVersion = 1;
+// Readers accept this range; a writer bumps the version only for incompatible changes.
+inline constexpr uint32_t kFlightSchemaMinReadable = 1;
+inline constexpr uint32_t kFlightSchemaMaxReadable = 1;
+
+inline constexpr size_t kNameBytes = 64;      // range, param and phase names
+inline constexpr size_t kShortNameBytes = 32; // communicator and thread names
+
+struct FlightLayoutParams {
+  uint32_t max_threads = 16;
+  uint32_t max_range_depth = 24;
+  uint32_t max_comms = 16;
+  uint32_t ring_entries = 256;  // last N collectives per communicator
+  uint32_t max_params = 512;    // gradient-arrival slots
+};
+
+// Seqlocked liveness and progress of the whole process.
+struct LiveState {
+  uint64_t seq;
+  int64_t heartbeat_ns;        // last watchdog (or step) tick
+  int64_t step;                // current optimizer step, -1 before the first
+  uint32_t process_state;      // ProcessState
+  uint32_t reserved0;
+  int64_t step_begin_ns;       // when the current step began
+  uint64_t collectives_issued; // over all communicators
+  uint64_t collectives_completed;
+  int64_t clock_offset_ns;     // add to this rank's times to get rank 0's clock
+  int64_t clock_uncertainty_ns;// half the best ping-pong round trip; -1 if never measured
+  char phase[kNameBytes];      // top-level range of the main thread ("forward/block3/attn" ...)
+};
+static_assert(sizeof(LiveState) == 136);
+
+// Seqlocked record of the last watchdog event.
+struct WatchdogRecord {
+  uint64_t seq;
+  int64_t time_ns;
+  uint32_t kind;               // WatchdogKind
+  int32_t comm_index;          // index of the CommSlot, -1 for a range timeout
+  uint64_t comm_seq;           // the stuck collective's per-communicator sequence number
+  int64_t waited_ns;           // how long it had been open when detected
+  uint32_t event_count;        // watchdog events so far (the record holds the last one)
+  uint32_t reserved0;
+  char range[kNameBytes];      // the innermost open range of the main thread at detection
+  char message[256];
+  char stacks_file[128];       // relative to the run directory; empty if no stacks were written
+};
+static_assert(sizeof(WatchdogRecord) == 496);
+
+// Seqlocked gradient-arrival state of the current backward pass. Per-parameter arrival lives in
+// ParamSlot.arrived_step: a parameter has arrived in this pass iff arrived_step == backward_step.
+struct GradState {
+  uint64_t seq;
+  int64_t backward_step;       // step of the backward pass in progress or last finished; -1 none
+  uint32_t in_backward;        // 1 between begin_backward and end_backward
+  uint32_t n_params;           // registered parameters
+  uint32_t n_arrived;          // arrived in this pass
+  uint32_t reserved0;
+  int64_t backward_begin_ns;
+};
+static_assert(sizeof(GradState) == 40);
+
+struct FlightHeader {
+  char magic[8];
+  uint32_t schema_version;
+  uint32_t header_bytes;       // sizeof(FlightHeader)
+  uint64_t file_bytes;
+  FlightLayoutParams layout;   // 20 bytes
+  uint32_t thread_slot_bytes;
+  uint32_t comm_slot_bytes;    // CommSlot plus its ring
+  uint32_t collective_record_bytes;
+  uint32_t param_slot_bytes;
+  uint32_t reserved0;
+  uint64_t threads_offset;
+  uint64_t comms_offset;
+  uint64_t params_offset;
+  // Identity: written once before `ready` is set to 1, never changed after.
+  int32_t rank;
+  int32_t world_size;
+  int32_t local_rank;
+  int32_t pid;
+  int64_t start_ns;
+  char host[64];
+  char run_id[64];
+  uint32_t ready;              // 1 once identity and layout are complete
+  uint32_t reserved1;
+  LiveState live;
+  WatchdogRecord watchdog;
+  GradState grad;
+  uint8_t padding[4096 - 8 - 4 - 4 - 8 - 20 - 5 * 4 - 3 * 8 - 4 * 4 - 8 - 64 - 64 - 8 -
+                  sizeof(LiveState) - sizeof(WatchdogRecord) - sizeof(GradState)];
+};
+static_assert(sizeof(FlightHeader) == 4096);
+
+struct OpenRange {
+  char name[kNameBytes];
+  int64_t begin_ns;
+};
+
+// One per thread that ever opened a range; claimed once with an atomic on `claimed`.
+// Seqlocked header followed by the stack of open ranges (depth entries valid).
+struct ThreadSlotHeader {
+  uint32_t claimed;            // 0 free, 1 in use
+  int32_t tid;                 // Linux thread id
+  char name[kShortNameBytes];  // thread name ("main", "watchdog", ...)
+  uint64_t seq;                // seqlock over depth and stack
+  uint32_t depth;              // number of open ranges (may exceed max_range_depth: deeper ones are
+                               // counted but not stored)
+  uint32_t reserved0;
+};
+static_assert(sizeof(ThreadSlotHeader) == 56);
+// A ThreadSlot is ThreadSlotHeader + OpenRange[max_range_depth] (thread_slot_bytes in the header).
+
+// One per communicator; registered once (name, size, rank_in_comm never change after `claimed`).
+struct CommSlotHeader {
+  uint32_t claimed;
+  int32_t size;                // ranks in this communicator
+  int32_t rank_in_comm;
+  uint32_t reserved0;
+  char name[kShortNameBytes];  // "world", "tp0", "dp1"
+  uint64_t next_seq;           // sequence number the next collective will get (= issued count)
+  uint64_t completed_count;    // collectives completed on this communicator
+};
+static_assert(sizeof(CommSlotHeader) == 64);
+
+// One collective in a communicator's ring; slot = seq % ring_entries. `guard` is the seqlock.
+struct CollectiveRecord {
+  uint64_t guard;
+  uint64_t seq;                // per-communicator sequence number, from 0
+  uint8_t op;                  // CollectiveOp
+  uint8_t dtype;               // DataType
+  uint8_t state;               // CollectiveState
+  uint8_t reserved0;
+  int32_t peer;                // root for broadcast, peer for send/recv, -1 otherwise
+  uint64_t count;              // elements
+  uint64_t bytes;              // payload bytes of this rank's send buffer
+  int64_t enqueue_ns;
+  int64_t start_ns;            // 0 until started
+  int64_t end_ns;              // 0 until completed
+  int64_t step;
+  char range[kNameBytes];      // innermost open range of the calling thread at enqueue
+};
+static_assert(sizeof(CollectiveRecord) == 136);
+
+// One per registered parameter. name and bucket are written once at registration.
+struct ParamSlot {
+  char name[kNameBytes];
+  int32_t bucket;              // DDP bucket index, -1 when not bucketed
+  uint32_t order;              // arrival order within the pass (0-based), valid iff arrived
+  int64_t arrived_step;        // written last, with release order; -1 never
+  int64_t arrived_ns;
+  uint64_t numel;
+};
+static_assert(sizeof(ParamSlot) == 96);
+
+}  // namespace rankscope::format

@@ -1,0 +1,140 @@
+// flight_recorder_reader.h — reads a flight recorder file into plain values, safely.
+//
+// Is: the consumer side of flight_recorder_layout.h. It maps the file read-only and copies each
+// seqlocked section, retrying while a writer is mid-update; a section that stays inconsistent is
+// kept and marked `torn` (a writer died mid-write), never trusted silently. Every offset and size is
+// validated against the file length before use, so truncated, zero-filled or random files give a
+// Status naming the file, not a crash. Is not: analysis of what the values mean.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rankscope/format/status.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::format {
+
+struct CollectiveSnapshot {
+  uint64_t seq = 0;
+  CollectiveOp op = CollectiveOp::kUnknown;
+  DataType dtype = DataType::kUnknown;
+  CollectiveState state = CollectiveState::kEmpty;
+  int32_t peer = -1;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t enqueue_ns = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t step = -1;
+  std::string range;
+  bool torn = false;
+};
+
+struct CommSnapshot {
+  int index = 0;  // slot index; matches WatchdogSnapshot::comm_index
+  std::string name;
+  int size = 0;
+  int rank_in_comm = 0;
+  uint64_t next_seq = 0;         // collectives issued on this communicator
+  uint64_t completed_count = 0;
+  std::vector<CollectiveSnapshot> ring;  // valid records, ascending seq (at most ring_entries)
+  // The newest record, or nullptr.
+  const CollectiveSnapshot* last() const { return ring.empty() ? nullptr : &ring.back(); }
+  const CollectiveSnapshot* find(uint64_t seq) const;
+};
+
+struct OpenRangeSnapshot {
+  std::string name;
+  int64_t begin_ns = 0;
+};
+
+struct ThreadSnapshot {
+  int slot = 0;
+  int tid = 0;
+  std::string name;
+  uint32_t depth = 0;                      // may exceed stack.size() when deeper than stored
+  std::vector<OpenRangeSnapshot> stack;    // outermost first
+  bool torn = false;
+};
+
+struct ParamSnapshot {
+  std::string name;
+  int bucket = -1;
+  uint64_t numel = 0;
+  int64_t arrived_step = -1;
+  int64_t arrived_ns = 0;
+  uint32_t order = 0;
+};
+
+struct LiveSnapshot {
+  int64_t heartbeat_ns = 0;
+  int64_t step = -1;
+  ProcessState process_state = ProcessState::kStarting;
+  int64_t step_begin_ns = 0;
+  uint64_t collectives_issued = 0;
+  uint64_t collectives_completed = 0;
+  int64_t clock_offset_ns = 0;
+  int64_t clock_uncertainty_ns = -1;
+  std::string phase;
+  bool torn = false;
+};
+
+struct WatchdogSnapshot {
+  WatchdogKind kind = WatchdogKind::kNone;
+  int64_t time_ns = 0;
+  int comm_index = -1;
+  uint64_t comm_seq = 0;
+  int64_t waited_ns = 0;
+  uint32_t event_count = 0;
+  std::string range;
+  std::string message;
+  std::string stacks_file;
+  bool torn = false;
+};
+
+struct GradSnapshot {
+  int64_t backward_step = -1;
+  bool in_backward = false;
+  uint32_t n_params = 0;
+  uint32_t n_arrived = 0;
+  int64_t backward_begin_ns = 0;
+  bool torn = false;
+};
+
+struct FlightRecorderSnapshot {
+  uint32_t schema_version = 0;
+  int rank = -1;
+  int world_size = 0;
+  int local_rank = 0;
+  int pid = 0;
+  std::string host;
+  std::string run_id;
+  int64_t start_ns = 0;
+  uint32_t ring_entries = 0;
+  LiveSnapshot live;
+  WatchdogSnapshot watchdog;
+  GradSnapshot grad;
+  std::vector<ThreadSnapshot> threads;  // claimed slots only; slot 0 is the first claimant (main)
+  std::vector<CommSnapshot> comms;      // registered communicators only
+  std::vector<ParamSnapshot> params;    // registered parameters, in registration order
+  std::vector<std::string> warnings;    // torn sections and other oddities worth telling a user
+
+  const ThreadSnapshot* main_thread() const { return threads.empty() ? nullptr : &threads.front(); }
+  const CommSnapshot* comm(std::string_view name) const;
+  // Parameters not yet arrived in the current (or last) backward pass.
+  std::vector<const ParamSnapshot*> missing_gradients() const;
+};
+
+// Reads `file` (memory-mapped, read-only). Errors name the file.
+Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path& file);
+// Parses bytes already in memory; `display_name` is used in messages.
+Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> bytes,
+                                                     std::string_view display_name);
+
+}  // namespace rankscope::format

@@ -1,0 +1,116 @@
+// flight_recorder_writer.h — creates a rank's flight recorder file and updates it in place.
+//
+// Is: the only code that writes flight_recorder_layout.h's bytes; used by the probe runtime on a
+// live rank and by `rankscope synth` to fabricate runs. Lock-free: each section has one writer
+// thread (see the layout's seqlock notes), counters shared between threads use atomics on the
+// mapped memory. Is not: policy (when to write what); that is the probe's.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "rankscope/format/flight_recorder_layout.h"
+#include "rankscope/format/status.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::format {
+
+struct FlightIdentity {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int pid = 0;
+  std::string host;
+  std::string run_id;
+  int64_t start_ns = 0;
+};
+
+struct CollectiveDesc {
+  CollectiveOp op = CollectiveOp::kUnknown;
+  DataType dtype = DataType::kUnknown;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int32_t peer = -1;
+};
+
+struct WatchdogEventDesc {
+  WatchdogKind kind = WatchdogKind::kNone;
+  int64_t time_ns = 0;
+  int comm_index = -1;
+  uint64_t comm_seq = 0;
+  int64_t waited_ns = 0;
+  std::string range;
+  std::string message;
+  std::string stacks_file;  // relative to the run directory
+};
+
+class FlightRecorderWriter {
+ public:
+  // Creates (or truncates) `file`, sizes it for `params`, maps it and writes identity and layout.
+  static Result<std::unique_ptr<FlightRecorderWriter>> create(const std::filesystem::path& file,
+                                                              const FlightIdentity& identity,
+                                                              const FlightLayoutParams& params = {});
+  ~FlightRecorderWriter();
+  FlightRecorderWriter(const FlightRecorderWriter&) = delete;
+  FlightRecorderWriter& operator=(const FlightRecorderWriter&) = delete;
+
+  // --- process liveness (heartbeat is a single atomic store: any thread) ---
+  void heartbeat(int64_t now_ns);
+  // The fields below are seqlocked; call them from one thread (the main thread).
+  void set_step(int64_t step, int64_t step_begin_ns);
+  void set_phase(std::string_view phase);
+  void set_process_state(ProcessState state);
+  void set_clock(int64_t offset_ns, int64_t uncertainty_ns);
+
+  // --- per-thread open-range stacks; each slot is written only by its own thread ---
+  int claim_thread_slot(int tid, std::string_view thread_name);  // -1 when all slots are taken
+  void push_range(int slot, std::string_view name, int64_t begin_ns);
+  void pop_range(int slot);
+
+  // --- collectives ---
+  int register_comm(std::string_view name, int size, int rank_in_comm);  // -1 when full
+  // Returns the collective's per-communicator sequence number.
+  uint64_t collective_enqueue(int comm, const CollectiveDesc& desc, int64_t step,
+                              std::string_view range, int64_t now_ns);
+  void collective_start(int comm, uint64_t seq, int64_t now_ns);
+  void collective_complete(int comm, uint64_t seq, int64_t now_ns, bool failed = false);
+
+  // --- gradient arrival ---
+  int register_param(std::string_view name, int bucket, uint64_t numel);  // -1 when full
+  void set_param_bucket(int param, int bucket);
+  void begin_backward(int64_t step, int64_t now_ns);
+  void grad_arrived(int param, int64_t now_ns);
+  void end_backward();
+
+  // --- watchdog ---
+  void record_watchdog(const WatchdogEventDesc& event);
+
+  // Asks the kernel to write dirty pages back (MS_ASYNC). Not needed for readability by other
+  // processes on this host (they share the page cache); it narrows the window on a machine crash.
+  void sync();
+
+  const FlightLayoutParams& layout() const { return params_; }
+  uint8_t* mapped_bytes() { return base_; }  // for tests that fabricate torn records
+  size_t mapped_size() const { return size_; }
+
+ private:
+  FlightRecorderWriter() = default;
+  FlightHeader* header() { return reinterpret_cast<FlightHeader*>(base_); }
+  uint8_t* thread_slot(int slot);
+  uint8_t* comm_slot(int comm);
+  CollectiveRecord* ring_record(int comm, uint64_t seq);
+  ParamSlot* param_slot(int param);
+
+  uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+  int fd_ = -1;
+  FlightLayoutParams params_;
+};
+
+// Bytes a flight recorder file with these parameters occupies.
+uint64_t flight_file_bytes(const FlightLayoutParams& params);
+
+}  // namespace rankscope::format

@@ -1,0 +1,177 @@
+// probe.h — the public API of the rankscope probe, linked into a training program.
+//
+// Is: init/shutdown, scoped ranges, step markers, collective begin/end, gradient-ready, counters
+// and clock alignment; all recorded into a run directory (docs/FORMAT.md): the memory-mapped flight
+// recorder (readable while the rank is wedged or after it died), the per-step event stream, NVTX
+// ranges (domain "rankscope") and, where a GPU is, CUPTI kernel timings. A watchdog thread keeps the
+// heartbeat and reports collectives or ranges open past a timeout, with native stacks.
+// Is not: a communicator. The program does its own collectives and tells the probe about them.
+// No CUDA, CUPTI, NVTX, NCCL or MPI header is included here (design rule 3); GPU pieces plug in
+// through the small interfaces at the bottom.
+//
+// Threading: ranges may be opened from any thread (each thread gets its own stack slot); steps,
+// counters and gradient marks are called from the training (main) thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rankscope/format/status.h"
+#include "rankscope/format/vocabulary.h"
+#include "rankscope/format/run_metadata.h"
+
+namespace rankscope::probe {
+
+struct Options {
+  std::filesystem::path run_dir;  // RANKSCOPE_RUN_DIR
+  std::string run_id;             // RANKSCOPE_RUN_ID; generated from time and host when empty
+  int rank = 0;                   // RANK / OMPI_COMM_WORLD_RANK / PMI_RANK when read from env
+  int world_size = 1;
+  int local_rank = 0;
+  bool enabled = true;            // RANKSCOPE_DISABLE=1 turns every call into a no-op
+  double watchdog_timeout_s = 300;    // RANKSCOPE_WATCHDOG_TIMEOUT
+  double watchdog_poll_s = 0.1;       // RANKSCOPE_WATCHDOG_POLL
+  bool watchdog_abort = false;        // RANKSCOPE_WATCHDOG_ABORT=1: SIGABRT self after evidence
+  bool watchdog_stacks = true;        // RANKSCOPE_WATCHDOG_STACKS=0 disables stack capture
+  int64_t trace_step_begin = -1;      // capture window (inclusive), RANKSCOPE_TRACE_STEPS=A-B
+  int64_t trace_step_end = -1;
+  bool nvtx = true;                   // RANKSCOPE_NVTX=0
+  bool cupti = true;                  // RANKSCOPE_CUPTI=0
+  uint32_t ring_entries = 256;        // collectives remembered per communicator
+
+  // Overrides fields from the environment variables named above; rank/world size from the
+  // launcher's (OpenMPI, Slurm, torchrun) unless already set by the program. Returns a Status for
+  // a malformed value (e.g. RANKSCOPE_TRACE_STEPS=x).
+  Status apply_environment();
+};
+
+// Parses "A-B" or "A" into an inclusive step window.
+Result<std::pair<int64_t, int64_t>> parse_step_window(std::string_view text);
+
+// Opaque handle of a registered communicator and of one collective in flight.
+struct CommHandle {
+  int index = -1;
+  bool valid() const { return index >= 0; }
+};
+struct CollectiveHandle {
+  int comm = -1;
+  uint64_t seq = 0;
+  uint32_t event_index = 0;  // internal: slot in the step's collective list
+  bool valid() const { return comm >= 0; }
+};
+struct ParamHandle {
+  int index = -1;
+};
+
+// Something that can tell whether an asynchronous operation (a CUDA event) has finished; the
+// watchdog thread polls it. Implemented in the CUDA leaf; the probe never sees cuda*.h.
+class CompletionSource {
+ public:
+  virtual ~CompletionSource() = default;
+  virtual bool poll_done() = 0;   // true once complete; called from the watchdog thread
+};
+
+// Transport for clock alignment: exchanges one timestamp with rank 0. Implemented by the program's
+// communicator (MPI, NCCL bootstrap). On rank 0, `serve(peer)` answers one ping from `peer`.
+class ClockExchange {
+ public:
+  virtual ~ClockExchange() = default;
+  // Non-root: sends t1 to rank 0, returns rank 0's reply time t2.
+  virtual int64_t ping_root(int64_t t1_ns) = 0;
+  // Root: receives one ping from `peer` and replies with its own clock.
+  virtual void serve(int peer) = 0;
+  virtual void barrier() = 0;
+};
+
+// A sink that mirrors ranges elsewhere (NVTX). Implemented in a leaf target.
+class RangeSink {
+ public:
+  virtual ~RangeSink() = default;
+  virtual void push(std::string_view name) = 0;
+  virtual void pop() = 0;
+};
+
+// GPU kernel activity source (CUPTI). Implemented in a leaf target; see kernel_tracer.h.
+class KernelTracer;
+
+class Probe {
+ public:
+  // Opens the run directory (creating it), the flight recorder and event stream of this rank,
+  // and starts the watchdog. Prints one line per degraded capability (no NVTX, no GPU timing).
+  static Result<std::unique_ptr<Probe>> create(const Options& options);
+  // A probe that records nothing: every call returns at once. For probe-off measurements.
+  static std::unique_ptr<Probe> disabled();
+  ~Probe();  // shutdown(): marks the rank finished, flushes, stops the watchdog
+
+  void shutdown();
+  void mark_aborted();  // before the program exits on an error
+
+  bool enabled() const;
+  int rank() const;
+  const std::filesystem::path& run_dir() const;
+  const std::string& run_id() const;
+
+  // Rank 0 writes run.json (world size, layout, model, ...). Others may call it; it is ignored.
+  Status write_run_metadata(const format::RunMetadata& meta);
+
+  // Clock alignment over the program's communicator: every rank calls it together.
+  Status align_clocks(ClockExchange& exchange, int samples = 16);
+
+  // --- steps and ranges ---
+  void begin_step(int64_t step);
+  void end_step();  // writes the step's record and flushes the event stream
+  void push_range(std::string_view name);
+  void pop_range();
+
+  // --- collectives ---
+  CommHandle register_comm(std::string_view name, int size, int rank_in_comm);
+  CollectiveHandle collective_enqueue(CommHandle comm, const format::CollectiveDesc& desc);
+  void collective_start(const CollectiveHandle& h);
+  void collective_complete(const CollectiveHandle& h, bool failed = false);
+  // Completion known later (a CUDA event): the watchdog polls `source` and completes `h`.
+  void collective_complete_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source);
+
+  // --- gradients ---
+  ParamHandle register_param(std::string_view name, uint64_t numel, int bucket = -1);
+  void set_param_bucket(ParamHandle p, int bucket);
+  void begin_backward();
+  void grad_ready(ParamHandle p);
+  void end_backward();
+
+  // --- counters: a named value for the current step (last write wins) ---
+  void counter(std::string_view name, double value);
+  void counter_add(std::string_view name, double delta);
+
+  // --- optional plug-ins ---
+  void add_range_sink(std::unique_ptr<RangeSink> sink);
+  void set_kernel_tracer(std::unique_ptr<KernelTracer> tracer);
+
+  struct Impl;
+
+ private:
+  explicit Probe(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// RAII range: ScopedRange r(probe, "forward/embed"); probe may be null.
+class ScopedRange {
+ public:
+  ScopedRange(Probe* probe, std::string_view name) : probe_(probe) {
+    if (probe_) probe_->push_range(name);
+  }
+  ~ScopedRange() {
+    if (probe_) probe_->pop_range();
+  }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  Probe* probe_;
+};
+
+}  // namespace rankscope::probe
