@@ -1,0 +1,48 @@
+// main.cpp — `rankscope`: one CLI, subcommands dispatched by name. Thin: all work is in the
+// subcommand files and the analyzer libraries they call.
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "subcommands.h"
+
+namespace {
+
+struct Subcommand {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(rankscope::cli::Args);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"inspect", "per rank: heartbeat age, step, open ranges, last collectives", rankscope::cli::inspect_command},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: rankscope <command> [options]\n\n"
+                    "Tells why a distributed training job is stuck or slow, from its run directory.\n\n"
+                    "commands:\n");
+  for (const auto& c : kSubcommands) std::fprintf(out, "  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
+  std::fprintf(out, "\n'rankscope <command> --help' describes one command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage(args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::printf("rankscope %s\n", RANKSCOPE_VERSION);
+    return 0;
+  }
+  for (const auto& c : kSubcommands) {
+    if (c.name == args[0]) return c.run(rankscope::cli::Args(args).subspan(1));
+  }
+  std::fprintf(stderr, "rankscope: unknown command '%s'\n\n", std::string(args[0]).c_str());
+  print_usage(stderr);
+  return 2;
+}

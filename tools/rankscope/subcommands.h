@@ -1,0 +1,16 @@
+// subcommands.h — the subcommands of the `rankscope` CLI, one file each.
+//
+// Each takes the arguments after its name and returns the process exit code (0 ok, 1 a problem
+// was found, 2 bad input). Each prints its own --help.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace rankscope::cli {
+
+using Args = std::span<const std::string_view>;
+
+int inspect_command(Args args);   // inspect_command.cpp
+
+}  // namespace rankscope::cli
