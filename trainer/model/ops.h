@@ -1,0 +1,117 @@
+// ops.h — the backend interface the GPT-2 model calls: every loop over tensor elements is here.
+//
+// Is: a table of ops (memory, matmul, layernorm, attention, gelu, residual, embedding,
+// vocab-parallel cross-entropy, AdamW, reductions) with the shape of every argument. The model
+// (gpt2.cpp) is written once against this interface; the CPU backend (trainer/ops/cpu/, fp32,
+// OpenBLAS, OpenMP: the numerical oracle) implements it and a CUDA backend is a second
+// implementation. Pointers returned by alloc() live where the backend computes (host for CPU,
+// device for CUDA); token ids passed to ops have been copied there with copy_from_host().
+// Is not: communication (the model calls the Communicator between ops) or any model logic.
+//
+// Conventions: N = B*T rows; C = channels; OC = output features. Matrices are row-major. Weights
+// are (OC, C) as in torch.nn.Linear. "+=" means the op accumulates into that output; "=" means it
+// overwrites. All ops are synchronous with respect to later ops of the same backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace gpt2 {
+
+// Which global token ids this rank's vocab shard owns; see VocabShard in config.h.
+struct VocabShardMap {
+  bool strided = false;  // false: contiguous
+  int tp_size = 1;
+  int tp_rank = 0;
+  int local_rows = 0;    // Vp / tp
+  int vocab_size = 0;    // V: global ids >= V are padding
+  // Global token id of local row j.
+  int global_id(int j) const { return strided ? j * tp_size + tp_rank : tp_rank * local_rows + j; }
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual const char* name() const = 0;  // "cpu", "cuda"
+
+  // --- memory (backend-resident buffers; 64-byte aligned; alloc zero-fills) ---
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void release(void* ptr) = 0;
+  virtual void fill_zero(void* ptr, size_t bytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+
+  // --- embedding (vocab-parallel) ---
+  // out (N,C) = wte_local[local row of ids[n]] where this shard owns ids[n], else 0. Foreign ids are
+  // masked arithmetically (no per-token branch). Returns how many of the N ids this shard owns.
+  virtual int64_t embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+                                   const VocabShardMap& shard) = 0;
+  // out (B,T,C) += wpe (maxT,C) rows 0..T-1, broadcast over B.
+  virtual void add_position(float* out, const float* wpe, int B, int T, int C) = 0;
+  // dwte_local (Vp/tp,C) += dout rows of owned ids; dwpe (maxT,C) += sum over B of dout (B,T,C).
+  virtual void embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
+                                  int B, int T, int C, const VocabShardMap& shard) = 0;
+
+  // --- layernorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) = ---
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int N, int C) = 0;
+  // dinp (N,C) +=, dweight (C) +=, dbias (C) +=; uses the forward's mean and rstd.
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean,
+                                  const float* rstd, int N, int C) = 0;
+
+  // --- matmul (GEMM) ---
+  // out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias (OC) (bias may be null).
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              int N, int C, int OC) = 0;
+  // dinp (N,C) = dout @ weight (may be null: not wanted); dweight (OC,C) += dout^T @ inp;
+  // dbias (OC) += column sums of dout (may be null).
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, int N, int C, int OC) = 0;
+  // out (N,OC) += bias (OC): the row-parallel bias, added once after the all-reduce.
+  virtual void add_bias(float* out, const float* bias, int N, int OC) = 0;
+
+  // --- causal self-attention over this rank's NH heads (head size hs = C/NH) ---
+  // qkv (B,T,3C) holds [Q | K | V], each (C) = NH heads of hs. att (B,NH,T,T) = softmax of
+  // causally masked Q K^T / sqrt(hs) (kept for backward); out (B,T,C) = att @ V per head.
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                 int NH) = 0;
+  // dqkv (B,T,3C) =; scratch datt (B,NH,T,T) is overwritten.
+  virtual void attention_backward(float* dqkv, float* datt_scratch, const float* dout,
+                                  const float* qkv, const float* att, int B, int T, int C,
+                                  int NH) = 0;
+
+  // --- GELU (tanh approximation) and residual ---
+  virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;                    // out =
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;  // dinp =
+  virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;   // out = a + b
+  virtual void add_inplace(float* acc, const float* x, size_t n) = 0;                       // acc += x
+
+  // --- vocab-parallel cross-entropy over logits (N, Vl), Vl = shard.local_rows ---
+  // Padded columns (global id >= V) never enter max or sum.
+  // row_max (N) = max over this shard's real columns (-inf when it has none).
+  virtual void logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) = 0;
+  // Packed for ONE sum all-reduce: stats (2N) = [sum_j exp(logit - max) for N rows | the target's
+  // logit if this shard owns the target else 0 for N rows]. row_max is the global max.
+  virtual void softmax_stats(float* stats, const float* logits, const float* row_max,
+                             const int* targets, int N, const VocabShardMap& shard) = 0;
+  // losses (N) = log(sum) + max - target_logit, from the all-reduced stats.
+  virtual void crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) = 0;
+  // In place: logits (N,Vl) becomes dlogits = (softmax - onehot(target)) * dloss; padded columns 0.
+  virtual void crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+                                             const int* targets, float dloss, int N,
+                                             const VocabShardMap& shard) = 0;
+
+  // --- optimizer and reductions ---
+  // AdamW with bias correction at step t (1-based); decay is decoupled: p -= lr * wd * p.
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                            float lr, float beta1, float beta2, float eps, float weight_decay,
+                            int64_t t) = 0;
+  virtual double sum_squares(const float* x, size_t n) = 0;  // in double
+  virtual void scale(float* x, float s, size_t n) = 0;        // x *= s
+  virtual double sum(const float* x, size_t n) = 0;            // in double
+};
+
+}  // namespace gpt2
