@@ -1,0 +1,59 @@
+// fault_injector.h — the fault points: where --inject specs act on a running rank.
+//
+// Is: one object holding this rank's faults, reached through exactly two seams, so no fault logic
+// sits in the model or the communicators:
+//   - range entry: the probe forwards every push_range to range_sink() (a probe RangeSink), which
+//     runs stall, delay and crash;
+//   - collective call: ProbedCommunicator asks before_collective()/on_payload() (skip, resize,
+//     lossy; it is a CollectiveInterceptor);
+// plus the one question DDP asks before it reports a gradient ready (drop-grad). The training loop
+// tells it the current step. Lossy counts chunks sent and lost as probe counters
+// (lossy.chunks_sent, lossy.chunks_lost).
+// Is not: the parser (fault_spec.h) nor the checks that faults did what they say (tests/e2e).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "comm/collective_interceptor.h"
+#include "fault_spec.h"
+#include "loss_model.h"
+#include "rankscope/format/flight_recorder_writer.h"  // format::CollectiveDesc used by probe.h
+#include "rankscope/probe/probe.h"
+
+namespace gpt2 {
+
+class FaultInjector final : public CollectiveInterceptor {
+ public:
+  // Keeps the specs that apply to `rank`. probe may be null (then lossy counts are not reported).
+  FaultInjector(std::vector<FaultSpec> specs, int rank, rankscope::probe::Probe* probe);
+
+  bool empty() const { return specs_.empty(); }
+  void set_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  int64_t step() const { return step_.load(std::memory_order_relaxed); }
+
+  // Called on entering a range (any thread): may sleep, block forever or SIGKILL the process.
+  void on_range_enter(std::string_view name);
+  // A probe RangeSink forwarding to on_range_enter; the injector must outlive it.
+  std::unique_ptr<rankscope::probe::RangeSink> range_sink();
+
+  // True when `param`'s gradient must not be reported ready at the current step.
+  bool drop_grad(std::string_view param) const;
+
+  InterceptDecision before_collective(const CollectiveCall& call) override;
+  void on_payload(const CollectiveCall& call, void* payload, size_t bytes) override;
+
+ private:
+  bool step_matches(const FaultSpec& f) const { return f.step < 0 || f.step == step(); }
+
+  std::vector<FaultSpec> specs_;
+  std::vector<LossModelState> lossy_;   // one per lossy spec, in spec order
+  std::vector<const FaultSpec*> lossy_specs_;
+  int rank_;
+  rankscope::probe::Probe* probe_;
+  std::atomic<int64_t> step_{-1};
+};
+
+}  // namespace gpt2
