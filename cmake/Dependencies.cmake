@@ -1,6 +1,9 @@
+get_filename_component(RANKSCOPE_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+
 # Every third-party dependency is found here, once. Debian packages plus the CUDA toolkit; nothing
 # is downloaded. Targets below link the imported targets named here, never raw paths.
 find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(PkgConfig REQUIRED)
@@ -58,6 +61,6 @@ function(rankscope_add_gtest name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
-    RANKSCOPE_SOURCE_DIR="${CMAKE_SOURCE_DIR}" RANKSCOPE_BINARY_DIR="${CMAKE_BINARY_DIR}")
+    RANKSCOPE_SOURCE_DIR="${RANKSCOPE_SOURCE_ROOT}" RANKSCOPE_BINARY_DIR="${CMAKE_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}")
 endfunction()

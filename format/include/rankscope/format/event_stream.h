@@ -9,7 +9,7 @@
 // Encoding (docs/FORMAT.md has the byte tables): a 64-byte file header, then records
 //   [u32 type][u32 payload_bytes][payload][u32 crc32(type, payload_bytes, payload)]
 // Names (ranges, communicators, counters, kernels, params) are interned: a NAME record assigns an
-// id before its first use. Unknown record types are skipped, so adding types does not break readers.
+// id (from 1; 0 means "no name") before its first use. Unknown record types are skipped, so adding types does not break readers.
 #pragma once
 
 #include <cstdint>
@@ -108,7 +108,7 @@ static_assert(sizeof(TraceRange) == 32);
 
 struct TraceKernel {
   uint32_t name_id;         // kernel (demangled) name
-  uint32_t range_id;        // range open on the launching thread at launch; 0xffffffff if none
+  uint32_t range_id;        // range open on the launching thread at launch; 0 if none
   uint32_t stream;
   uint32_t device;
   int64_t begin_ns;         // on this rank's clock (CUPTI timestamps converted)

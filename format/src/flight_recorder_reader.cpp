@@ -1,0 +1,247 @@
+// flight_recorder_reader.cpp — validates and copies a flight recorder into a snapshot.
+//
+// Every offset is checked against the real byte count before it is dereferenced: the input may be
+// truncated, zero-filled or random (tests feed exactly those under ASan+UBSan).
+#include "rankscope/format/flight_recorder_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "rankscope/format/flight_recorder_layout.h"
+#include "seqlock.h"
+
+namespace rankscope::format {
+namespace {
+
+// Printable ASCII only: names come from a file that may be garbage, and they end up in JSON.
+template <size_t N>
+std::string read_name(const char (&src)[N]) {
+  const size_t n = strnlen(src, N);
+  std::string out(src, n);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
+  return out;
+}
+
+bool checked_span(uint64_t offset, uint64_t count, uint64_t elem, uint64_t limit) {
+  if (elem != 0 && count > (limit / elem)) return false;
+  const uint64_t bytes = count * elem;
+  return offset <= limit && bytes <= limit - offset;
+}
+
+CollectiveState to_state(uint8_t v, bool& ok) {
+  ok = v <= uint8_t(CollectiveState::kFailed);
+  return ok ? CollectiveState(v) : CollectiveState::kEmpty;
+}
+
+}  // namespace
+
+const CollectiveSnapshot* CommSnapshot::find(uint64_t s) const {
+  auto it = std::lower_bound(ring.begin(), ring.end(), s,
+                             [](const CollectiveSnapshot& c, uint64_t v) { return c.seq < v; });
+  return (it != ring.end() && it->seq == s) ? &*it : nullptr;
+}
+
+const CommSnapshot* FlightRecorderSnapshot::comm(std::string_view name) const {
+  for (const auto& c : comms)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::vector<const ParamSnapshot*> FlightRecorderSnapshot::missing_gradients() const {
+  std::vector<const ParamSnapshot*> out;
+  if (grad.backward_step < 0) return out;
+  for (const auto& p : params)
+    if (p.arrived_step != grad.backward_step) out.push_back(&p);
+  return out;
+}
+
+Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> bytes,
+                                                     std::string_view display_name) {
+  const std::string name(display_name);
+  if (bytes.empty()) return corrupt(name + ": empty file (the rank may have died before creating its flight recorder)");
+  if (bytes.size() < sizeof(FlightHeader))
+    return corrupt(fmt::format("{}: {} bytes, smaller than a flight recorder header ({} bytes): truncated",
+                               name, bytes.size(), sizeof(FlightHeader)));
+  const auto* h = reinterpret_cast<const FlightHeader*>(bytes.data());
+  if (std::memcmp(h->magic, kFlightMagic, sizeof(kFlightMagic)) != 0) {
+    const bool zero = std::all_of(bytes.begin(), bytes.begin() + 64, [](uint8_t b) { return b == 0; });
+    return corrupt(name + (zero ? ": zero-filled, no flight recorder magic (never initialised, or lost in a machine crash)"
+                                : ": not a rankscope flight recorder (bad magic)"));
+  }
+  if (h->schema_version < kFlightSchemaMinReadable || h->schema_version > kFlightSchemaMaxReadable)
+    return unsupported(fmt::format("{}: flight recorder schema version {}; this rankscope reads versions {}..{} "
+                                   "(hint: use the rankscope release that wrote the run)",
+                                   name, h->schema_version, kFlightSchemaMinReadable, kFlightSchemaMaxReadable));
+  const uint64_t limit = bytes.size();
+  const FlightLayoutParams& p = h->layout;
+  if (h->header_bytes != sizeof(FlightHeader) || h->file_bytes > limit)
+    return corrupt(fmt::format("{}: header says {} bytes but the file has {}: truncated", name, h->file_bytes, limit));
+  if (p.max_threads > 4096 || p.max_range_depth > 4096 || p.max_comms > 4096 || p.ring_entries == 0 ||
+      p.ring_entries > (1u << 20) || p.max_params > (1u << 20) ||
+      h->thread_slot_bytes != sizeof(ThreadSlotHeader) + uint64_t(p.max_range_depth) * sizeof(OpenRange) ||
+      h->comm_slot_bytes != sizeof(CommSlotHeader) + uint64_t(p.ring_entries) * sizeof(CollectiveRecord) ||
+      h->collective_record_bytes != sizeof(CollectiveRecord) || h->param_slot_bytes != sizeof(ParamSlot) ||
+      !checked_span(h->threads_offset, p.max_threads, h->thread_slot_bytes, limit) ||
+      !checked_span(h->comms_offset, p.max_comms, h->comm_slot_bytes, limit) ||
+      !checked_span(h->params_offset, p.max_params, sizeof(ParamSlot), limit))
+    return corrupt(name + ": inconsistent flight recorder layout (corrupt header)");
+
+  FlightRecorderSnapshot s;
+  s.schema_version = h->schema_version;
+  if (std::atomic_ref<uint32_t>(const_cast<uint32_t&>(h->ready)).load(std::memory_order_acquire) != 1)
+    s.warnings.push_back("identity not complete: the rank was still initialising");
+  s.rank = h->rank;
+  s.world_size = h->world_size;
+  s.local_rank = h->local_rank;
+  s.pid = h->pid;
+  s.start_ns = h->start_ns;
+  s.host = read_name(h->host);
+  s.run_id = read_name(h->run_id);
+  s.ring_entries = p.ring_entries;
+
+  LiveState live;
+  s.live.torn = !seqlock::read(&h->live, &live, sizeof(live), &h->live.seq);
+  s.live.heartbeat_ns = live.heartbeat_ns;
+  s.live.step = live.step;
+  s.live.process_state = live.process_state <= uint32_t(ProcessState::kAborted) ? ProcessState(live.process_state)
+                                                                                : ProcessState::kStarting;
+  s.live.step_begin_ns = live.step_begin_ns;
+  s.live.collectives_issued = live.collectives_issued;
+  s.live.collectives_completed = live.collectives_completed;
+  s.live.clock_offset_ns = live.clock_offset_ns;
+  s.live.clock_uncertainty_ns = live.clock_uncertainty_ns;
+  s.live.phase = read_name(live.phase);
+  if (s.live.torn) s.warnings.push_back("live state torn (a writer stopped mid-update)");
+
+  WatchdogRecord wd;
+  s.watchdog.torn = !seqlock::read(&h->watchdog, &wd, sizeof(wd), &h->watchdog.seq);
+  s.watchdog.kind = wd.kind <= uint32_t(WatchdogKind::kRangeTimeout) ? WatchdogKind(wd.kind) : WatchdogKind::kNone;
+  s.watchdog.time_ns = wd.time_ns;
+  s.watchdog.comm_index = wd.comm_index;
+  s.watchdog.comm_seq = wd.comm_seq;
+  s.watchdog.waited_ns = wd.waited_ns;
+  s.watchdog.event_count = wd.event_count;
+  s.watchdog.range = read_name(wd.range);
+  s.watchdog.message = read_name(wd.message);
+  s.watchdog.stacks_file = read_name(wd.stacks_file);
+  if (s.watchdog.torn) s.warnings.push_back("watchdog record torn");
+
+  GradState g;
+  s.grad.torn = !seqlock::read(&h->grad, &g, sizeof(g), &h->grad.seq);
+  s.grad.backward_step = g.backward_step;
+  s.grad.in_backward = g.in_backward != 0;
+  s.grad.n_params = std::min(g.n_params, p.max_params);
+  s.grad.n_arrived = g.n_arrived;
+  s.grad.backward_begin_ns = g.backward_begin_ns;
+  if (s.grad.torn) s.warnings.push_back("gradient-arrival state torn");
+
+  const uint8_t* base = bytes.data();
+  std::vector<uint8_t> scratch(h->thread_slot_bytes);
+  for (uint32_t i = 0; i < p.max_threads; ++i) {
+    const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
+    const auto* th = reinterpret_cast<const ThreadSlotHeader*>(slot);
+    if (th->claimed != 1) continue;
+    ThreadSnapshot t;
+    t.slot = int(i);
+    t.tid = th->tid;
+    t.name = read_name(th->name);
+    t.torn = !seqlock::read(slot, scratch.data(), scratch.size(), &th->seq);
+    const auto* copy = reinterpret_cast<const ThreadSlotHeader*>(scratch.data());
+    const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);
+    t.depth = copy->depth;
+    const uint32_t stored = std::min(copy->depth, p.max_range_depth);
+    for (uint32_t d = 0; d < stored; ++d) t.stack.push_back({read_name(stack[d].name), stack[d].begin_ns});
+    if (t.torn) s.warnings.push_back(fmt::format("thread {} range stack torn", t.tid));
+    s.threads.push_back(std::move(t));
+  }
+
+  for (uint32_t i = 0; i < p.max_comms; ++i) {
+    const uint8_t* slot = base + h->comms_offset + uint64_t(i) * h->comm_slot_bytes;
+    const auto* ch = reinterpret_cast<const CommSlotHeader*>(slot);
+    if (ch->claimed != 1) continue;
+    CommSnapshot c;
+    c.index = int(i);
+    c.name = read_name(ch->name);
+    c.size = ch->size;
+    c.rank_in_comm = ch->rank_in_comm;
+    c.next_seq = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(ch->next_seq)).load(std::memory_order_acquire);
+    c.completed_count = ch->completed_count;
+    const auto* ring = reinterpret_cast<const CollectiveRecord*>(ch + 1);
+    const uint64_t first = c.next_seq > p.ring_entries ? c.next_seq - p.ring_entries : 0;
+    c.ring.reserve(c.next_seq - first);
+    for (uint64_t seq = first; seq < c.next_seq; ++seq) {
+      const CollectiveRecord* src = &ring[seq % p.ring_entries];
+      CollectiveRecord r;
+      const bool consistent = seqlock::read(src, &r, sizeof(r), &src->guard);
+      if (r.seq != seq) continue;  // claimed but not yet written, or already overwritten
+      bool state_ok = true;
+      CollectiveSnapshot cs;
+      cs.seq = r.seq;
+      cs.op = r.op <= uint8_t(CollectiveOp::kRecv) ? CollectiveOp(r.op) : CollectiveOp::kUnknown;
+      cs.dtype = r.dtype <= uint8_t(DataType::kFloat64) ? DataType(r.dtype) : DataType::kUnknown;
+      cs.state = to_state(r.state, state_ok);
+      cs.peer = r.peer;
+      cs.count = r.count;
+      cs.bytes = r.bytes;
+      cs.enqueue_ns = r.enqueue_ns;
+      cs.start_ns = r.start_ns;
+      cs.end_ns = r.end_ns;
+      cs.step = r.step;
+      cs.range = read_name(r.range);
+      cs.torn = !consistent || !state_ok;
+      if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
+      c.ring.push_back(std::move(cs));
+    }
+    s.comms.push_back(std::move(c));
+  }
+
+  const auto* params = reinterpret_cast<const ParamSlot*>(base + h->params_offset);
+  for (uint32_t i = 0; i < s.grad.n_params; ++i) {
+    const ParamSlot& ps = params[i];
+    ParamSnapshot out;
+    out.name = read_name(ps.name);
+    out.bucket = ps.bucket;
+    out.numel = ps.numel;
+    out.arrived_step = std::atomic_ref<int64_t>(const_cast<int64_t&>(ps.arrived_step)).load(std::memory_order_acquire);
+    out.arrived_ns = ps.arrived_ns;
+    out.order = ps.order;
+    s.params.push_back(std::move(out));
+  }
+  return s;
+}
+
+Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENOENT) return not_found(fmt::format("{}: no such file", file.string()));
+    return io_error(fmt::format("{}: cannot open: {}", file.string(), std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument(fmt::format("{}: not a regular file", file.string()));
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return parse_flight_recorder({}, file.string());
+  }
+  void* m = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) return io_error(fmt::format("{}: cannot map: {}", file.string(), std::strerror(errno)));
+  auto result = parse_flight_recorder({static_cast<const uint8_t*>(m), size_t(st.st_size)}, file.string());
+  ::munmap(m, size_t(st.st_size));
+  return result;
+}
+
+}  // namespace rankscope::format

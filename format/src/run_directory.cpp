@@ -1,0 +1,74 @@
+// run_directory.cpp — finds and reads what a run left behind, recording problems per rank.
+#include "rankscope/format/run_directory.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "rankscope/format/run_directory_layout.h"
+
+namespace rankscope::format {
+
+int RunDirectory::ranks_readable() const {
+  return int(std::count_if(ranks.begin(), ranks.end(), [](const RankFiles& r) { return r.flight.has_value(); }));
+}
+
+Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const OpenOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return not_found(fmt::format("{}: no such directory", dir.string()));
+  if (!std::filesystem::is_directory(dir, ec)) return invalid_argument(fmt::format("{}: not a directory", dir.string()));
+
+  RunDirectory run;
+  run.dir = dir;
+  int max_rank = -1;
+  size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    ++entries;
+    for (std::string_view ext : {".flight", ".events"})
+      if (auto r = rank_of_file(entry.path(), ext)) max_rank = std::max(max_rank, *r);
+  }
+  if (ec) return io_error(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+
+  auto meta = read_run_metadata(dir);
+  if (meta.ok()) {
+    run.metadata = std::move(meta).value();
+  } else {
+    run.metadata_status = meta.status();
+    if (max_rank < 0) {
+      if (entries == 0) return invalid_argument(fmt::format("{}: empty directory, not a rankscope run", dir.string()));
+      if (meta.status().code() == StatusCode::kNotFound)
+        return invalid_argument(fmt::format("{}: not a rankscope run directory (no run.json, no rankNNNNN.flight files)",
+                                            dir.string()));
+      return meta.status();  // run.json present but unreadable and nothing else: say why
+    }
+    run.problems.push_back(meta.status().message());
+  }
+
+  run.world_size = run.metadata ? run.metadata->world_size : max_rank + 1;
+  run.ranks.resize(size_t(std::max(run.world_size, 0)));
+  for (int r = 0; r < run.world_size; ++r) {
+    RankFiles& rf = run.ranks[size_t(r)];
+    rf.rank = r;
+    const auto events = event_stream_path(dir, r);
+    if (std::filesystem::exists(events, ec)) rf.events_path = events;
+    if (!options.read_flight_recorders) continue;
+    auto snap = read_flight_recorder(flight_recorder_path(dir, r));
+    if (snap.ok()) {
+      if (snap->rank != r)
+        run.problems.push_back(fmt::format("rank {}: its flight recorder says rank {}", r, snap->rank));
+      for (const auto& w : snap->warnings) run.problems.push_back(fmt::format("rank {}: {}", r, w));
+      rf.flight = std::move(snap).value();
+    } else {
+      rf.flight_status = snap.status();
+      run.problems.push_back(snap.status().code() == StatusCode::kNotFound
+                                 ? fmt::format("rank {}: flight recorder {} is missing", r,
+                                               flight_recorder_path(dir, r).filename().string())
+                                 : fmt::format("rank {}: {}", r, snap.status().message()));
+    }
+  }
+  if (max_rank >= run.world_size)
+    run.problems.push_back(fmt::format("files for rank {} but the run has world size {}", max_rank, run.world_size));
+  return run;
+}
+
+}  // namespace rankscope::format

@@ -1,0 +1,242 @@
+// flight_recorder_test.cpp — what the writer puts in a flight recorder, the reader gets back.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/flight_recorder_writer.h"
+
+namespace rankscope::format {
+namespace {
+
+class FlightRecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("rs_flight_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    file_ = dir_ / "rank00003.flight";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<FlightRecorderWriter> make(FlightLayoutParams p = {}) {
+    FlightIdentity id{3, 8, 1, 4242, "node7", "run-abc", 1000};
+    auto w = FlightRecorderWriter::create(file_, id, p);
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    return std::move(w).value();
+  }
+
+  std::filesystem::path dir_, file_;
+};
+
+TEST_F(FlightRecorderTest, IdentityAndLiveStateRoundTrip) {
+  auto w = make();
+  w->set_step(17, 5000);
+  w->set_phase("forward/block3/attn");
+  w->set_process_state(ProcessState::kRunning);
+  w->set_clock(-250, 40);
+  w->heartbeat(9999);
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->rank, 3);
+  EXPECT_EQ(s->world_size, 8);
+  EXPECT_EQ(s->local_rank, 1);
+  EXPECT_EQ(s->pid, 4242);
+  EXPECT_EQ(s->host, "node7");
+  EXPECT_EQ(s->run_id, "run-abc");
+  EXPECT_EQ(s->live.step, 17);
+  EXPECT_EQ(s->live.step_begin_ns, 5000);
+  EXPECT_EQ(s->live.phase, "forward/block3/attn");
+  EXPECT_EQ(s->live.process_state, ProcessState::kRunning);
+  EXPECT_EQ(s->live.clock_offset_ns, -250);
+  EXPECT_EQ(s->live.clock_uncertainty_ns, 40);
+  EXPECT_EQ(s->live.heartbeat_ns, 9999);
+  EXPECT_FALSE(s->live.torn);
+  EXPECT_TRUE(s->warnings.empty());
+}
+
+TEST_F(FlightRecorderTest, RangeStacksPerThread) {
+  auto w = make();
+  const int main_slot = w->claim_thread_slot(100, "main");
+  const int other = w->claim_thread_slot(101, "loader");
+  ASSERT_EQ(main_slot, 0);
+  ASSERT_EQ(other, 1);
+  w->push_range(main_slot, "step", 1);
+  w->push_range(main_slot, "forward/embed", 2);
+  w->push_range(other, "data", 3);
+  w->push_range(main_slot, "forward/block0/attn", 4);
+  w->pop_range(main_slot);
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->threads.size(), 2u);
+  const ThreadSnapshot* m = s->main_thread();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->tid, 100);
+  EXPECT_EQ(m->name, "main");
+  ASSERT_EQ(m->stack.size(), 2u);
+  EXPECT_EQ(m->stack[0].name, "step");
+  EXPECT_EQ(m->stack[1].name, "forward/embed");
+  EXPECT_EQ(m->stack[1].begin_ns, 2);
+  ASSERT_EQ(s->threads[1].stack.size(), 1u);
+  EXPECT_EQ(s->threads[1].stack[0].name, "data");
+}
+
+TEST_F(FlightRecorderTest, StackDeeperThanStoredIsCountedNotStored) {
+  FlightLayoutParams p;
+  p.max_range_depth = 2;
+  auto w = make(p);
+  const int t = w->claim_thread_slot(1, "main");
+  for (const char* n : {"a", "b", "c", "d"}) w->push_range(t, n, 0);
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->threads[0].depth, 4u);
+  ASSERT_EQ(s->threads[0].stack.size(), 2u);
+  EXPECT_EQ(s->threads[0].stack[1].name, "b");
+}
+
+TEST_F(FlightRecorderTest, CollectivesCarryStateAndSequence) {
+  auto w = make();
+  const int tp = w->register_comm("tp0", 2, 1);
+  const int dp = w->register_comm("dp1", 4, 0);
+  CollectiveDesc d{CollectiveOp::kAllReduceSum, DataType::kFloat32, 1024, 4096, -1};
+  EXPECT_EQ(w->collective_enqueue(tp, d, 5, "forward/block0/attn", 10), 0u);
+  w->collective_complete(tp, 0, 20);
+  EXPECT_EQ(w->collective_enqueue(tp, d, 5, "forward/block0/mlp", 30), 1u);
+  w->collective_start(tp, 1, 31);
+  CollectiveDesc b{CollectiveOp::kBroadcast, DataType::kBFloat16, 8, 16, 2};
+  EXPECT_EQ(w->collective_enqueue(dp, b, 5, "grad_sync", 40), 0u);
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  const CommSnapshot* c = s->comm("tp0");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->size, 2);
+  EXPECT_EQ(c->rank_in_comm, 1);
+  EXPECT_EQ(c->next_seq, 2u);
+  EXPECT_EQ(c->completed_count, 1u);
+  ASSERT_EQ(c->ring.size(), 2u);
+  EXPECT_EQ(c->ring[0].state, CollectiveState::kCompleted);
+  EXPECT_EQ(c->ring[0].start_ns, 10);  // blocking collective: started when enqueued
+  EXPECT_EQ(c->ring[0].end_ns, 20);
+  EXPECT_EQ(c->ring[1].state, CollectiveState::kStarted);
+  EXPECT_EQ(c->ring[1].range, "forward/block0/mlp");
+  EXPECT_EQ(c->ring[1].bytes, 4096u);
+  EXPECT_EQ(c->ring[1].step, 5);
+  const CommSnapshot* d1 = s->comm("dp1");
+  ASSERT_NE(d1, nullptr);
+  EXPECT_EQ(d1->ring[0].op, CollectiveOp::kBroadcast);
+  EXPECT_EQ(d1->ring[0].dtype, DataType::kBFloat16);
+  EXPECT_EQ(d1->ring[0].peer, 2);
+  EXPECT_EQ(d1->ring[0].state, CollectiveState::kEnqueued);
+  EXPECT_EQ(s->live.collectives_issued, 3u);
+  EXPECT_EQ(s->live.collectives_completed, 1u);
+}
+
+TEST_F(FlightRecorderTest, RingKeepsTheLastEntriesAfterWrapping) {
+  FlightLayoutParams p;
+  p.ring_entries = 8;
+  auto w = make(p);
+  const int c = w->register_comm("world", 4, 0);
+  for (int i = 0; i < 21; ++i) {
+    const uint64_t seq = w->collective_enqueue(c, {CollectiveOp::kBarrier, DataType::kUnknown, 0, 0, -1}, i, "x", i);
+    w->collective_complete(c, seq, i + 1);
+  }
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  const auto& ring = s->comms[0].ring;
+  ASSERT_EQ(ring.size(), 8u);
+  EXPECT_EQ(ring.front().seq, 13u);
+  EXPECT_EQ(ring.back().seq, 20u);
+  EXPECT_NE(s->comms[0].find(15), nullptr);
+  EXPECT_EQ(s->comms[0].find(3), nullptr);
+}
+
+TEST_F(FlightRecorderTest, GradientArrivalShowsMissingParameters) {
+  auto w = make();
+  const int a = w->register_param("h.1.mlp.c_proj.weight", 0, 100);
+  const int b = w->register_param("h.0.attn.c_attn.weight", 1, 200);
+  const int c = w->register_param("wte.weight", 2, 300);
+  w->begin_backward(4, 50);
+  w->grad_arrived(a, 51);
+  w->grad_arrived(c, 52);
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->grad.in_backward);
+  EXPECT_EQ(s->grad.backward_step, 4);
+  EXPECT_EQ(s->grad.n_arrived, 2u);
+  ASSERT_EQ(s->params.size(), 3u);
+  EXPECT_EQ(s->params[2].order, 1u);
+  auto missing = s->missing_gradients();
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0]->name, "h.0.attn.c_attn.weight");
+  EXPECT_EQ(missing[0]->bucket, 1);
+  (void)b;
+  // The next pass starts with nothing arrived.
+  w->end_backward();
+  w->begin_backward(5, 60);
+  s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->missing_gradients().size(), 3u);
+}
+
+TEST_F(FlightRecorderTest, WatchdogRecordRoundTrip) {
+  auto w = make();
+  const int c = w->register_comm("tp0", 2, 0);
+  w->record_watchdog({WatchdogKind::kCollectiveTimeout, 777, c, 57, 31'000'000'000, "forward/block0/attn",
+                      "allreduce #57 on tp0 open for 31 s", "evidence/rank00003-watchdog-1.stacks.txt"});
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->watchdog.kind, WatchdogKind::kCollectiveTimeout);
+  EXPECT_EQ(s->watchdog.comm_index, c);
+  EXPECT_EQ(s->watchdog.comm_seq, 57u);
+  EXPECT_EQ(s->watchdog.waited_ns, 31'000'000'000);
+  EXPECT_EQ(s->watchdog.event_count, 1u);
+  EXPECT_EQ(s->watchdog.range, "forward/block0/attn");
+  EXPECT_EQ(s->watchdog.stacks_file, "evidence/rank00003-watchdog-1.stacks.txt");
+}
+
+TEST_F(FlightRecorderTest, TornRecordIsReportedNotTrusted) {
+  auto w = make();
+  const int c = w->register_comm("tp0", 2, 0);
+  w->collective_enqueue(c, {CollectiveOp::kAllReduceSum, DataType::kFloat32, 4, 16, -1}, 1, "x", 5);
+  // Simulate a writer killed between seqlock begin and end: the guard word stays odd.
+  auto* header = reinterpret_cast<FlightHeader*>(w->mapped_bytes());
+  auto* rec = reinterpret_cast<CollectiveRecord*>(w->mapped_bytes() + header->comms_offset + sizeof(CommSlotHeader));
+  rec->guard += 1;
+  header->live.seq += 1;
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->comms[0].ring.size(), 1u);
+  EXPECT_TRUE(s->comms[0].ring[0].torn);
+  EXPECT_TRUE(s->live.torn);
+  EXPECT_GE(s->warnings.size(), 2u);
+}
+
+TEST_F(FlightRecorderTest, ReadableWhileAWriterThreadIsBusy) {
+  auto w = make();
+  const int t = w->claim_thread_slot(1, "main");
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      w->push_range(t, i % 2 ? "forward/block1/attn" : "backward/block0/mlp", i);
+      w->pop_range(t);
+    }
+  });
+  for (int i = 0; i < 200; ++i) {
+    auto s = read_flight_recorder(file_);
+    ASSERT_TRUE(s.ok());
+    const auto* m = s->main_thread();
+    ASSERT_NE(m, nullptr);
+    if (!m->torn && !m->stack.empty()) {
+      EXPECT_TRUE(m->stack[0].name == "forward/block1/attn" || m->stack[0].name == "backward/block0/mlp")
+          << m->stack[0].name;
+    }
+  }
+  stop = true;
+  writer.join();
+}
+
+}  // namespace
+}  // namespace rankscope::format
