@@ -1,0 +1,32 @@
+// process_liveness.cpp — kill(pid, 0) for processes on this host.
+#include "process_liveness.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace rankscope::analyzers {
+
+std::string this_host_name() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return {};
+  return buf;
+}
+
+Liveness process_liveness(const std::string& host, int pid) {
+  if (pid <= 0 || host != this_host_name()) return Liveness::kUnknown;
+  if (::kill(pid, 0) == 0 || errno == EPERM) return Liveness::kAlive;
+  return Liveness::kGone;
+}
+
+const char* liveness_name(Liveness l) {
+  switch (l) {
+    case Liveness::kAlive: return "alive";
+    case Liveness::kGone: return "gone";
+    case Liveness::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+}  // namespace rankscope::analyzers

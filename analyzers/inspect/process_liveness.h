@@ -1,0 +1,18 @@
+// process_liveness.h — is the process that wrote a flight recorder still alive?
+//
+// Is: a check that only answers for processes on this host (kill(pid, 0) plus a /proc start-time
+// sanity check would need more identity than we store, so a recycled pid reads as alive).
+// Elsewhere the answer is "unknown" and callers fall back on heartbeat age. Is not: a remote probe.
+#pragma once
+
+#include <string>
+
+namespace rankscope::analyzers {
+
+enum class Liveness { kAlive, kGone, kUnknown };
+
+std::string this_host_name();
+Liveness process_liveness(const std::string& host, int pid);
+const char* liveness_name(Liveness l);
+
+}  // namespace rankscope::analyzers
