@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs the Debian packages rankscope needs, only those missing.
+# Idempotent and quiet when everything is there. Sourced or run by ./test.sh and ./demo.sh.
+# The CUDA toolkit (nvcc, NCCL, CUPTI, NVTX) is not installed here: it is used when present.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config make
+  libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
+  libjs-chart.js elfutils gdb
+)
+# Headless Chromium renders the HTML report in its test; optional for the demo.
+if [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "rankscope: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

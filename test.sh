@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test.sh — installs what is missing, builds everything, runs every test. Exits non-zero on any
+# failure. Two configurations: the release build (with CUDA when nvcc is found; GPU tests skip
+# without a device) and an ASan+UBSan build of the CPU code.
+set -euo pipefail
+cd "$(dirname "$0")"
+./scripts/install-deps.sh
+
+jobs=$(nproc)
+# mpirun as root in containers and CI, and more ranks than cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+echo "== release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" -LE bench
+ctest --test-dir build --output-on-failure -L bench
+
+if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  echo "== ASan+UBSan build (CPU)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "bench|mpi|slow"
+fi
