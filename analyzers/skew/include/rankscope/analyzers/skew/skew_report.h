@@ -1,0 +1,132 @@
+// skew_report.h — what `rankscope skew` finds out about a run: the data model of the skew report.
+//
+// Is: plain structs, filled by analyze_skew() (skew_analyzer.h) and turned into JSON by
+// skew_json.h (schema: reports/schemas/skew_report.schema.json). Times are milliseconds on the
+// aligned clock (rank 0's). Is not: analysis or rendering.
+//
+// Vocabulary. A collective *site* is one call site of a collective, the same in every step:
+// (communicator, op, its ordinal among that communicator's collectives in the step, the range open
+// at enqueue). A collective *instance* is one (communicator, sequence number) — a site in one step.
+// At an instance, a rank's *arrival* is when it called the collective; the *last arriver* is the
+// rank everyone waited for; a rank's *wait* is last arrival minus its own arrival.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rankscope::analyzers {
+
+inline constexpr int kSkewReportSchemaVersion = 1;
+
+struct RankSkew {
+  int rank = 0;
+  bool present = false;          // false when the rank's event stream is missing or unreadable
+  int64_t steps = 0;             // steps of this rank inside the window
+  double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0;
+  // Mean per step; compute + collective_wait + collective_transfer + idle = mean step time.
+  double compute_ms = 0;             // inside ranges, outside collectives
+  double collective_wait_ms = 0;     // inside collectives, waiting for the last arriver
+  double collective_transfer_ms = 0; // inside collectives, after everyone arrived
+  double idle_ms = 0;                // in the step but in no range and no collective
+  double noncomm_ms_median = 0;      // step time minus time in collectives, median over steps
+  double relative_score = 0;         // fastest rank's noncomm / this rank's, in (0, 1]
+  double individual_score = 0;       // this rank's best noncomm / its median, in (0, 1]
+  double clock_offset_ms = 0, clock_uncertainty_ms = 0;
+  std::map<std::string, double> top_level_ms;        // mean per step of each top-level range
+  std::map<std::string, double> range_compute_ms;    // every range: median per step, collectives excluded
+  std::map<std::string, double> range_ms;            // every range: median per step, inclusive
+  std::map<std::string, double> counters;            // mean per step
+  std::map<std::string, double> counters_max;        // largest value of any step
+};
+
+struct SiteRank {
+  int rank = 0;
+  double arrival_rel_last_ms = 0;  // median over steps; <= 0, 0 for the last arriver
+  double wait_ms = 0;              // median over steps
+  double last_fraction = 0;        // share of the steps in which this rank arrived last
+  double late_margin_ms = 0;       // median over those steps of (its arrival - the next latest)
+  double cost_ms_per_step = 0;     // mean over all steps of that margin (0 when not last)
+};
+
+struct CollectiveSite {
+  std::string comm, op, range;
+  int ordinal = 0;
+  int64_t instances = 0;
+  std::vector<SiteRank> ranks;
+};
+
+struct InstanceRank {
+  int rank = 0;
+  double arrival_rel_last_ms = 0;
+  double wait_ms = 0;
+};
+
+struct CollectiveInstance {
+  std::string comm, op, range;
+  uint64_t seq = 0;
+  std::vector<InstanceRank> ranks;
+};
+
+struct StepDetail {
+  int64_t step = -1;
+  std::vector<CollectiveInstance> collectives;
+};
+
+struct CounterGroupImbalance {
+  std::string group;
+  double imbalance = 0;  // max / mean over the group's ranks
+  int max_rank = -1, min_rank = -1;
+  double max = 0, min = 0;
+  int size = 0;  // ranks in the group
+};
+
+struct CounterSkew {
+  std::string name;
+  double mean = 0, max = 0, min = 0, imbalance = 0;  // over all ranks that report it
+  int max_rank = -1, min_rank = -1;
+  std::optional<CounterGroupImbalance> worst_group;  // the group with the largest imbalance
+  int groups_over_threshold = 0;
+};
+
+struct Finding {
+  std::string kind;  // "late_arrival", "counter_imbalance", "straggler"
+  std::vector<int> ranks;
+  std::string range;  // the range named as the cause ("" when none)
+  double cost_ms_per_step = 0;
+  std::string text;
+  std::string comm;   // late_arrival: the communicator; counter_imbalance: the group
+  std::string counter;
+};
+
+struct WhatIf {
+  int rank = -1;
+  double step_ms = 0;            // median step time now
+  double estimated_step_ms = 0;  // if the straggler arrived with the others
+  std::string text;
+};
+
+struct Heatmap {
+  std::vector<std::string> rank_labels;  // "3" or "0-7" when ranks are binned
+  std::vector<std::string> step_labels;
+  std::vector<std::vector<double>> values_ms;  // [rank bin][step bin], max step time in the bin
+};
+
+struct SkewReport {
+  std::string run_dir, run_id;
+  int world_size = 0;
+  int64_t first_step = -1, last_step = -1, steps = 0;
+  double step_ms_median = 0;  // median over ranks of each rank's median
+  std::vector<RankSkew> ranks;
+  std::vector<CollectiveSite> collectives;
+  StepDetail step_detail;
+  std::vector<CounterSkew> counters;
+  Heatmap heatmap;
+  std::vector<Finding> findings;  // most costly first
+  std::optional<WhatIf> what_if;
+  std::vector<std::string> problems;
+};
+
+}  // namespace rankscope::analyzers

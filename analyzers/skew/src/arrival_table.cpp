@@ -1,0 +1,120 @@
+// arrival_table.cpp — see arrival_table.h.
+#include "arrival_table.h"
+
+#include <algorithm>
+#include <map>
+
+#include "rankscope/analyzers/skew/stats.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+// One rank's figures at one site, gathered over the steps.
+struct SiteAccumulator {
+  std::vector<double> rel_ms, wait_ms, margin_ms;
+  double margin_sum_ms = 0;
+};
+
+}  // namespace
+
+void ArrivalTable::add(int rank, const ArrivalObservation& a) {
+  if (rank < 0 || size_t(rank) >= records_.size()) return;
+  const SiteKey sk{a.comm, a.range, a.ordinal, a.op};
+  auto [sit, site_new] = site_ids_.try_emplace(sk, uint32_t(sites_.size()));
+  if (site_new) sites_.push_back(Site{a.comm, a.range, a.ordinal, a.op});
+  auto [iit, inst_new] = instance_ids_.try_emplace({a.comm, a.seq}, uint32_t(instances_.size()));
+  if (inst_new) {
+    instances_.push_back(Instance{sit->second, a.step, a.seq});
+    ++sites_[sit->second].instances;
+  }
+  Instance& inst = instances_[iit->second];
+  ++inst.count;
+  if (a.arrival_ns > inst.last) {
+    inst.second = inst.last;
+    inst.last = a.arrival_ns;
+    inst.last_rank = rank;
+  } else if (a.arrival_ns > inst.second) {
+    inst.second = a.arrival_ns;
+  }
+  records_[size_t(rank)].push_back(Record{iit->second, a.arrival_ns, a.duration_ns});
+}
+
+void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& collective_ms_mean,
+                             int64_t detail_step, SkewReport& report) const {
+  std::vector<CollectiveSite> sites(sites_.size());
+  for (size_t s = 0; s < sites_.size(); ++s) {
+    sites[s].comm = names.name(sites_[s].comm);
+    sites[s].range = sites_[s].range == kNoName ? std::string() : names.name(sites_[s].range);
+    sites[s].op = std::string(format::short_op_name(format::CollectiveOp(sites_[s].op)));
+    sites[s].ordinal = int(sites_[s].ordinal);
+    sites[s].instances = sites_[s].instances;
+  }
+  std::map<uint32_t, size_t> detail_index;  // instance -> index in step_detail.collectives
+  report.step_detail.step = detail_step;
+
+  for (size_t r = 0; r < records_.size(); ++r) {
+    if (records_[r].empty()) continue;
+    std::map<uint32_t, SiteAccumulator> per_site;
+    double wait_sum_ms = 0;
+    for (const Record& rec : records_[r]) {
+      const Instance& inst = instances_[rec.instance];
+      double wait = double(inst.last - rec.arrival_ns) / kNsPerMs;
+      if (rec.duration_ns >= 0) wait = std::min(wait, double(rec.duration_ns) / kNsPerMs);
+      wait = std::max(0.0, wait);
+      wait_sum_ms += wait;
+      SiteAccumulator& acc = per_site[inst.site];
+      const double rel = double(rec.arrival_ns - inst.last) / kNsPerMs;
+      acc.rel_ms.push_back(rel);
+      acc.wait_ms.push_back(wait);
+      if (inst.last_rank == int32_t(r) && inst.count >= 2) {
+        const double margin = double(inst.last - inst.second) / kNsPerMs;
+        acc.margin_ms.push_back(margin);
+        acc.margin_sum_ms += margin;
+      }
+      if (inst.step == detail_step) {
+        auto [it, fresh] = detail_index.try_emplace(rec.instance, report.step_detail.collectives.size());
+        if (fresh) {
+          CollectiveInstance ci;
+          ci.comm = sites[inst.site].comm;
+          ci.op = sites[inst.site].op;
+          ci.range = sites[inst.site].range;
+          ci.seq = inst.seq;
+          report.step_detail.collectives.push_back(std::move(ci));
+        }
+        report.step_detail.collectives[it->second].ranks.push_back(InstanceRank{int(r), rel, wait});
+      }
+    }
+    for (auto& [site, acc] : per_site) {
+      SiteRank sr;
+      sr.rank = int(r);
+      const double n = double(acc.rel_ms.size());
+      sr.arrival_rel_last_ms = median_inplace(acc.rel_ms);
+      sr.wait_ms = median_inplace(acc.wait_ms);
+      sr.last_fraction = double(acc.margin_ms.size()) / n;
+      sr.late_margin_ms = median_inplace(acc.margin_ms);
+      sr.cost_ms_per_step = acc.margin_sum_ms / n;
+      sites[site].ranks.push_back(sr);
+    }
+    if (r < report.ranks.size() && report.ranks[r].steps > 0) {
+      RankSkew& rs = report.ranks[r];
+      rs.collective_wait_ms = wait_sum_ms / double(rs.steps);
+      const double coll = r < collective_ms_mean.size() ? collective_ms_mean[r] : 0.0;
+      rs.collective_wait_ms = std::min(rs.collective_wait_ms, coll);
+      rs.collective_transfer_ms = std::max(0.0, coll - rs.collective_wait_ms);
+    }
+  }
+  // Sites in the order a step meets them: by communicator, then ordinal.
+  std::sort(sites.begin(), sites.end(), [](const CollectiveSite& a, const CollectiveSite& b) {
+    return std::tie(a.comm, a.ordinal, a.op, a.range) < std::tie(b.comm, b.ordinal, b.op, b.range);
+  });
+  report.collectives = std::move(sites);
+  std::sort(report.step_detail.collectives.begin(), report.step_detail.collectives.end(),
+            [](const CollectiveInstance& a, const CollectiveInstance& b) {
+              return std::tie(a.comm, a.seq) < std::tie(b.comm, b.seq);
+            });
+}
+
+}  // namespace rankscope::analyzers

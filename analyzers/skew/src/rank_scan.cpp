@@ -1,0 +1,210 @@
+// rank_scan.cpp — see rank_scan.h.
+#include "rank_scan.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/analyzers/skew/stats.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+template <class T>
+void grow(std::vector<T>& v, size_t n, const T& fill) {
+  if (v.size() < n) v.resize(n, fill);
+}
+
+}  // namespace
+
+RankScan::RankScan(int rank, NameTable& names, ArrivalSink& sink, int64_t first_step, int64_t last_step)
+    : rank_(rank), names_(names), sink_(sink), first_step_(first_step), last_step_(last_step) {
+  result_.summary.rank = rank;
+}
+
+void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name) {
+  const size_t n = size_t(id) + 1;
+  grow(local_names_, n, std::string());
+  grow(local_kinds_, n, format::NameKind::kRange);
+  grow(local_to_global_, n, kNoName);
+  local_names_[id] = std::string(name);
+  local_kinds_[id] = kind;
+  local_to_global_[id] = names_.id(name);
+  if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
+}
+
+void RankScan::on_clock(const format::ClockRecord& clock) {
+  if (saw_step_) {
+    result_.warnings.push_back(fmt::format(
+        "rank {}: clock record arrives after the first step; earlier steps are not aligned", rank_));
+  }
+  offset_ns_ = clock.offset_ns;
+  result_.summary.clock_offset_ms = double(clock.offset_ns) / kNsPerMs;
+  result_.summary.clock_uncertainty_ms = double(clock.uncertainty_ns) / kNsPerMs;
+}
+
+bool RankScan::is_range(uint32_t local) const {
+  return local < local_kinds_.size() && local_kinds_[local] == format::NameKind::kRange &&
+         !local_names_[local].empty();
+}
+
+const std::vector<uint32_t>& RankScan::ancestors_or_self(uint32_t local) {
+  grow(ancestors_, size_t(local) + 1, std::vector<uint32_t>());
+  grow(ancestors_ready_, size_t(local) + 1, false);
+  if (!ancestors_ready_[local]) {
+    // Parents are pushed before their children, so their NAME records came first.
+    std::vector<uint32_t> chain{local};
+    for (std::string_view p = parent_range(local_names_[local]); !p.empty(); p = parent_range(p)) {
+      for (uint32_t i = 0; i < local_names_.size(); ++i) {
+        if (local_kinds_[i] == format::NameKind::kRange && local_names_[i] == p) {
+          chain.push_back(i);
+          break;
+        }
+      }
+    }
+    ancestors_[local] = std::move(chain);
+    ancestors_ready_[local] = true;
+  }
+  return ancestors_[local];
+}
+
+void RankScan::on_step(const format::StepRecord& step) {
+  saw_step_ = true;
+  if (step.step < first_step_ || step.step > last_step_) return;
+  ++step_counter_;
+  const size_t n_names = local_names_.size();
+  grow(stamp_, n_names, int64_t(0));
+  grow(total_ns_, n_names, int64_t(0));
+  grow(coll_in_ns_, n_names, int64_t(0));
+  grow(range_compute_samples_, n_names, std::vector<double>());
+  grow(range_total_samples_, n_names, std::vector<double>());
+
+  // Ranges present in this step.
+  std::vector<uint32_t> touched;
+  for (const auto& r : step.ranges) {
+    if (!is_range(r.name_id)) continue;
+    if (stamp_[r.name_id] != step_counter_) {
+      stamp_[r.name_id] = step_counter_;
+      total_ns_[r.name_id] = 0;
+      coll_in_ns_[r.name_id] = 0;
+      touched.push_back(r.name_id);
+    }
+    total_ns_[r.name_id] += r.total_ns;
+  }
+  auto present = [&](uint32_t local) { return local < stamp_.size() && stamp_[local] == step_counter_; };
+
+  // Collectives: time inside each range, and arrivals (ordered per communicator by sequence number,
+  // which gives each its ordinal: the site identity that is the same in every step).
+  std::vector<std::tuple<uint32_t, uint64_t, size_t>> order;
+  order.reserve(step.collectives.size());
+  for (size_t i = 0; i < step.collectives.size(); ++i) {
+    order.emplace_back(step.collectives[i].comm_id, step.collectives[i].seq, i);
+  }
+  std::sort(order.begin(), order.end());
+  int64_t coll_total = 0, coll_inside = 0;
+  uint32_t prev_comm = kNoName;
+  uint32_t ordinal = 0;
+  for (const auto& [comm, seq, i] : order) {
+    const auto& c = step.collectives[i];
+    ordinal = comm == prev_comm ? ordinal + 1 : 0;
+    prev_comm = comm;
+    const int64_t dur = c.end_ns > 0 && c.end_ns >= c.enqueue_ns ? c.end_ns - c.enqueue_ns : -1;
+    bool inside = false;
+    if (dur > 0) {
+      coll_total += dur;
+      if (is_range(c.range_id)) {
+        for (uint32_t a : ancestors_or_self(c.range_id)) {
+          if (!present(a)) continue;
+          coll_in_ns_[a] += dur;
+          if (a != step_range_) inside = true;
+        }
+      }
+      if (inside) coll_inside += dur;
+    }
+    ArrivalObservation obs;
+    obs.comm = comm < local_to_global_.size() ? local_to_global_[comm] : kNoName;
+    obs.range = c.range_id < local_to_global_.size() && is_range(c.range_id) ? local_to_global_[c.range_id] : kNoName;
+    obs.op = c.op;
+    obs.ordinal = ordinal;
+    obs.seq = c.seq;
+    obs.step = step.step;
+    obs.arrival_ns = c.enqueue_ns + offset_ns_;
+    obs.duration_ns = dur;
+    sink_.add(rank_, obs);
+  }
+
+  // Outermost present ranges (no present strict ancestor) make up the busy time and the
+  // top-level breakdown; "step" itself is the frame, not a part.
+  int64_t busy = 0;
+  for (uint32_t r : touched) {
+    if (r == step_range_) continue;
+    const auto& chain = ancestors_or_self(r);
+    const bool outermost = std::none_of(chain.begin() + 1, chain.end(),
+                                        [&](uint32_t a) { return a != step_range_ && present(a); });
+    if (outermost) {
+      busy += total_ns_[r];
+      const uint32_t top = names_.id(top_level_range(local_names_[r]));
+      grow(top_level_sum_, size_t(top) + 1, 0.0);
+      top_level_sum_[top] += double(total_ns_[r]) / kNsPerMs;
+    }
+    range_total_samples_[r].push_back(double(total_ns_[r]) / kNsPerMs);
+    range_compute_samples_[r].push_back(double(std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r])) / kNsPerMs);
+  }
+
+  const int64_t step_ns = std::max<int64_t>(0, step.end_ns - step.begin_ns);
+  const double step_ms = double(step_ns) / kNsPerMs;
+  compute_ms_sum_ += double(std::max<int64_t>(0, busy - coll_inside)) / kNsPerMs;
+  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - busy - (coll_total - coll_inside))) / kNsPerMs;
+  collective_ms_sum_ += double(coll_total) / kNsPerMs;
+  step_ms_.push_back(step_ms);
+  noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - coll_total)) / kNsPerMs);
+  result_.step_numbers.push_back(step.step);
+  result_.step_ms.push_back(float(step_ms));
+
+  for (const auto& cv : step.counters) {
+    const size_t n = size_t(cv.name_id) + 1;
+    grow(counter_sum_, n, 0.0);
+    grow(counter_max_, n, -1e300);
+    grow(counter_steps_, n, int64_t(0));
+    counter_sum_[cv.name_id] += cv.value;
+    counter_max_[cv.name_id] = std::max(counter_max_[cv.name_id], cv.value);
+    ++counter_steps_[cv.name_id];
+  }
+}
+
+RankScanResult RankScan::finish() {
+  RankSkew& s = result_.summary;
+  s.steps = int64_t(step_ms_.size());
+  s.present = true;
+  if (s.steps == 0) return std::move(result_);
+  const double n = double(s.steps);
+  s.step_ms_median = percentile(step_ms_, 50);
+  s.step_ms_p90 = percentile(step_ms_, 90);
+  s.step_ms_max = *std::max_element(step_ms_.begin(), step_ms_.end());
+  s.compute_ms = compute_ms_sum_ / n;
+  s.idle_ms = idle_ms_sum_ / n;
+  result_.collective_ms_mean = collective_ms_sum_ / n;
+  s.noncomm_ms_median = percentile(noncomm_ms_, 50);
+  const double best = *std::min_element(noncomm_ms_.begin(), noncomm_ms_.end());
+  s.individual_score = s.noncomm_ms_median > 0 ? std::clamp(best / s.noncomm_ms_median, 0.0, 1.0) : 1.0;
+  for (size_t g = 0; g < top_level_sum_.size(); ++g) {
+    if (top_level_sum_[g] > 0) s.top_level_ms[names_.name(uint32_t(g))] = top_level_sum_[g] / n;
+  }
+  for (size_t l = 0; l < range_compute_samples_.size(); ++l) {
+    if (range_compute_samples_[l].empty()) continue;
+    s.range_compute_ms[local_names_[l]] = median_inplace(range_compute_samples_[l]);
+    s.range_ms[local_names_[l]] = median_inplace(range_total_samples_[l]);
+  }
+  for (size_t l = 0; l < counter_steps_.size(); ++l) {
+    if (counter_steps_[l] == 0 || l >= local_names_.size()) continue;
+    s.counters[local_names_[l]] = counter_sum_[l] / double(counter_steps_[l]);
+    s.counters_max[local_names_[l]] = counter_max_[l];
+  }
+  return std::move(result_);
+}
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,89 @@
+// rank_scan.h — streams one rank's event stream into its per-rank figures (internal).
+//
+// Is: an EventStreamVisitor that aggregates step by step (step time, compute / collective / idle
+// split, time per range with collectives taken out, counters) and hands every collective arrival,
+// on the aligned clock, to an ArrivalSink for the cross-rank join. Per-step samples are kept for
+// one rank at a time and reduced to medians in finish(), so memory does not grow with ranks x steps
+// beyond one float per step. Is not: cross-rank analysis (skew_analyzer.cpp, arrival_table.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "name_table.h"
+#include "rankscope/analyzers/skew/skew_report.h"
+#include "rankscope/format/event_stream.h"
+
+namespace rankscope::analyzers {
+
+struct ArrivalObservation {
+  uint32_t comm = kNoName;   // global name id
+  uint32_t range = kNoName;  // global name id of the innermost range open at enqueue
+  uint8_t op = 0;
+  uint32_t ordinal = 0;      // index among this communicator's collectives in the step
+  uint64_t seq = 0;
+  int64_t step = 0;
+  int64_t arrival_ns = 0;    // aligned clock
+  int64_t duration_ns = -1;  // enqueue to completion; -1 when not completed
+};
+
+class ArrivalSink {
+ public:
+  virtual ~ArrivalSink() = default;
+  virtual void add(int rank, const ArrivalObservation& arrival) = 0;
+};
+
+struct RankScanResult {
+  RankSkew summary;              // all but the wait/transfer split and the straggler scores
+  double collective_ms_mean = 0; // time inside collectives per step (wait + transfer)
+  std::vector<int64_t> step_numbers;
+  std::vector<float> step_ms;
+  std::vector<std::string> warnings;
+};
+
+class RankScan : public format::EventStreamVisitor {
+ public:
+  RankScan(int rank, NameTable& names, ArrivalSink& sink, int64_t first_step, int64_t last_step);
+
+  void on_name(uint32_t id, format::NameKind kind, std::string_view name) override;
+  void on_clock(const format::ClockRecord& clock) override;
+  void on_step(const format::StepRecord& step) override;
+
+  RankScanResult finish();
+
+ private:
+  bool is_range(uint32_t local) const;
+  const std::vector<uint32_t>& ancestors_or_self(uint32_t local);
+
+  int rank_;
+  NameTable& names_;
+  ArrivalSink& sink_;
+  int64_t first_step_, last_step_;
+  int64_t offset_ns_ = 0;
+  bool saw_step_ = false;
+
+  // Per local name id of this file.
+  std::vector<std::string> local_names_;
+  std::vector<format::NameKind> local_kinds_;
+  std::vector<uint32_t> local_to_global_;
+  std::vector<std::vector<uint32_t>> ancestors_;  // computed on first use
+  std::vector<bool> ancestors_ready_;
+  uint32_t step_range_ = kNoName;  // local id of a range named "step", if any
+
+  // Per-step scratch, indexed by local id; `stamp_` marks what the current step touched.
+  std::vector<int64_t> stamp_;
+  std::vector<int64_t> total_ns_, coll_in_ns_;
+  int64_t step_counter_ = 0;
+
+  // Samples of this rank, reduced in finish().
+  std::vector<std::vector<double>> range_compute_samples_, range_total_samples_;  // by local id
+  std::vector<double> counter_sum_, counter_max_;
+  std::vector<int64_t> counter_steps_;
+  std::vector<double> top_level_sum_;  // by global id of the top-level component
+  std::vector<double> step_ms_, noncomm_ms_;
+  double compute_ms_sum_ = 0, idle_ms_sum_ = 0, collective_ms_sum_ = 0;
+  RankScanResult result_;
+};
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,211 @@
+// skew_findings.cpp — turns the skew figures into findings ranked by the time they cost per step.
+//
+// Kinds:
+//  - late_arrival: a rank arrives last at a collective site in most steps; everyone else waits.
+//    Cost = mean over steps of (its arrival - the next latest), the time the step would save if it
+//    arrived with the others. The cause named is the range where this rank spends more than its
+//    peers (collective time taken out, since the peers' waiting would otherwise look like work):
+//    the most specific range that carries most of the largest excess.
+//  - counter_imbalance: a counter's max/mean over a group is at or above the threshold.
+//  - straggler: a rank slower without communication than the others, not already explained by a
+//    late_arrival finding.
+// Is not: the figures themselves (skew_analyzer.cpp, arrival_table.cpp, counter_skew.cpp).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/analyzers/skew/stats.h"
+#include "skew_parts.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+struct Excess {
+  std::string range;
+  double ms = 0;
+};
+
+// Median over `peers` of their compute time in `range` (peers without it are skipped).
+double peer_median(const SkewReport& report, const std::vector<int>& peers, const std::string& range) {
+  std::vector<double> v;
+  for (int p : peers) {
+    const auto& m = report.ranks[size_t(p)].range_compute_ms;
+    if (auto it = m.find(range); it != m.end()) v.push_back(it->second);
+  }
+  return median(std::move(v));
+}
+
+// The range where `rank` spends most beyond its peers, made as specific as the data allows: among
+// the ranges within 25% of the largest excess, the deepest (forward/block0/mlp, not forward).
+Excess cause_range(const SkewReport& report, int rank, const std::vector<int>& peers) {
+  std::vector<Excess> all;
+  double largest = 0;
+  for (const auto& [range, ms] : report.ranks[size_t(rank)].range_compute_ms) {
+    if (range == "step") continue;
+    const double e = ms - peer_median(report, peers, range);
+    all.push_back({range, e});
+    largest = std::max(largest, e);
+  }
+  Excess best;
+  if (largest <= 0) return best;
+  for (const Excess& e : all) {
+    if (e.ms < 0.75 * largest) continue;
+    const int d = range_depth(e.range), bd = range_depth(best.range);
+    if (best.range.empty() || d > bd || (d == bd && e.ms > best.ms)) best = e;
+  }
+  return best;
+}
+
+std::string fmt_value(double v) {
+  return std::abs(v - std::round(v)) < 1e-6 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+}
+
+void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
+  for (const CollectiveSite& site : report.collectives) {
+    for (const SiteRank& sr : site.ranks) {
+      if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < options.min_finding_ms) continue;
+      std::vector<int> peers;
+      for (const SiteRank& other : site.ranks) {
+        if (other.rank != sr.rank) peers.push_back(other.rank);
+      }
+      const Excess cause = cause_range(report, sr.rank, peers);
+      Finding f;
+      f.kind = "late_arrival";
+      f.ranks = {sr.rank};
+      f.comm = site.comm;
+      f.cost_ms_per_step = sr.cost_ms_per_step;
+      const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
+      f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
+                           site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
+      if (!cause.range.empty() && cause.ms >= 0.25 * sr.late_margin_ms) {
+        f.range = cause.range;
+        f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+      } else {
+        f.range = site.range;
+        f.text += "; no range of its own takes longer than its peers' (look at time outside ranges: "
+                  "data loading, the host, the network)";
+      }
+      report.findings.push_back(std::move(f));
+    }
+  }
+}
+
+void counter_findings(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report) {
+  for (const CounterSkew& cs : report.counters) {
+    if (!cs.worst_group || cs.worst_group->imbalance < options.counter_imbalance_threshold) continue;
+    const CounterGroupImbalance& g = *cs.worst_group;
+    Finding f;
+    f.kind = "counter_imbalance";
+    f.counter = cs.name;
+    f.comm = g.group;
+    f.ranks = {g.max_rank, g.min_rank};
+    // The ranges doing the counted work share the counter's first component: embed.local_tokens
+    // -> forward/embed, backward/embed. Its cost is what the busiest rank spends there beyond the
+    // group's mean (only the outermost matching ranges, so nothing is counted twice).
+    const std::string subject = cs.name.substr(0, cs.name.find('.'));
+    std::vector<int> group_ranks;
+    if (meta) {
+      if (const auto* cg = meta->group(g.group)) group_ranks = cg->ranks;
+    }
+    if (group_ranks.empty()) {
+      for (const RankSkew& rs : report.ranks) group_ranks.push_back(rs.rank);
+    }
+    const auto& busiest = report.ranks[size_t(g.max_rank)].range_compute_ms;
+    for (const auto& [range, ms] : busiest) {
+      if (!has_component(range, subject)) continue;
+      const std::string_view parent = parent_range(range);
+      if (!parent.empty() && has_component(parent, subject)) continue;
+      std::vector<double> v;
+      for (int r : group_ranks) {
+        const auto& m = report.ranks[size_t(r)].range_compute_ms;
+        if (auto it = m.find(range); it != m.end()) v.push_back(it->second);
+      }
+      f.cost_ms_per_step += std::max(0.0, ms - mean(v));
+      if (f.range.empty()) f.range = range;
+    }
+    const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : "unbounded";
+    f.text = fmt::format("{} imbalance {} across {} (rank {}: {}, rank {}: {} per step)", cs.name, ratio, g.group,
+                         g.max_rank, fmt_value(g.max), g.min_rank, fmt_value(g.min));
+    const bool contiguous = meta && meta->training.is_object() &&
+                            meta->training.value("vocab_shard", std::string()) == "contiguous";
+    if (cs.name == "embed.local_tokens" && contiguous) {
+      f.text += ": vocab shards are contiguous and real token ids are skewed; use --vocab-shard strided";
+    } else {
+      f.text += fmt::format(": the ranks of {} get unequal shares of this work", g.group);
+    }
+    if (cs.groups_over_threshold > 1) f.text += fmt::format(" ({} groups are this uneven)", cs.groups_over_threshold);
+    report.findings.push_back(std::move(f));
+  }
+}
+
+void straggler_findings(const SkewOptions& options, SkewReport& report) {
+  std::set<int> explained;
+  for (const Finding& f : report.findings) {
+    if (f.kind == "late_arrival") explained.insert(f.ranks.begin(), f.ranks.end());
+  }
+  std::vector<double> noncomm;
+  std::vector<int> present;
+  for (const RankSkew& rs : report.ranks) {
+    if (rs.steps == 0) continue;
+    noncomm.push_back(rs.noncomm_ms_median);
+    present.push_back(rs.rank);
+  }
+  const double typical = median(noncomm);
+  for (const RankSkew& rs : report.ranks) {
+    if (rs.steps == 0 || rs.relative_score >= options.straggler_score_threshold || explained.count(rs.rank)) continue;
+    const double cost = rs.noncomm_ms_median - typical;
+    if (cost < options.min_finding_ms) continue;
+    std::vector<int> peers;
+    for (int p : present) {
+      if (p != rs.rank) peers.push_back(p);
+    }
+    const Excess cause = cause_range(report, rs.rank, peers);
+    Finding f;
+    f.kind = "straggler";
+    f.ranks = {rs.rank};
+    f.range = cause.range;
+    f.cost_ms_per_step = cost;
+    f.text = fmt::format("rank {} is a straggler: its step without communication takes {:.1f} ms, {:.1f} ms more "
+                         "than the median rank (relative score {:.2f}, individual {:.2f})",
+                         rs.rank, rs.noncomm_ms_median, cost, rs.relative_score, rs.individual_score);
+    if (!cause.range.empty()) f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+    report.findings.push_back(std::move(f));
+  }
+}
+
+void what_if(SkewReport& report) {
+  for (const Finding& top : report.findings) {
+    if (top.kind != "late_arrival" && top.kind != "straggler") continue;
+    const int rank = top.ranks.front();
+    double saving = 0;
+    for (const Finding& f : report.findings) {
+      if ((f.kind == "late_arrival" || f.kind == "straggler") && f.ranks.front() == rank) saving += f.cost_ms_per_step;
+    }
+    WhatIf w;
+    w.rank = rank;
+    w.step_ms = report.step_ms_median;
+    w.estimated_step_ms = std::max(0.0, w.step_ms - saving);
+    w.text = fmt::format("if rank {} kept pace with the median rank, a step would take about {:.1f} ms instead of "
+                         "{:.1f} ms ({:.0f}% faster)",
+                         rank, w.estimated_step_ms, w.step_ms, w.step_ms > 0 ? 100.0 * saving / w.step_ms : 0.0);
+    report.what_if = w;
+    return;
+  }
+}
+
+}  // namespace
+
+void derive_findings(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report) {
+  late_arrival_findings(options, report);
+  counter_findings(meta, options, report);
+  straggler_findings(options, report);
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+  if (report.findings.size() > options.max_findings) report.findings.resize(options.max_findings);
+  what_if(report);
+}
+
+}  // namespace rankscope::analyzers

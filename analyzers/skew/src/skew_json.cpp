@@ -1,0 +1,115 @@
+// skew_json.cpp — see skew_json.h. Field names and units are those of the schema file.
+#include "rankscope/analyzers/skew/skew_json.h"
+
+#include <cmath>
+
+namespace rankscope::analyzers {
+namespace {
+
+using nlohmann::json;
+
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json rank_json(const RankSkew& r) {
+  json j = {{"rank", r.rank}, {"present", r.present}, {"steps", r.steps}};
+  if (!r.present) return j;
+  j["step_ms"] = {{"median", r.step_ms_median}, {"p90", r.step_ms_p90}, {"max", r.step_ms_max}};
+  j["breakdown_ms"] = {{"compute", r.compute_ms},
+                       {"collective_wait", r.collective_wait_ms},
+                       {"collective_transfer", r.collective_transfer_ms},
+                       {"idle", r.idle_ms}};
+  j["noncomm_ms_median"] = r.noncomm_ms_median;
+  j["straggler_score"] = {{"relative", r.relative_score}, {"individual", r.individual_score}};
+  j["clock"] = {{"offset_ms", r.clock_offset_ms}, {"uncertainty_ms", r.clock_uncertainty_ms}};
+  j["top_level_ms"] = r.top_level_ms;
+  j["counters"] = r.counters;
+  return j;
+}
+
+json site_json(const CollectiveSite& s) {
+  json ranks = json::array();
+  for (const SiteRank& r : s.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"arrival_rel_last_ms", r.arrival_rel_last_ms},
+                     {"wait_ms", r.wait_ms},
+                     {"last_fraction", r.last_fraction},
+                     {"late_margin_ms", r.late_margin_ms},
+                     {"cost_ms_per_step", r.cost_ms_per_step}});
+  }
+  return {{"comm", s.comm}, {"op", s.op}, {"ordinal", s.ordinal}, {"range", s.range},
+          {"instances", s.instances}, {"ranks", std::move(ranks)}};
+}
+
+json step_detail_json(const StepDetail& d) {
+  json collectives = json::array();
+  for (const CollectiveInstance& c : d.collectives) {
+    json ranks = json::array();
+    for (const InstanceRank& r : c.ranks) {
+      ranks.push_back({{"rank", r.rank}, {"arrival_rel_last_ms", r.arrival_rel_last_ms}, {"wait_ms", r.wait_ms}});
+    }
+    collectives.push_back({{"comm", c.comm}, {"seq", c.seq}, {"op", c.op}, {"range", c.range}, {"ranks", std::move(ranks)}});
+  }
+  return {{"step", d.step}, {"collectives", std::move(collectives)}};
+}
+
+json counter_json(const CounterSkew& c) {
+  json j = {{"name", c.name}, {"mean", c.mean}, {"max", c.max}, {"min", c.min}, {"imbalance", c.imbalance},
+            {"max_rank", c.max_rank}, {"min_rank", c.min_rank}, {"groups_over_threshold", c.groups_over_threshold}};
+  if (c.worst_group) {
+    const auto& g = *c.worst_group;
+    j["worst_group"] = {{"group", g.group}, {"imbalance", g.imbalance}, {"max_rank", g.max_rank},
+                        {"min_rank", g.min_rank}, {"max", g.max}, {"min", g.min}, {"size", g.size}};
+  } else {
+    j["worst_group"] = nullptr;
+  }
+  return j;
+}
+
+json finding_json(const Finding& f) {
+  json j = {{"kind", f.kind}, {"ranks", f.ranks}, {"range", f.range},
+            {"cost_ms_per_step", f.cost_ms_per_step}, {"text", f.text}};
+  if (!f.comm.empty()) j["comm"] = f.comm;
+  if (!f.counter.empty()) j["counter"] = f.counter;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const SkewReport& report) {
+  json j;
+  j["schema_version"] = kSkewReportSchemaVersion;
+  j["kind"] = "rankscope.skew";
+  j["run_dir"] = report.run_dir;
+  j["run_id"] = report.run_id;
+  j["world_size"] = report.world_size;
+  j["steps"] = {{"first", report.first_step}, {"last", report.last_step}, {"count", report.steps}};
+  j["step_ms_median"] = report.step_ms_median;
+  j["ranks"] = json::array();
+  for (const auto& r : report.ranks) j["ranks"].push_back(rank_json(r));
+  j["collectives"] = json::array();
+  for (const auto& s : report.collectives) j["collectives"].push_back(site_json(s));
+  j["step_detail"] = step_detail_json(report.step_detail);
+  j["counters"] = json::array();
+  for (const auto& c : report.counters) j["counters"].push_back(counter_json(c));
+  json values = json::array();
+  for (const auto& row : report.heatmap.values_ms) {
+    json jr = json::array();
+    for (double v : row) jr.push_back(number_or_null(v));
+    values.push_back(std::move(jr));
+  }
+  j["heatmap"] = {{"rank_labels", report.heatmap.rank_labels},
+                  {"step_labels", report.heatmap.step_labels},
+                  {"values_ms", std::move(values)}};
+  j["findings"] = json::array();
+  for (const auto& f : report.findings) j["findings"].push_back(finding_json(f));
+  if (report.what_if) {
+    const auto& w = *report.what_if;
+    j["what_if"] = {{"rank", w.rank}, {"step_ms", w.step_ms}, {"estimated_step_ms", w.estimated_step_ms}, {"text", w.text}};
+  } else {
+    j["what_if"] = nullptr;
+  }
+  j["problems"] = report.problems;
+  return j;
+}
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,29 @@
+// skew_parts.h — the derivation steps of the skew report after the scan (internal).
+//
+// Each takes the report as filled so far and adds one part; they live in their own files.
+#pragma once
+
+#include <map>
+
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/skew_report.h"
+#include "rankscope/format/run_metadata.h"
+
+namespace rankscope::analyzers {
+
+// counter_skew.cpp: report.counters from ranks[].counters and the groups of `meta` (may be null).
+void compute_counter_skew(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report);
+
+// heatmap.cpp: report.heatmap from per-rank step times (by rank: step numbers and ms).
+struct RankSteps {
+  std::vector<int64_t> steps;
+  std::vector<float> ms;
+};
+void build_heatmap(const std::vector<RankSteps>& steps, const SkewOptions& options, SkewReport& report);
+// The step whose slowest rank is the median of all steps' slowest ranks: a typical step.
+int64_t typical_step(const std::vector<RankSteps>& steps);
+
+// skew_findings.cpp: report.findings (ranked) and report.what_if.
+void derive_findings(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report);
+
+}  // namespace rankscope::analyzers
