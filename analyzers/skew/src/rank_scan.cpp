@@ -86,7 +86,7 @@ void RankScan::on_step(const format::StepRecord& step) {
   // Ranges present in this step.
   std::vector<uint32_t> touched;
   for (const auto& r : step.ranges) {
-    if (!is_range(r.name_id)) continue;
+    if (!is_range(r.name_id) || r.count == 0) continue;  // count 0: kernel time only, the range did not run
     if (stamp_[r.name_id] != step_counter_) {
       stamp_[r.name_id] = step_counter_;
       total_ns_[r.name_id] = 0;

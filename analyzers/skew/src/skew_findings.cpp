@@ -63,7 +63,24 @@ std::string fmt_value(double v) {
   return std::abs(v - std::round(v)) < 1e-6 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
 
+// Per-step wait of `rank` at the collectives of communicators other than `comm` (site medians).
+double wait_elsewhere(const SkewReport& report, int rank, const std::string& comm) {
+  double sum = 0;
+  for (const CollectiveSite& site : report.collectives) {
+    if (site.comm == comm) continue;
+    for (const SiteRank& sr : site.ranks) {
+      if (sr.rank == rank) sum += sr.wait_ms;
+    }
+  }
+  return sum;
+}
+
 void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
+  struct Candidate {
+    Finding finding;
+    bool near_cause;
+  };
+  std::vector<Candidate> found;
   for (const CollectiveSite& site : report.collectives) {
     for (const SiteRank& sr : site.ranks) {
       if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < options.min_finding_ms) continue;
@@ -72,6 +89,13 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
         if (other.rank != sr.rank) peers.push_back(other.rank);
       }
       const Excess cause = cause_range(report, sr.rank, peers);
+      const bool own_cause = !cause.range.empty() && cause.ms >= 0.25 * sr.late_margin_ms;
+      std::vector<double> peer_waits;
+      for (int p : peers) peer_waits.push_back(wait_elsewhere(report, p, site.comm));
+      const double extra_wait = wait_elsewhere(report, sr.rank, site.comm) - median(std::move(peer_waits));
+      // Late only because it waited for someone else on another communicator first (its TP peer
+      // held it up before this DP collective): the root cause has its own finding.
+      if (!own_cause && extra_wait >= 0.5 * sr.late_margin_ms) continue;
       Finding f;
       f.kind = "late_arrival";
       f.ranks = {sr.rank};
@@ -80,7 +104,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
       f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
                            site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
-      if (!cause.range.empty() && cause.ms >= 0.25 * sr.late_margin_ms) {
+      if (own_cause) {
         f.range = cause.range;
         f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
       } else {
@@ -88,8 +112,22 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
         f.text += "; no range of its own takes longer than its peers' (look at time outside ranges: "
                   "data loading, the host, the network)";
       }
-      report.findings.push_back(std::move(f));
+      // Where a delay shows at several collectives, the one inside (or around) the cause names it best.
+      const bool near_cause = own_cause && !site.range.empty() &&
+                              (is_same_or_under(site.range, cause.range) || is_same_or_under(cause.range, site.range));
+      found.push_back({std::move(f), near_cause});
     }
+  }
+  // One finding per (rank, cause): a delay shows at the first collective of each group the rank
+  // is in (its TP all-reduce and later its DP all-reduce); the costliest stands for the others.
+  std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
+    const double ca = a.finding.cost_ms_per_step, cb = b.finding.cost_ms_per_step;
+    if (std::abs(ca - cb) > 0.01 * std::max(ca, cb)) return ca > cb;
+    return a.near_cause && !b.near_cause;
+  });
+  std::set<std::pair<int, std::string>> seen;
+  for (Candidate& c : found) {
+    if (seen.insert({c.finding.ranks.front(), c.finding.range}).second) report.findings.push_back(std::move(c.finding));
   }
 }
 
@@ -180,7 +218,7 @@ void what_if(SkewReport& report) {
   for (const Finding& top : report.findings) {
     if (top.kind != "late_arrival" && top.kind != "straggler") continue;
     const int rank = top.ranks.front();
-    double saving = 0;
+    double saving = 0;  // findings are one per (rank, cause) already, so they add up
     for (const Finding& f : report.findings) {
       if ((f.kind == "late_arrival" || f.kind == "straggler") && f.ranks.front() == rank) saving += f.cost_ms_per_step;
     }
