@@ -167,8 +167,11 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
     const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : "unbounded";
     f.text = fmt::format("{} imbalance {} across {} (rank {}: {}, rank {}: {} per step)", cs.name, ratio, g.group,
                          g.max_rank, fmt_value(g.max), g.min_rank, fmt_value(g.min));
-    const bool contiguous = meta && meta->training.is_object() &&
-                            meta->training.value("vocab_shard", std::string()) == "contiguous";
+    // gpt2-train records the sharding in run.json's model object; older runs had it in training.
+    auto shard_is = [&](const nlohmann::json& j) {
+      return j.is_object() && j.value("vocab_shard", std::string()) == "contiguous";
+    };
+    const bool contiguous = meta && (shard_is(meta->model) || shard_is(meta->training));
     if (cs.name == "embed.local_tokens" && contiguous) {
       f.text += ": vocab shards are contiguous and real token ids are skewed; use --vocab-shard strided";
     } else {

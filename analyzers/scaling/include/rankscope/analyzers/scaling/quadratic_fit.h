@@ -1,0 +1,31 @@
+// quadratic_fit.h — least-squares fit t(T) = c + a*T + b*T^2 and the log-log slopes of a series.
+//
+// Is: ordinary least squares on the basis {1, T, T^2} (T scaled to [0, 1] first, so the 3x3
+// normal equations stay well conditioned for T in the thousands), solved by Gaussian elimination
+// with partial pivoting; R^2; slopes d ln t / d ln T between adjacent points; crossover T* = a/b
+// where the quadratic term overtakes the linear one. Is not: a robust or weighted fit.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace rankscope::analyzers {
+
+struct QuadraticFit {
+  double c = 0, a = 0, b = 0;
+  double r2 = 0;
+  int points = 0;
+  double at(double T) const { return c + a * T + b * T * T; }
+  // a/b when both are positive (otherwise the terms never cross on T > 0).
+  std::optional<double> crossover() const;
+};
+
+// Needs at least one point; with two points the fit is the line through them (b = 0), with one the
+// constant. T must be positive.
+QuadraticFit fit_quadratic(std::span<const double> T, std::span<const double> t);
+
+// slopes[i] = ln(t[i+1]/t[i]) / ln(T[i+1]/T[i]); nullopt where a time is not positive.
+std::vector<std::optional<double>> log_log_slopes(std::span<const double> T, std::span<const double> t);
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,69 @@
+// scaling_analyzer.h — `rankscope scaling`: how step time and each range grow with seq len T.
+//
+// Is: for each point of a sweep (sweep.h), the skew analyzer's per-rank figures reduced to one
+// number per range (median over ranks of each rank's median step); then per range, and per range
+// aggregated over blocks ("forward/block*/attn" = the sum over blocks), the fit c + aT + bT^2 with
+// R^2, log-log slopes between adjacent points and the crossover a/b; the FLOP model's attention
+// share; findings for superlinear ranges and throughput cliffs. Is not: the sweep driver (the
+// trainer's --sweep-seq-len) or rendering.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rankscope/analyzers/scaling/quadratic_fit.h"
+#include "rankscope/format/status.h"
+
+namespace rankscope::analyzers {
+
+inline constexpr int kScalingReportSchemaVersion = 1;
+// Counter the trainer may record each step: the process's peak resident memory in bytes.
+inline constexpr std::string_view kPeakMemoryCounter = "mem.peak_bytes";
+
+struct ScalingPoint {
+  int64_t seq_len = 0;
+  std::string run_dir;
+  double step_ms = 0;
+  double tokens_per_s = 0;                     // 0 when run.json lacks training.batch
+  std::optional<double> peak_mem_bytes;        // max over ranks of mem.peak_bytes
+  std::optional<double> attention_share_flops; // forward/block*/attn share by the FLOP model
+  std::optional<double> attention_share_measured;  // (forward+backward)/block*/attn over step time
+};
+
+struct ScalingRange {
+  std::string name;
+  bool aggregated = false;                     // a block* aggregate
+  std::vector<std::optional<double>> times_ms; // per point; nullopt where the range is absent
+  QuadraticFit fit;
+  std::vector<std::optional<double>> slopes;   // between adjacent points
+};
+
+struct ScalingFinding {
+  std::string kind;  // "superlinear_range", "throughput_cliff"
+  std::string range;
+  double slope = 0;
+  double share_at_max = 0;     // of the step, at the largest T
+  double cost_ms_per_step = 0; // the range's time (superlinear) or the step time (cliff) at the top
+  std::string text;
+};
+
+struct ScalingReport {
+  std::string sweep_dir;
+  std::vector<ScalingPoint> points;
+  std::vector<ScalingRange> ranges;
+  std::vector<ScalingFinding> findings;
+  std::vector<std::string> problems;
+};
+
+struct ScalingOptions {
+  double superlinear_slope = 1.3;   // slope at the top of the sweep above which a range is flagged
+  double min_share = 0.05;          // ...if it is at least this share of the step there
+  double cliff_drop = 0.25;         // throughput falling this much between adjacent points
+};
+
+Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, const ScalingOptions& options = {});
+
+}  // namespace rankscope::analyzers

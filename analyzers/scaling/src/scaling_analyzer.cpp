@@ -1,0 +1,180 @@
+// scaling_analyzer.cpp — see scaling_analyzer.h.
+#include "rankscope/analyzers/scaling/scaling_analyzer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/scaling/flop_model.h"
+#include "rankscope/analyzers/scaling/sweep.h"
+#include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/stats.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+// One point reduced: step time and one time per range (median over ranks).
+struct PointTimes {
+  std::map<std::string, double> ranges;  // individual and block* aggregates
+  std::map<std::string, bool> aggregated;
+};
+
+PointTimes reduce_point(const SkewReport& skew) {
+  PointTimes out;
+  std::map<std::string, std::vector<double>> per_range, per_aggregate;
+  for (const RankSkew& r : skew.ranks) {
+    if (r.steps == 0) continue;
+    std::map<std::string, double> sums;  // this rank's block* sums
+    for (const auto& [name, ms] : r.range_ms) {
+      per_range[name].push_back(ms);
+      const std::string agg = block_wildcard(name);
+      if (agg != name) sums[agg] += ms;
+    }
+    for (const auto& [name, ms] : sums) per_aggregate[name].push_back(ms);
+  }
+  for (auto& [name, v] : per_range) out.ranges[name] = median(std::move(v)), out.aggregated[name] = false;
+  for (auto& [name, v] : per_aggregate) out.ranges[name] = median(std::move(v)), out.aggregated[name] = true;
+  return out;
+}
+
+double tokens_per_step(const format::RunMetadata& meta, int64_t seq_len) {
+  const auto& t = meta.training;
+  if (!t.is_object() || !t.contains("batch") || !t["batch"].is_number()) return 0;
+  const double accum = t.contains("grad_accum") && t["grad_accum"].is_number() ? t["grad_accum"].get<double>() : 1.0;
+  return t["batch"].get<double>() * accum * double(seq_len) * double(std::max(1, meta.dp));
+}
+
+bool is_individual_block_range(const ScalingRange& r) { return !r.aggregated && block_wildcard(r.name) != r.name; }
+
+void derive_findings(const ScalingOptions& options, ScalingReport& report) {
+  const size_t n = report.points.size();
+  if (n < 2) return;
+  const ScalingPoint& top = report.points.back();
+  for (const ScalingRange& r : report.ranges) {
+    if (is_individual_block_range(r) || r.name == "step" || r.slopes.empty() || !r.slopes.back()) continue;
+    const double slope = *r.slopes.back();
+    const double ms = r.times_ms.back().value_or(0);
+    const double share = top.step_ms > 0 ? ms / top.step_ms : 0;
+    if (slope <= options.superlinear_slope || share < options.min_share) continue;
+    ScalingFinding f;
+    f.kind = "superlinear_range";
+    f.range = r.name;
+    f.slope = slope;
+    f.share_at_max = share;
+    f.cost_ms_per_step = ms;
+    f.text = fmt::format("{} grows as T^{:.1f}; at T={} it is {:.0f}% of the step ({:.1f} ms)", r.name, slope,
+                         top.seq_len, 100 * share, ms);
+    if (auto x = r.fit.crossover()) f.text += fmt::format("; its T^2 term overtakes the linear one at T={:.0f}", *x);
+    report.findings.push_back(std::move(f));
+  }
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const ScalingPoint& lo = report.points[i];
+    const ScalingPoint& hi = report.points[i + 1];
+    if (lo.tokens_per_s <= 0 || hi.tokens_per_s <= 0) continue;
+    const double drop = 1.0 - hi.tokens_per_s / lo.tokens_per_s;
+    if (drop < options.cliff_drop) continue;
+    // The range whose time per token grew the most explains the fall.
+    std::string culprit;
+    double worst = 0;
+    for (const ScalingRange& r : report.ranges) {
+      if (is_individual_block_range(r) || r.name == "step" || !r.times_ms[i] || !r.times_ms[i + 1]) continue;
+      const double growth = *r.times_ms[i + 1] / double(hi.seq_len) - *r.times_ms[i] / double(lo.seq_len);
+      if (growth > worst) worst = growth, culprit = r.name;
+    }
+    ScalingFinding f;
+    f.kind = "throughput_cliff";
+    f.range = culprit;
+    f.cost_ms_per_step = hi.step_ms;
+    f.share_at_max = 0;
+    f.text = fmt::format("throughput falls {:.1f}x from T={} to T={} ({:.0f} to {:.0f} tokens/s)",
+                         lo.tokens_per_s / hi.tokens_per_s, lo.seq_len, hi.seq_len, lo.tokens_per_s, hi.tokens_per_s);
+    if (!culprit.empty()) f.text += fmt::format("; {} grows most per token", culprit);
+    report.findings.push_back(std::move(f));
+  }
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const ScalingFinding& a, const ScalingFinding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+}
+
+}  // namespace
+
+Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, const ScalingOptions& options) {
+  RS_ASSIGN_OR_RETURN(Sweep sweep, read_sweep(sweep_dir));
+  ScalingReport report;
+  report.sweep_dir = sweep_dir.string();
+  std::vector<PointTimes> times;
+  for (const SweepPoint& p : sweep.points) {
+    auto skew = analyze_skew(p.run_dir);
+    if (!skew.ok()) {
+      report.problems.push_back(fmt::format("T={}: {}; the point is left out", p.seq_len, skew.status().to_string()));
+      continue;
+    }
+    for (const auto& problem : skew->problems) report.problems.push_back(fmt::format("T={}: {}", p.seq_len, problem));
+    ScalingPoint point;
+    point.seq_len = p.seq_len;
+    point.run_dir = p.run_dir.string();
+    point.step_ms = skew->step_ms_median;
+    for (const RankSkew& r : skew->ranks) {
+      if (auto it = r.counters_max.find(std::string(kPeakMemoryCounter)); it != r.counters_max.end()) {
+        point.peak_mem_bytes = std::max(point.peak_mem_bytes.value_or(0.0), it->second);
+      }
+    }
+    auto meta = format::read_run_metadata(p.run_dir);
+    if (meta.ok()) {
+      const double tokens = tokens_per_step(*meta, p.seq_len);
+      if (tokens > 0 && point.step_ms > 0) point.tokens_per_s = tokens / (point.step_ms / 1e3);
+      if (auto shape = gpt_shape_from_json(meta->model)) point.attention_share_flops = attention_flop_share(*shape, double(p.seq_len));
+    }
+    PointTimes pt = reduce_point(*skew);
+    if (point.step_ms > 0) {
+      double attn = 0;
+      bool any = false;
+      for (const char* name : {"forward/block*/attn", "backward/block*/attn"}) {
+        if (auto it = pt.ranges.find(name); it != pt.ranges.end()) attn += it->second, any = true;
+      }
+      if (any) point.attention_share_measured = attn / point.step_ms;
+    }
+    report.points.push_back(std::move(point));
+    times.push_back(std::move(pt));
+  }
+  if (report.points.empty()) {
+    return not_found(fmt::format("{}: no sweep point could be read; {}", sweep_dir.string(),
+                                 report.problems.empty() ? "" : report.problems.front()));
+  }
+
+  std::map<std::string, bool> names;
+  for (const PointTimes& pt : times) {
+    for (const auto& [name, agg] : pt.aggregated) names[name] = agg;
+  }
+  std::vector<double> Ts;
+  for (const auto& p : report.points) Ts.push_back(double(p.seq_len));
+  for (const auto& [name, agg] : names) {
+    ScalingRange r;
+    r.name = name;
+    r.aggregated = agg;
+    std::vector<double> T, t;
+    for (size_t i = 0; i < times.size(); ++i) {
+      auto it = times[i].ranges.find(name);
+      r.times_ms.push_back(it == times[i].ranges.end() ? std::nullopt : std::optional<double>(it->second));
+      if (it != times[i].ranges.end()) T.push_back(Ts[i]), t.push_back(it->second);
+    }
+    r.fit = fit_quadratic(T, t);
+    // Slopes only between adjacent points where the range exists at both.
+    for (size_t i = 0; i + 1 < times.size(); ++i) {
+      if (r.times_ms[i] && r.times_ms[i + 1]) {
+        const double TT[2] = {Ts[i], Ts[i + 1]}, tt[2] = {*r.times_ms[i], *r.times_ms[i + 1]};
+        r.slopes.push_back(log_log_slopes(TT, tt).front());
+      } else {
+        r.slopes.push_back(std::nullopt);
+      }
+    }
+    report.ranges.push_back(std::move(r));
+  }
+  derive_findings(options, report);
+  return report;
+}
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,62 @@
+// scaling_json.cpp — see scaling_json.h. Units: ms for times; c in ms, a in ms per token, b in ms
+// per token squared.
+#include "rankscope/analyzers/scaling/scaling_json.h"
+
+#include <cmath>
+
+namespace rankscope::analyzers {
+namespace {
+
+using nlohmann::json;
+
+json opt(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
+
+json opts(const std::vector<std::optional<double>>& v) {
+  json a = json::array();
+  for (const auto& x : v) a.push_back(opt(x));
+  return a;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ScalingReport& report) {
+  json j;
+  j["schema_version"] = kScalingReportSchemaVersion;
+  j["kind"] = "rankscope.scaling";
+  j["sweep_dir"] = report.sweep_dir;
+  j["points"] = json::array();
+  for (const auto& p : report.points) {
+    j["points"].push_back({{"seq_len", p.seq_len},
+                           {"run_dir", p.run_dir},
+                           {"tokens_per_s", p.tokens_per_s},
+                           {"step_ms", p.step_ms},
+                           {"peak_mem_bytes", opt(p.peak_mem_bytes)},
+                           {"attention_share_flops", opt(p.attention_share_flops)},
+                           {"attention_share_measured", opt(p.attention_share_measured)}});
+  }
+  j["ranges"] = json::array();
+  for (const auto& r : report.ranges) {
+    j["ranges"].push_back({{"name", r.name},
+                           {"aggregated", r.aggregated},
+                           {"times_ms", opts(r.times_ms)},
+                           {"c", r.fit.c},
+                           {"a", r.fit.a},
+                           {"b", r.fit.b},
+                           {"r2", r.fit.r2},
+                           {"slopes", opts(r.slopes)},
+                           {"crossover_T", opt(r.fit.crossover())}});
+  }
+  j["findings"] = json::array();
+  for (const auto& f : report.findings) {
+    j["findings"].push_back({{"kind", f.kind},
+                             {"range", f.range},
+                             {"slope", f.slope},
+                             {"share_at_max", f.share_at_max},
+                             {"cost_ms_per_step", f.cost_ms_per_step},
+                             {"text", f.text}});
+  }
+  j["problems"] = report.problems;
+  return j;
+}
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,189 @@
+// scaling_analyzer_test.cpp — the fit, the sweep reader and the scaling report on a fabricated
+// sweep whose attention grows as 0.2 + 0.001 T + 2e-5 T^2 ms per block and whose MLP is linear.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "rankscope/analyzers/scaling/flop_model.h"
+#include "rankscope/analyzers/scaling/quadratic_fit.h"
+#include "rankscope/analyzers/scaling/scaling_analyzer.h"
+#include "rankscope/analyzers/scaling/scaling_json.h"
+#include "rankscope/analyzers/scaling/sweep.h"
+#include "skew_fake_run.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(QuadraticFit, RecoversExactCoefficients) {
+  const std::vector<double> T = {128, 256, 512, 1024, 2048};
+  std::vector<double> t;
+  for (double x : T) t.push_back(3.0 + 0.01 * x + 4e-5 * x * x);
+  const QuadraticFit f = fit_quadratic(T, t);
+  EXPECT_NEAR(f.c, 3.0, 1e-6);
+  EXPECT_NEAR(f.a, 0.01, 1e-9);
+  EXPECT_NEAR(f.b, 4e-5, 1e-12);
+  EXPECT_NEAR(f.r2, 1.0, 1e-12);
+  ASSERT_TRUE(f.crossover().has_value());
+  EXPECT_NEAR(*f.crossover(), 250.0, 1e-6);
+}
+
+TEST(QuadraticFit, FewPointsAndNoise) {
+  const std::vector<double> T2 = {100, 200}, t2 = {5, 9};
+  const QuadraticFit line = fit_quadratic(T2, t2);
+  EXPECT_NEAR(line.c, 1.0, 1e-9);
+  EXPECT_NEAR(line.a, 0.04, 1e-12);
+  EXPECT_EQ(line.b, 0.0);
+  EXPECT_FALSE(line.crossover().has_value());
+  const std::vector<double> T = {1, 2, 3, 4, 5, 6}, noisy = {1.1, 1.9, 3.2, 3.8, 5.1, 6.3};
+  const QuadraticFit f = fit_quadratic(T, noisy);
+  EXPECT_GT(f.r2, 0.95);
+  EXPECT_LT(f.r2, 1.0);
+}
+
+TEST(QuadraticFit, LogLogSlopes) {
+  const std::vector<double> T = {128, 256, 512}, t = {1, 2, 8};
+  const auto s = log_log_slopes(T, t);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_NEAR(*s[0], 1.0, 1e-12);
+  EXPECT_NEAR(*s[1], 2.0, 1e-12);
+  const std::vector<double> zero = {0, 1, 2};
+  EXPECT_FALSE(log_log_slopes(T, zero)[0].has_value());
+}
+
+TEST(FlopModel, AttentionShareGrowsWithT) {
+  auto shape = gpt_shape_from_json({{"layers", 12}, {"channels", 768}, {"padded_vocab_size", 50304}});
+  ASSERT_TRUE(shape.has_value());
+  const double s1 = attention_flop_share(*shape, 128), s2 = attention_flop_share(*shape, 8192);
+  EXPECT_GT(s2, s1);
+  // By hand at T=1024: 12*(8C^2 + 2TC) / (12*(24C^2 + 2TC) + 2*C*50304).
+  const double C = 768, T = 1024;
+  EXPECT_NEAR(attention_flop_share(*shape, T), 12 * (8 * C * C + 2 * T * C) / (12 * (24 * C * C + 2 * T * C) + 2 * C * 50304), 1e-12);
+  EXPECT_FALSE(gpt_shape_from_json({{"layers", 12}}).has_value());
+}
+
+constexpr int64_t kSeqLens[] = {128, 256, 512, 1024};
+
+fs::path write_sweep(bool with_index) {
+  const fs::path sweep = testing::fresh_temp_dir("scaling-sweep");
+  std::vector<SweepPoint> points;
+  for (int64_t T : kSeqLens) {
+    testing::FakeRunSpec spec;
+    spec.world_size = 1;
+    spec.tp = 1;
+    spec.steps = 5;
+    const double Td = double(T);
+    spec.script = testing::standard_step(
+        2, nullptr, [Td](int, int64_t) { return 0.2 + 0.001 * Td + 2e-5 * Td * Td; },
+        [Td](int, int64_t) { return 0.004 * Td; });
+    spec.counters = [Td](int, int64_t s) {
+      return std::vector<std::pair<std::string, double>>{{"mem.peak_bytes", 1e6 * Td + double(s)}};
+    };
+    spec.training = {{"seq_len", T}, {"batch", 4}};
+    spec.model = {{"layers", 2}, {"heads", 4}, {"channels", 128}, {"vocab_size", 50257}};
+    const fs::path dir = sweep / sweep_point_dir_name(T);
+    testing::write_fake_run(dir, spec);
+    points.push_back({T, dir});
+  }
+  if (with_index) EXPECT_TRUE(write_sweep_index(sweep, points).ok());
+  return sweep;
+}
+
+const ScalingRange* find_range(const ScalingReport& r, const std::string& name) {
+  for (const auto& x : r.ranges) {
+    if (x.name == name) return &x;
+  }
+  return nullptr;
+}
+
+TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {
+  const fs::path sweep = write_sweep(true);
+  auto report = analyze_scaling(sweep);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  ASSERT_EQ(report->points.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const ScalingPoint& p = report->points[i];
+    EXPECT_EQ(p.seq_len, kSeqLens[i]);
+    EXPECT_NEAR(p.tokens_per_s, 4.0 * double(p.seq_len) / (p.step_ms / 1e3), 1e-6);
+    ASSERT_TRUE(p.peak_mem_bytes.has_value());
+    EXPECT_DOUBLE_EQ(*p.peak_mem_bytes, 1e6 * double(p.seq_len) + 4);  // the largest step's value
+    ASSERT_TRUE(p.attention_share_flops.has_value());
+    ASSERT_TRUE(p.attention_share_measured.has_value());
+  }
+  EXPECT_GT(report->points[3].attention_share_measured.value(), report->points[0].attention_share_measured.value());
+
+  const ScalingRange* attn = find_range(*report, "forward/block*/attn");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_TRUE(attn->aggregated);
+  // Two blocks: the aggregate is twice one block's 0.2 + 0.001 T + 2e-5 T^2.
+  EXPECT_NEAR(attn->fit.c, 0.4, 1e-3);
+  EXPECT_NEAR(attn->fit.a, 0.002, 1e-5);
+  EXPECT_NEAR(attn->fit.b, 4e-5, 1e-8);
+  EXPECT_GT(attn->fit.r2, 0.9999);
+  ASSERT_EQ(attn->slopes.size(), 3u);
+  EXPECT_GT(attn->slopes.back().value(), 1.5);
+  EXPECT_NEAR(attn->fit.crossover().value(), 50.0, 0.5);
+
+  const ScalingRange* mlp = find_range(*report, "forward/block*/mlp");
+  ASSERT_NE(mlp, nullptr);
+  for (const auto& s : mlp->slopes) {
+    EXPECT_GT(s.value(), 0.8);
+    EXPECT_LT(s.value(), 1.2);
+  }
+  const ScalingRange* one_block = find_range(*report, "forward/block1/attn");
+  ASSERT_NE(one_block, nullptr);
+  EXPECT_FALSE(one_block->aggregated);
+
+  ASSERT_FALSE(report->findings.empty());
+  bool attn_flagged = false, mlp_flagged = false, cliff = false;
+  for (const auto& f : report->findings) {
+    if (f.kind == "superlinear_range" && f.range == "forward/block*/attn") {
+      attn_flagged = true;
+      EXPECT_NE(f.text.find("forward/block*/attn grows as T^1.9; at T=1024 it is"), std::string::npos) << f.text;
+    }
+    if (f.range == "forward/block*/mlp" && f.kind == "superlinear_range") mlp_flagged = true;
+    if (f.kind == "throughput_cliff") cliff = true;
+  }
+  EXPECT_TRUE(attn_flagged);
+  EXPECT_FALSE(mlp_flagged);
+  EXPECT_TRUE(cliff);
+
+  const nlohmann::json j = to_json(*report);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["points"].size(), 4u);
+  EXPECT_TRUE(j["points"][0].contains("peak_mem_bytes"));
+  EXPECT_TRUE(j["ranges"][0].contains("crossover_T"));
+}
+
+TEST(ScalingAnalyzer, SweepWithoutIndexIsDiscovered) {
+  const fs::path sweep = write_sweep(false);
+  auto s = read_sweep(sweep);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_FALSE(s->from_index);
+  ASSERT_EQ(s->points.size(), 4u);
+  EXPECT_EQ(s->points[0].seq_len, 128);
+  EXPECT_EQ(s->points[3].seq_len, 1024);
+}
+
+TEST(ScalingAnalyzer, BadSweepsSayWhy) {
+  const fs::path empty = testing::fresh_temp_dir("scaling-empty");
+  auto none = read_sweep(empty);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no sweep points"), std::string::npos);
+  EXPECT_FALSE(read_sweep(empty / "missing").ok());
+  std::ofstream(empty / "sweep.json") << R"({"schema_version": 9, "points": []})";
+  auto future = read_sweep(empty);
+  ASSERT_FALSE(future.ok());
+  EXPECT_EQ(future.status().code(), StatusCode::kUnsupported);
+  std::ofstream(empty / "sweep.json", std::ios::trunc)
+      << R"({"schema_version": 1, "points": [{"seq_len": 64, "run_dir": "a"}, {"seq_len": 64, "run_dir": "b"}]})";
+  auto twice = read_sweep(empty);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("appears twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rankscope::analyzers
