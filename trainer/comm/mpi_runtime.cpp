@@ -90,6 +90,11 @@ std::string MpiRuntime::library_version() const {
   return cut == std::string::npos ? v : v.substr(0, cut);
 }
 
+void MpiRuntime::abort(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
+}
+
 std::unique_ptr<Communicator> MpiRuntime::world() {
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);

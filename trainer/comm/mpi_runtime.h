@@ -30,6 +30,9 @@ class MpiRuntime {
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
   std::string library_version() const;  // "Open MPI v4.1.4, ..." first line
+  // MPI_Abort on the world: ends every rank (a rank that failed must not leave the others waiting
+  // forever in a collective; their flight recorders keep what they were doing).
+  [[noreturn]] void abort(int exit_code);
 
   // A duplicate of MPI_COMM_WORLD named "world"; errors come back as Status, not aborts.
   std::unique_ptr<Communicator> world();

@@ -1,0 +1,405 @@
+// trainer.cpp — the training loop and everything it is wired to.
+#include "trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "bootstrap.h"
+#include "checkpoint.h"
+#include "comm/probed_communicator.h"
+#include "comm/process_groups.h"
+#include "data/data_loader.h"
+#include "evaluation.h"
+#include "faults/fault_injector.h"
+#include "lr_schedule.h"
+#include "metrics_log.h"
+#include "model/adamw.h"
+#include "model/gpt2.h"
+#include "ops/cpu/cpu_ops.h"
+#include "parallel/ddp_reducer.h"
+#include "rankscope/format/clock.h"
+#include "tokenizer/gpt2_tokenizer.h"
+#include "train_options.h"
+
+namespace gpt2 {
+namespace {
+
+using rankscope::probe::Probe;
+using rankscope::probe::ScopedRange;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kDefaultTrainShard = "tinyshakespeare/tiny_shakespeare_train.bin";
+constexpr const char* kDefaultValShard = "tinyshakespeare/tiny_shakespeare_val.bin";
+
+rankscope::Result<ModelConfig> model_config(const TrainOptions& o, int tp) {
+  RS_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::preset(o.model));
+  if (o.layers) c.num_layers = *o.layers;
+  if (o.heads) c.num_heads = *o.heads;
+  if (o.channels) c.channels = *o.channels;
+  if (o.vocab_size) c.vocab_size = *o.vocab_size;
+  if (o.seq_len > c.max_seq_len) c.max_seq_len = o.seq_len;
+  RS_RETURN_IF_ERROR(c.validate(tp));
+  return c;
+}
+
+// "" -> the shipped shard when it exists, else synthetic:zipf.
+std::string resolve_train_data(const std::string& spec) {
+  if (!spec.empty()) return spec;
+  const auto shipped = std::filesystem::path(default_data_dir()) / kDefaultTrainShard;
+  return std::filesystem::exists(shipped) ? shipped.string() : "synthetic:zipf";
+}
+
+rankscope::Result<std::string> resolve_val_data(const std::string& val_spec, const std::string& train_spec) {
+  if (!val_spec.empty()) return val_spec;
+  if (train_spec.starts_with("synthetic:")) return train_spec;  // a different seed is used
+  const auto shipped_train = std::filesystem::path(default_data_dir()) / kDefaultTrainShard;
+  if (train_spec == shipped_train.string())
+    return (std::filesystem::path(default_data_dir()) / kDefaultValShard).string();
+  if (auto at = train_spec.rfind("_train"); at != std::string::npos) {
+    std::string guess = train_spec;
+    guess.replace(at, 6, "_val");
+    if (std::filesystem::exists(guess)) return guess;
+  }
+  return rankscope::invalid_argument(fmt::format(
+      "--val-every needs validation data for --data {} (hint: pass --val-data)", train_spec));
+}
+
+class Trainer {
+ public:
+  Trainer(TrainOptions options, Bootstrap& boot) : o_(std::move(options)), boot_(boot) {}
+  ~Trainer() {
+    reducer_.reset();  // joins the DDP thread before the communicators go
+  }
+
+  Status setup();
+  Status run();
+  Probe* probe() { return probe_.get(); }
+
+ private:
+  bool leader() const { return groups_.rank == 0; }
+  Status setup_probe(const std::vector<std::string>& hosts);
+  Status setup_model();
+  Status setup_data();
+  Status write_run_metadata(const std::vector<std::string>& hosts);
+  Status train_step(int step, StepMetrics& m);
+  Status finish();
+
+  TrainOptions o_;
+  Bootstrap& boot_;
+  std::string run_dir_;
+  std::unique_ptr<Probe> probe_;
+  std::unique_ptr<FaultInjector> faults_;
+  ProcessGroups groups_;
+  ModelConfig config_;
+  std::unique_ptr<Ops> ops_;
+  std::unique_ptr<GPT2> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<DdpReducer> reducer_;
+  std::unique_ptr<DataLoader> loader_, val_loader_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::vector<int> inputs_, targets_;
+  LrSchedule schedule_;
+  int start_step_ = 0;
+};
+
+Status Trainer::setup() {
+  RS_ASSIGN_OR_RETURN(std::vector<std::string> hosts, boot_.gather_hosts());
+  RS_ASSIGN_OR_RETURN(run_dir_, boot_.agree_run_dir(o_.run_dir));
+  RS_RETURN_IF_ERROR(setup_probe(hosts));
+
+  // The probe sees every collective from here on: the world is wrapped before it is split.
+  auto world = std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get());
+  RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
+  if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1)
+    RS_RETURN_IF_ERROR(probe_->align_clocks(*exchange));
+
+  if (leader())
+    fmt::print("device: cpu{}\n", o_.device == "auto" ? " (this build has no CUDA backend)" : "");
+  RS_RETURN_IF_ERROR(setup_model());
+  RS_RETURN_IF_ERROR(setup_data());
+  RS_RETURN_IF_ERROR(write_run_metadata(hosts));
+  if (leader()) {
+    RS_ASSIGN_OR_RETURN(metrics_, MetricsLog::open(run_dir_));
+  }
+  return {};
+}
+
+Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
+  (void)hosts;
+  if (o_.no_probe) {
+    probe_ = Probe::disabled();
+  } else {
+    rankscope::probe::Options po;
+    RS_RETURN_IF_ERROR(po.apply_environment());
+    po.run_dir = run_dir_;
+    po.rank = boot_.rank();
+    po.world_size = boot_.world_size();
+    if (o_.watchdog_timeout_s > 0) po.watchdog_timeout_s = o_.watchdog_timeout_s;
+    if (!o_.trace_steps.empty()) {
+      RS_ASSIGN_OR_RETURN(auto window, rankscope::probe::parse_step_window(o_.trace_steps));
+      po.trace_step_begin = window.first;
+      po.trace_step_end = window.second;
+    }
+    RS_ASSIGN_OR_RETURN(probe_, Probe::create(po));
+  }
+  faults_ = std::make_unique<FaultInjector>(o_.inject, boot_.rank(), probe_.get());
+  if (!faults_->empty()) probe_->add_range_sink(faults_->range_sink());
+  return {};
+}
+
+Status Trainer::setup_model() {
+  const GroupLayout& L = groups_.layout;
+  FullWeights initial;
+  const bool from_file = !o_.init_from.empty();
+  if (from_file) {
+    RS_ASSIGN_OR_RETURN(initial, read_llmc_model(o_.init_from));
+    config_ = initial.config;
+    if (o_.seq_len > config_.max_seq_len)
+      return rankscope::invalid_argument(fmt::format("--seq-len {} exceeds the model file's maxT {}",
+                                                     o_.seq_len, config_.max_seq_len));
+    RS_RETURN_IF_ERROR(config_.validate(L.tp));
+  } else {
+    RS_ASSIGN_OR_RETURN(config_, model_config(o_, L.tp));
+  }
+  ops_ = make_cpu_ops();
+  GPT2::Options mo;
+  mo.config = config_;
+  mo.tp = {L.tp, L.tp_rank(groups_.rank), o_.vocab_shard};
+  mo.recompute = o_.recompute;
+  mo.batch = o_.batch;
+  mo.seq_len = o_.seq_len;
+  RS_ASSIGN_OR_RETURN(model_, GPT2::create(mo, *ops_, L.tp > 1 ? groups_.tp.get() : nullptr));
+  if (from_file) {
+    RS_RETURN_IF_ERROR(model_->load_full_weights(initial));
+  } else {
+    RS_RETURN_IF_ERROR(model_->init_weights(o_.seed));
+  }
+  AdamWConfig ac;
+  ac.weight_decay = o_.weight_decay;
+  optimizer_ = std::make_unique<AdamW>(model_->params(), *ops_, ac);
+  FaultInjector* faults = faults_.get();
+  reducer_ = std::make_unique<DdpReducer>(model_->params(), *groups_.dp, probe_.get(),
+                                          [faults](std::string_view p) { return faults->drop_grad(p); });
+  schedule_ = {o_.lr, o_.warmup, o_.steps, o_.min_lr_frac};
+
+  if (!o_.resume.empty()) {
+    RS_ASSIGN_OR_RETURN(auto dir, find_checkpoint(o_.resume));
+    RS_ASSIGN_OR_RETURN(TrainState st, read_train_state(dir));
+    if (st.world_size != L.world_size || st.tp != L.tp)
+      return rankscope::invalid_argument(fmt::format(
+          "--resume {}: written by {} ranks with --tp {}, this run has {} ranks with --tp {} "
+          "(hint: resume with the same layout)", dir.string(), st.world_size, st.tp, L.world_size, L.tp));
+    RS_RETURN_IF_ERROR(load_checkpoint(dir, groups_.rank, *model_, *optimizer_, *ops_, st));
+    start_step_ = st.step;
+    if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
+  }
+  if (leader())
+    fmt::print("model: {} | tp {} dp {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
+               config_.describe(), L.tp, L.dp, o_.batch, o_.seq_len, o_.grad_accum,
+               static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
+  return {};
+}
+
+Status Trainer::setup_data() {
+  const GroupLayout& L = groups_.layout;
+  const std::string spec = resolve_train_data(o_.data);
+  RS_ASSIGN_OR_RETURN(std::unique_ptr<TokenSource> source, open_token_source(spec, config_.vocab_size, o_.seed));
+  DataLoaderOptions lo;
+  lo.batch = o_.batch;
+  lo.seq_len = o_.seq_len;
+  lo.dp_rank = L.dp_rank(groups_.rank);
+  lo.dp_size = L.dp;
+  lo.shuffle = o_.shuffle;
+  lo.seed = o_.seed;
+  if (leader()) fmt::print("data: {}\n", source->describe());
+  RS_ASSIGN_OR_RETURN(loader_, DataLoader::create(std::move(source), lo, config_.vocab_size));
+  loader_->seek(static_cast<uint64_t>(start_step_) * o_.grad_accum);
+  if (o_.val_every > 0) {
+    RS_ASSIGN_OR_RETURN(std::string val_spec, resolve_val_data(o_.val_data, spec));
+    RS_ASSIGN_OR_RETURN(auto val_source, open_token_source(val_spec, config_.vocab_size, o_.seed + 1));
+    lo.shuffle = false;
+    RS_ASSIGN_OR_RETURN(val_loader_, DataLoader::create(std::move(val_source), lo, config_.vocab_size));
+  }
+  inputs_.resize(static_cast<size_t>(o_.batch) * o_.seq_len);
+  targets_.resize(inputs_.size());
+  return {};
+}
+
+Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
+  const GroupLayout& L = groups_.layout;
+  rankscope::format::RunMetadata meta;
+  meta.run_id = probe_->run_id();
+  meta.created_ns = rankscope::now_unix_ns();
+  meta.program = "gpt2-train";
+  meta.command_line = o_.command_line;
+  meta.world_size = L.world_size;
+  meta.tp = L.tp;
+  meta.dp = L.dp;
+  meta.groups = L.groups();
+  meta.hosts = hosts;
+  meta.model = {{"preset", o_.init_from.empty() ? o_.model : "init-from"},
+                {"layers", config_.num_layers}, {"heads", config_.num_heads},
+                {"channels", config_.channels}, {"vocab_size", config_.vocab_size},
+                {"padded_vocab_size", config_.padded_vocab_size(L.tp)},
+                {"max_seq_len", config_.max_seq_len},
+                {"params", model_->params().total_numel()},
+                {"vocab_shard", std::string(vocab_shard_name(o_.vocab_shard))},
+                {"recompute", static_cast<int>(o_.recompute)}};
+  meta.training = {{"seq_len", o_.seq_len}, {"batch", o_.batch}, {"grad_accum", o_.grad_accum},
+                   {"steps", o_.steps}, {"lr", o_.lr}, {"warmup", o_.warmup},
+                   {"seed", o_.seed}, {"data", loader_->source().describe()},
+                   {"device", "cpu"}, {"ddp_buckets", reducer_->buckets().size()}};
+  std::vector<std::string> faults;
+  for (const auto& f : o_.inject) faults.push_back(f.text);
+  meta.training["inject"] = faults;
+  meta.versions = {{"rankscope", RANKSCOPE_VERSION}};
+  if (boot_.uses_mpi()) meta.versions["mpi"] = boot_.mpi_version();
+  return probe_->write_run_metadata(meta);
+}
+
+Status Trainer::train_step(int step, StepMetrics& m) {
+  const GroupLayout& L = groups_.layout;
+  const auto t0 = Clock::now();
+  faults_->set_step(step);
+  probe_->begin_step(step);
+  {
+    ScopedRange step_range(probe_.get(), "step");
+    model_->params().zero_grads();
+    double loss_sum = 0;
+    // Mean over micro-batches and over DP ranks: the DP sum of these gradients is the mean.
+    const float loss_scale = 1.0f / static_cast<float>(o_.grad_accum * L.dp);
+    for (int micro = 0; micro < o_.grad_accum; ++micro) {
+      {
+        ScopedRange r(probe_.get(), "data");
+        loader_->next(inputs_.data(), targets_.data());
+      }
+      RS_ASSIGN_OR_RETURN(ForwardStats stats, model_->forward(inputs_.data(), targets_.data(), probe_.get()));
+      loss_sum += stats.loss;
+      probe_->counter_add("embed.local_tokens", static_cast<double>(stats.embed_local_tokens));
+      reducer_->begin_backward(micro + 1 == o_.grad_accum);
+      RS_RETURN_IF_ERROR(model_->backward(loss_scale, [this](int p) { reducer_->on_grad_ready(p); },
+                                          probe_.get()));
+      ScopedRange r(probe_.get(), "grad_sync");
+      RS_RETURN_IF_ERROR(reducer_->finish_backward());
+    }
+    float loss = static_cast<float>(loss_sum / o_.grad_accum);
+    {
+      ScopedRange r(probe_.get(), "grad_sync");
+      RS_RETURN_IF_ERROR(groups_.dp->all_reduce(&loss, 1, DataType::kFloat32, ReduceOp::kSum));
+    }
+    m.loss = loss / static_cast<float>(L.dp);
+    {
+      ScopedRange r(probe_.get(), "optimizer");
+      RS_ASSIGN_OR_RETURN(m.grad_norm, global_grad_norm(model_->params(), *ops_,
+                                                        L.tp > 1 ? groups_.tp.get() : nullptr));
+      if (o_.grad_clip > 0) clip_grads_to_norm(model_->params(), *ops_, m.grad_norm, o_.grad_clip);
+      m.lr = schedule_.at(step);
+      optimizer_->step(m.lr);
+    }
+  }
+  probe_->end_step();
+  m.step = step;
+  m.total_steps = o_.steps;
+  m.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double tokens = static_cast<double>(o_.batch) * o_.seq_len * o_.grad_accum * L.dp;
+  m.tokens_per_s = tokens / (m.step_ms / 1e3);
+  return {};
+}
+
+Status Trainer::run() {
+  for (int step = start_step_ + 1; step <= o_.steps; ++step) {
+    StepMetrics m;
+    RS_RETURN_IF_ERROR(train_step(step, m));
+    if (val_loader_ && (step % o_.val_every == 0 || step == o_.steps)) {
+      RS_ASSIGN_OR_RETURN(m.val_loss, validation_loss(*model_, *val_loader_, o_.val_batches, *groups_.dp));
+    }
+    if (leader()) {
+      metrics_->append(m);
+      if (!o_.quiet) {
+        fmt::print("{}\n", progress_line(m));
+        std::fflush(stdout);
+      }
+    }
+    if (o_.save_every > 0 && (step % o_.save_every == 0 || step == o_.steps)) {
+      TrainState st;
+      st.step = step;
+      st.data_position = loader_->position();
+      st.world_size = groups_.layout.world_size;
+      st.tp = groups_.layout.tp;
+      st.extra = {{"model", config_.describe()}, {"loss", m.loss}};
+      const auto dir = checkpoint_dir(run_dir_, step);
+      RS_RETURN_IF_ERROR(save_checkpoint(dir, *model_, *optimizer_, *ops_, st, *groups_.world));
+      if (leader()) fmt::print("checkpoint: {}\n", dir.string());
+    }
+  }
+  return finish();
+}
+
+Status Trainer::finish() {
+  if (o_.sample > 0 && groups_.layout.dp_rank(groups_.rank) == 0) {
+    SampleOptions so;
+    so.tokens = o_.sample;
+    so.top_k = o_.sample_top_k;
+    so.seed = o_.seed;
+    so.start_token = config_.vocab_size > kEndOfText ? kEndOfText : 0;
+    RS_ASSIGN_OR_RETURN(std::vector<int> ids,
+                        sample_tokens(*model_, *ops_, groups_.layout.tp > 1 ? groups_.tp.get() : nullptr, so));
+    if (leader()) {
+      std::string text;
+      if (config_.vocab_size == kGpt2VocabSize) {
+        auto tok = Gpt2Tokenizer::load_dir(default_vocab_dir());
+        if (tok.ok()) {
+          auto decoded = tok->decode(ids);
+          if (decoded.ok()) text = *decoded;
+        }
+      }
+      if (text.empty()) {  // not GPT-2's vocabulary (or no vocabulary files): print the ids
+        for (int id : ids) text += fmt::format("{} ", id);
+      }
+      fmt::print("sample ({} tokens, top-k {}, seed {}):\n{}\n", ids.size(), so.top_k, so.seed, text);
+    }
+  }
+  if (leader()) fmt::print("run directory: {}\n", run_dir_);
+  return {};
+}
+
+}  // namespace
+
+int run_gpt2_train(int argc, char** argv) {
+  auto parsed = parse_train_options(argc, argv);
+  if (!parsed.ok()) {
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank == nullptr || std::string(rank) == "0")
+      fmt::print(stderr, "gpt2-train: {}\n", parsed.status().to_string());
+    return 2;
+  }
+  if (parsed->help) {
+    fmt::print("{}", train_usage());
+    return 0;
+  }
+  auto boot = Bootstrap::start(&argc, &argv);
+  if (!boot.ok()) {
+    fmt::print(stderr, "gpt2-train: {}\n", boot.status().to_string());
+    return 1;
+  }
+  int code = 0;
+  {
+    Trainer trainer(std::move(parsed).value(), **boot);
+    Status s = trainer.setup();
+    if (s.ok()) s = trainer.run();
+    if (!s.ok()) {
+      fmt::print(stderr, "gpt2-train: rank {}: {}\n", (*boot)->rank(), s.to_string());
+      if (trainer.probe()) trainer.probe()->mark_aborted();
+      std::fflush(stderr);
+      (*boot)->abort_job(1);
+      code = 1;
+    }
+  }
+  return code;
+}
+
+}  // namespace gpt2
