@@ -23,7 +23,9 @@
 
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
+#include "rankscope/format/flight_recorder_writer.h"  // CollectiveDesc
 #include "rankscope/format/run_metadata.h"
+#include "rankscope/probe/log.h"
 
 namespace rankscope::probe {
 
@@ -43,6 +45,9 @@ struct Options {
   bool nvtx = true;                   // RANKSCOPE_NVTX=0
   bool cupti = true;                  // RANKSCOPE_CUPTI=0
   uint32_t ring_entries = 256;        // collectives remembered per communicator
+  // Probe::create applies the environment (the operator's last word, as NCCL_* variables are)
+  // unless this is false; tests and programs that pass everything explicitly turn it off.
+  bool read_environment = true;
 
   // Overrides fields from the environment variables named above; rank/world size from the
   // launcher's (OpenMPI, Slurm, torchrun) unless already set by the program. Returns a Status for
@@ -61,7 +66,7 @@ struct CommHandle {
 struct CollectiveHandle {
   int comm = -1;
   uint64_t seq = 0;
-  uint32_t event_index = 0;  // internal: slot in the step's collective list
+  uint64_t event_index = 0;  // internal: index in the probe's collective table
   bool valid() const { return comm >= 0; }
 };
 struct ParamHandle {
@@ -74,6 +79,8 @@ class CompletionSource {
  public:
   virtual ~CompletionSource() = default;
   virtual bool poll_done() = 0;   // true once complete; called from the watchdog thread
+  // After poll_done() returned true: whether the operation failed (a CUDA error).
+  virtual bool failed() const { return false; }
 };
 
 // Transport for clock alignment: exchanges one timestamp with rank 0. Implemented by the program's
@@ -113,6 +120,10 @@ class Probe {
 
   bool enabled() const;
   int rank() const;
+  int world_size() const;
+  const Options& options() const;  // after apply_environment and defaults (run id, run dir)
+  const Logger& logger() const;
+  int64_t current_step() const;    // -1 before the first begin_step
   const std::filesystem::path& run_dir() const;
   const std::string& run_id() const;
 
@@ -147,9 +158,11 @@ class Probe {
   void counter(std::string_view name, double value);
   void counter_add(std::string_view name, double delta);
 
-  // --- optional plug-ins ---
+  // --- optional plug-ins: attach before the first range (see plugins.h) ---
   void add_range_sink(std::unique_ptr<RangeSink> sink);
-  void set_kernel_tracer(std::unique_ptr<KernelTracer> tracer);
+  // Starts `tracer`; when it cannot start, prints one line ("GPU kernel timing unavailable (...)"),
+  // drops it and returns the reason. Everything else keeps working.
+  Status set_kernel_tracer(std::unique_ptr<KernelTracer> tracer);
 
   struct Impl;
 

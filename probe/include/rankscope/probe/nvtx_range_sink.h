@@ -1,0 +1,18 @@
+// nvtx_range_sink.h — a RangeSink that mirrors probe ranges as NVTX ranges in the "rankscope" domain.
+//
+// Is: the factory of the leaf target rankscope_probe_nvtx (NVTX3, header-only, from the CUDA
+// toolkit), so an nsys timeline shows the same range names as our reports. Without a tool attached
+// NVTX calls are near-free no-ops. Is not: an NVTX header; none is included here (design rule 3).
+#pragma once
+
+#include <memory>
+
+#include "rankscope/probe/probe.h"
+
+namespace rankscope::probe {
+
+inline constexpr const char* kNvtxDomainName = "rankscope";
+
+std::unique_ptr<RangeSink> make_nvtx_range_sink();
+
+}  // namespace rankscope::probe

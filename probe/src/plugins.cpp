@@ -1,0 +1,43 @@
+// plugins.cpp — attach_default_plugins: the NVTX sink and the CUPTI tracer when compiled in.
+#include "rankscope/probe/plugins.h"
+
+#if RANKSCOPE_PROBE_HAVE_NVTX
+#include "rankscope/probe/nvtx_range_sink.h"
+#endif
+#if RANKSCOPE_PROBE_HAVE_CUPTI
+#include "rankscope/probe/cupti_kernel_tracer.h"
+#endif
+
+namespace rankscope::probe {
+
+PluginReport attach_default_plugins(Probe& probe) {
+  PluginReport report;
+  if (!probe.enabled()) return report;
+  const Options& options = probe.options();
+  const Logger& log = probe.logger();
+
+#if RANKSCOPE_PROBE_HAVE_NVTX
+  if (options.nvtx) {
+    probe.add_range_sink(make_nvtx_range_sink());
+    report.nvtx = true;
+  } else {
+    log.notice("NVTX ranges off (RANKSCOPE_NVTX=0)");
+  }
+#else
+  if (options.nvtx) log.notice("NVTX ranges unavailable (built without the CUDA toolkit)");
+#endif
+
+#if RANKSCOPE_PROBE_HAVE_CUPTI
+  if (options.cupti) {
+    // On failure set_kernel_tracer prints "GPU kernel timing unavailable (...)" itself.
+    report.cupti = probe.set_kernel_tracer(make_cupti_kernel_tracer()).ok();
+  } else {
+    log.notice("GPU kernel timing off (RANKSCOPE_CUPTI=0)");
+  }
+#else
+  if (options.cupti) log.notice("GPU kernel timing unavailable (built without CUDA/CUPTI)");
+#endif
+  return report;
+}
+
+}  // namespace rankscope::probe
