@@ -71,6 +71,8 @@ class GPT2 {
   Status load_full_weights(const FullWeights& full);
   // Gathers the full weights over the TP group (collective on tp_comm); Vp padded to 128 as llm.c.
   Result<FullWeights> gather_full_weights();
+  // The same for the gradients (llm.c tensor order): for checks and debugging, not per step.
+  Result<FullWeights> gather_full_gradients();
 
   // inputs, targets: host arrays of B*T token ids in [0, V). targets may be null (no loss).
   Result<ForwardStats> forward(const int* inputs, const int* targets,
@@ -93,6 +95,7 @@ class GPT2 {
 
  private:
   GPT2(const Options& options, Ops& ops, Communicator* tp_comm);
+  Result<FullWeights> gather_full(const float* buffer);
   Options options_;
   Ops& ops_;
   Communicator* tp_comm_;

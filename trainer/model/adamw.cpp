@@ -1,0 +1,55 @@
+// adamw.cpp — AdamW over a ParameterSet and the TP-aware global gradient norm.
+#include "model/adamw.h"
+
+#include <cmath>
+
+namespace gpt2 {
+
+AdamW::AdamW(ParameterSet& params, Ops& ops, const AdamWConfig& config)
+    : params_(params), ops_(ops), config_(config) {
+  m_ = static_cast<float*>(ops_.alloc(params_.total_numel() * sizeof(float)));
+  v_ = static_cast<float*>(ops_.alloc(params_.total_numel() * sizeof(float)));
+}
+
+AdamW::~AdamW() {
+  ops_.release(m_);
+  ops_.release(v_);
+}
+
+void AdamW::step(float lr) {
+  t_++;
+  for (size_t i = 0; i < params_.count(); i++) {
+    const ParamInfo& info = params_.infos()[i];
+    const float wd = info.weight_decay ? config_.weight_decay : 0.0f;
+    ops_.adamw_update(params_.params() + info.offset, params_.grads() + info.offset, m_ + info.offset,
+                      v_ + info.offset, info.numel, lr, config_.beta1, config_.beta2, config_.eps, wd, t_);
+  }
+}
+
+Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm) {
+  double sharded = 0.0, replicated = 0.0;
+  for (size_t i = 0; i < params.count(); i++) {
+    const ParamInfo& info = params.infos()[i];
+    const double s = ops.sum_squares(params.grads() + info.offset, info.numel);
+    (info.is_sharded() ? sharded : replicated) += s;
+  }
+  if (params.tp().tp_size > 1) {
+    if (tp_comm == nullptr) {
+      return rankscope::invalid_argument("global_grad_norm under TP needs the TP communicator");
+    }
+    // Sharded squares sum over the TP group; replicated tensors are identical, counted once.
+    float buf = static_cast<float>(sharded);  // fp32: every communicator backend supports it
+    RS_RETURN_IF_ERROR(tp_comm->all_reduce(&buf, 1, DataType::kFloat32, ReduceOp::kSum));
+    sharded = buf;
+  }
+  return static_cast<float>(std::sqrt(sharded + replicated));
+}
+
+float clip_grads_to_norm(ParameterSet& params, Ops& ops, float norm, float max_norm) {
+  if (!(norm > max_norm) || max_norm <= 0.0f) return 1.0f;
+  const float factor = max_norm / norm;
+  ops.scale(params.grads(), factor, params.total_numel());
+  return factor;
+}
+
+}  // namespace gpt2

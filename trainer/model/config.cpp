@@ -1,0 +1,77 @@
+// config.cpp — presets and validation of ModelConfig; parsing of --vocab-shard and --recompute.
+#include "model/config.h"
+
+#include <fmt/format.h>
+
+namespace gpt2 {
+
+int ModelConfig::padded_vocab_size(int tp_size) const {
+  const int multiple = 128 * (tp_size > 0 ? tp_size : 1);
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+Result<ModelConfig> ModelConfig::preset(std::string_view name) {
+  ModelConfig c;
+  if (name == "d12") {
+    c.num_layers = 12, c.num_heads = 12, c.channels = 768;
+  } else if (name == "d6") {
+    c.num_layers = 6, c.num_heads = 6, c.channels = 384;
+  } else if (name == "tiny") {
+    c.num_layers = 2, c.num_heads = 4, c.channels = 128;
+  } else {
+    return rankscope::invalid_argument(
+        fmt::format("unknown model preset '{}' (hint: use d12, d6 or tiny, and --layers/--heads/"
+                    "--channels/--vocab-size to change one field)", name));
+  }
+  return c;
+}
+
+Status ModelConfig::validate(int tp_size) const {
+  if (tp_size < 1) return rankscope::invalid_argument(fmt::format("tp size {} must be >= 1", tp_size));
+  if (num_layers < 1 || num_heads < 1 || channels < 1 || vocab_size < 1 || max_seq_len < 1) {
+    return rankscope::invalid_argument(fmt::format(
+        "model config {} has a non-positive field (hint: layers, heads, channels, vocab size and "
+        "max seq len must all be >= 1)", describe()));
+  }
+  if (channels % num_heads != 0) {
+    return rankscope::invalid_argument(fmt::format(
+        "channels {} is not a multiple of heads {} (hint: e.g. --channels {})", channels, num_heads,
+        (channels / num_heads + 1) * num_heads));
+  }
+  if (num_heads % tp_size != 0) {
+    return rankscope::invalid_argument(fmt::format(
+        "heads {} cannot be split over --tp {} (hint: tensor parallelism splits whole heads; use a "
+        "tp size that divides {})", num_heads, tp_size, num_heads));
+  }
+  if (static_cast<long>(padded_vocab_size(tp_size)) * channels > (1L << 31) - 1) {
+    return rankscope::invalid_argument(fmt::format("vocab {} x channels {} is too large", vocab_size, channels));
+  }
+  return Status::ok_status();
+}
+
+std::string ModelConfig::describe() const {
+  return fmt::format("L={} NH={} C={} V={} maxT={}", num_layers, num_heads, channels, vocab_size,
+                     max_seq_len);
+}
+
+Result<VocabShard> parse_vocab_shard(std::string_view text) {
+  if (text == "contiguous") return VocabShard::kContiguous;
+  if (text == "strided") return VocabShard::kStrided;
+  return rankscope::invalid_argument(
+      fmt::format("unknown --vocab-shard '{}' (hint: contiguous or strided)", text));
+}
+
+std::string_view vocab_shard_name(VocabShard shard) {
+  return shard == VocabShard::kStrided ? "strided" : "contiguous";
+}
+
+Result<Recompute> parse_recompute(std::string_view text) {
+  if (text == "0") return Recompute::kNone;
+  if (text == "1") return Recompute::kGelu;
+  if (text == "2") return Recompute::kGeluAndLayerNorm;
+  return rankscope::invalid_argument(fmt::format(
+      "unknown --recompute '{}' (hint: 0 keeps all activations, 1 recomputes GELU, 2 also LayerNorm)",
+      text));
+}
+
+}  // namespace gpt2

@@ -1,0 +1,521 @@
+// gpt2.cpp — GPT-2 forward and backward on one TP rank, as a sequence of Ops calls and TP
+// collectives. No element loop lives here (see ops.h); the backend does the arithmetic.
+//
+// Megatron layout per block (f/g are Megatron's conjugate identity/all-reduce operators):
+//   ln_1 -> [f] c_attn (column: this rank's heads of Q,K,V) -> attention over local heads
+//        -> c_proj (row: partial sums) -> [g: all-reduce] + bias -> residual
+//   ln_2 -> [f] c_fc (column) -> GELU -> c_proj (row) -> [g: all-reduce] + bias -> residual
+// Backward: [f] becomes an all-reduce of the LayerNorm-output gradient, [g] an identity.
+// Embedding: each rank looks up the ids it owns (0 for foreign ones), all-reduce, + wpe.
+// Head: logits over the local vocab shard; cross-entropy with a max all-reduce and one packed sum
+// all-reduce; the LM head shares wte, so wte's gradient is final only after backward/embed.
+#include "model/gpt2.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "model/weight_init.h"
+#include "parallel/tp_slicing.h"
+
+namespace gpt2 {
+
+using rankscope::probe::Probe;
+using rankscope::probe::ScopedRange;
+
+namespace {
+
+// Finer ranges inside forward/block{i}/{attn,mlp} and backward/block{i}/{mlp,attn}.
+enum Range : int {
+  kFwdAttn, kFwdAttnLn, kFwdAttnQkv, kFwdAttnSdpa, kFwdAttnProj,
+  kFwdMlp, kFwdMlpLn, kFwdMlpFc, kFwdMlpGelu, kFwdMlpProj,
+  kBwdMlp, kBwdMlpProj, kBwdMlpGelu, kBwdMlpFc, kBwdMlpLn,
+  kBwdAttn, kBwdAttnProj, kBwdAttnSdpa, kBwdAttnQkv, kBwdAttnLn,
+  kRangeCount
+};
+constexpr const char* kRangeFormats[kRangeCount] = {
+    "forward/block{}/attn", "forward/block{}/attn/ln_1", "forward/block{}/attn/qkv",
+    "forward/block{}/attn/sdpa", "forward/block{}/attn/proj",
+    "forward/block{}/mlp", "forward/block{}/mlp/ln_2", "forward/block{}/mlp/fc",
+    "forward/block{}/mlp/gelu", "forward/block{}/mlp/proj",
+    "backward/block{}/mlp", "backward/block{}/mlp/proj", "backward/block{}/mlp/gelu",
+    "backward/block{}/mlp/fc", "backward/block{}/mlp/ln_2",
+    "backward/block{}/attn", "backward/block{}/attn/proj", "backward/block{}/attn/sdpa",
+    "backward/block{}/attn/qkv", "backward/block{}/attn/ln_1",
+};
+
+// Activations of one block kept for backward. Under recompute some point at shared scratch.
+struct BlockActs {
+  float* ln1;        // (N,C)
+  float* ln1_mean;   // (N)
+  float* ln1_rstd;   // (N)
+  float* qkv;        // (N,3Cl)
+  float* atty;       // (N,Cl)
+  float* att;        // (B,NHl,T,T)
+  float* residual2;  // (N,C)
+  float* ln2;        // (N,C)
+  float* ln2_mean;   // (N)
+  float* ln2_rstd;   // (N)
+  float* fch;        // (N,4Cl) fc pre-activation
+  float* fch_gelu;   // (N,4Cl)
+  float* residual3;  // (N,C) block output
+};
+
+}  // namespace
+
+struct GPT2::Impl {
+  Ops& ops;
+  int B, T, N, C, Cl, NHl, Fl, Vl, L;
+  VocabShardMap shard;
+  Recompute recompute;
+  std::vector<void*> allocations;
+  size_t activation_bytes = 0;
+
+  int* ids = nullptr;       // (N)
+  int* targets = nullptr;   // (N)
+  float* encoded = nullptr; // (N,C)
+  std::vector<BlockActs> blocks;
+  float* lnf = nullptr;      // (N,C)
+  float* lnf_mean = nullptr; // (N)
+  float* lnf_rstd = nullptr; // (N)
+  float* logits = nullptr;   // (N,Vl); dlogits in place during backward
+  float* losses = nullptr;   // (N)
+  float* row_max = nullptr;  // (N)
+  float* stats = nullptr;    // (2N): [sum exp | target logit]
+  float* proj_out = nullptr; // (N,C) row-parallel projection output before the residual add
+  // backward scratch
+  float* dresidual = nullptr; // (N,C)
+  float* dln = nullptr;       // (N,C)
+  float* datty = nullptr;     // (N,Cl)
+  float* dqkv = nullptr;      // (N,3Cl)
+  float* datt = nullptr;      // (B,NHl,T,T)
+  float* dfch = nullptr;      // (N,4Cl)
+  // recompute scratch (null when not recomputing)
+  float* gelu_scratch = nullptr; // (N,4Cl)
+  float* ln_scratch = nullptr;   // (N,C)
+
+  bool have_targets = false;
+  bool logits_valid = false;
+  std::vector<std::array<std::string, kRangeCount>> range_names;
+
+  explicit Impl(Ops& o) : ops(o) {}
+  ~Impl() {
+    for (void* p : allocations) ops.release(p);
+  }
+  template <class E>
+  E* take(size_t count) {
+    void* p = ops.alloc(count * sizeof(E));
+    allocations.push_back(p);
+    activation_bytes += count * sizeof(E);
+    return static_cast<E*>(p);
+  }
+  const char* range(int layer, Range r) const { return range_names[layer][r].c_str(); }
+};
+
+GPT2::GPT2(const Options& options, Ops& ops, Communicator* tp_comm)
+    : options_(options), ops_(ops), tp_comm_(tp_comm) {}
+
+GPT2::~GPT2() = default;
+
+Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Communicator* tp_comm) {
+  const TensorParallel& tp = options.tp;
+  RS_RETURN_IF_ERROR(options.config.validate(tp.tp_size));
+  if (tp.tp_rank < 0 || tp.tp_rank >= tp.tp_size) {
+    return rankscope::invalid_argument(fmt::format("tp rank {} outside [0, {})", tp.tp_rank, tp.tp_size));
+  }
+  if (tp.tp_size > 1) {
+    if (tp_comm == nullptr) {
+      return rankscope::invalid_argument(fmt::format(
+          "--tp {} needs a TP communicator (hint: split the world into tp groups first)", tp.tp_size));
+    }
+    if (tp_comm->size() != tp.tp_size || tp_comm->rank() != tp.tp_rank) {
+      return rankscope::invalid_argument(fmt::format(
+          "TP communicator '{}' has rank {} of {}, but the model was asked for rank {} of {}",
+          tp_comm->name(), tp_comm->rank(), tp_comm->size(), tp.tp_rank, tp.tp_size));
+    }
+  }
+  if (options.batch < 1 || options.seq_len < 1 || options.seq_len > options.config.max_seq_len) {
+    return rankscope::invalid_argument(fmt::format(
+        "batch {} / seq len {} invalid (hint: batch >= 1 and 1 <= seq len <= max seq len {})",
+        options.batch, options.seq_len, options.config.max_seq_len));
+  }
+  std::unique_ptr<GPT2> model(new GPT2(options, ops, tp_comm));
+  model->params_ = std::make_unique<ParameterSet>(options.config, tp, ops);
+  auto impl = std::make_unique<Impl>(ops);
+  Impl& a = *impl;
+  const ModelConfig& c = options.config;
+  a.B = options.batch;
+  a.T = options.seq_len;
+  a.N = a.B * a.T;
+  a.C = c.channels;
+  a.Cl = c.channels / tp.tp_size;
+  a.NHl = c.num_heads / tp.tp_size;
+  a.Fl = 4 * a.Cl;
+  a.L = c.num_layers;
+  a.shard = model->params_->vocab_shard_map();
+  a.Vl = a.shard.local_rows;
+  a.recompute = options.recompute;
+  const size_t N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
+  const size_t att_numel = static_cast<size_t>(a.B) * a.NHl * a.T * a.T;
+
+  a.ids = a.take<int>(N);
+  a.targets = a.take<int>(N);
+  a.encoded = a.take<float>(N * C);
+  const bool keep_gelu = a.recompute == Recompute::kNone;
+  const bool keep_ln = a.recompute != Recompute::kGeluAndLayerNorm;
+  if (!keep_gelu) a.gelu_scratch = a.take<float>(N * Fl);
+  if (!keep_ln) a.ln_scratch = a.take<float>(N * C);
+  a.blocks.resize(a.L);
+  for (BlockActs& b : a.blocks) {
+    b.ln1 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+    b.ln1_mean = a.take<float>(N);
+    b.ln1_rstd = a.take<float>(N);
+    b.qkv = a.take<float>(N * 3 * Cl);
+    b.atty = a.take<float>(N * Cl);
+    b.att = a.take<float>(att_numel);
+    b.residual2 = a.take<float>(N * C);
+    b.ln2 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+    b.ln2_mean = a.take<float>(N);
+    b.ln2_rstd = a.take<float>(N);
+    b.fch = a.take<float>(N * Fl);
+    b.fch_gelu = keep_gelu ? a.take<float>(N * Fl) : a.gelu_scratch;
+    b.residual3 = a.take<float>(N * C);
+  }
+  a.lnf = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+  a.lnf_mean = a.take<float>(N);
+  a.lnf_rstd = a.take<float>(N);
+  a.logits = a.take<float>(N * a.Vl);
+  a.losses = a.take<float>(N);
+  a.row_max = a.take<float>(N);
+  a.stats = a.take<float>(2 * N);
+  a.proj_out = a.take<float>(N * C);
+  a.dresidual = a.take<float>(N * C);
+  a.dln = a.take<float>(N * C);
+  a.datty = a.take<float>(N * Cl);
+  a.dqkv = a.take<float>(N * 3 * Cl);
+  a.datt = a.take<float>(att_numel);
+  a.dfch = a.take<float>(N * Fl);
+
+  a.range_names.resize(a.L);
+  for (int l = 0; l < a.L; l++) {
+    for (int r = 0; r < kRangeCount; r++) a.range_names[l][r] = fmt::format(fmt::runtime(kRangeFormats[r]), l);
+  }
+  model->impl_ = std::move(impl);
+  return model;
+}
+
+namespace {
+
+Status tp_all_reduce(Communicator* comm, int tp_size, float* buf, size_t count, ReduceOp op) {
+  if (tp_size == 1) return Status::ok_status();
+  return comm->all_reduce(buf, count, DataType::kFloat32, op);
+}
+
+}  // namespace
+
+const float* GPT2::logits() const { return impl_->logits; }
+const float* GPT2::losses() const { return impl_->losses; }
+size_t GPT2::activation_bytes() const { return impl_->activation_bytes; }
+
+Status GPT2::init_weights(uint64_t seed) {
+  ParameterSet& ps = *params_;
+  const VocabShardMap shard = ps.vocab_shard_map();
+  std::vector<float> full, local;
+  for (size_t i = 0; i < ps.count(); i++) {
+    const ParamInfo& info = ps.infos()[i];
+    size_t full_numel = 1;
+    for (int d : info.full_shape) full_numel *= static_cast<size_t>(d);
+    full.resize(full_numel);
+    local.resize(info.numel);
+    init_full_param(full, info, static_cast<int>(i), options_.config, seed);
+    slice_param(full, info, shard, local.data());
+    ops_.copy_from_host(ps.param(i).data(), local.data(), info.numel * sizeof(float));
+  }
+  return Status::ok_status();
+}
+
+Status GPT2::load_full_weights(const FullWeights& w) {
+  const ModelConfig& c = options_.config;
+  const ModelConfig& f = w.config;
+  if (f.num_layers != c.num_layers || f.num_heads != c.num_heads || f.channels != c.channels ||
+      f.vocab_size != c.vocab_size || f.max_seq_len != c.max_seq_len) {
+    return rankscope::invalid_argument(fmt::format(
+        "weights are for a model {} but this model is {} (hint: take the model shape from the "
+        "file, or pass matching --layers/--heads/--channels/--vocab-size)", f.describe(), c.describe()));
+  }
+  ParameterSet& ps = *params_;
+  const VocabShardMap shard = ps.vocab_shard_map();
+  std::vector<float> local;
+  for (size_t i = 0; i < ps.count(); i++) {
+    const ParamInfo& info = ps.infos()[i];
+    local.resize(info.numel);
+    slice_param(full_tensor_of(w, info, static_cast<int>(i)), info, shard, local.data());
+    ops_.copy_from_host(ps.param(i).data(), local.data(), info.numel * sizeof(float));
+  }
+  return Status::ok_status();
+}
+
+Result<FullWeights> GPT2::gather_full_weights() { return gather_full(params_->params()); }
+Result<FullWeights> GPT2::gather_full_gradients() { return gather_full(params_->grads()); }
+
+Result<FullWeights> GPT2::gather_full(const float* buffer) {
+  ParameterSet& ps = *params_;
+  const int tp = options_.tp.tp_size;
+  const size_t total = ps.total_numel();
+  std::vector<float> local(total);
+  ops_.copy_to_host(local.data(), buffer, total * sizeof(float));
+  std::vector<float> all;
+  if (tp > 1) {
+    all.resize(total * tp);
+    RS_RETURN_IF_ERROR(tp_comm_->all_gather(local.data(), all.data(), total, DataType::kFloat32));
+  } else {
+    all = std::move(local);
+  }
+  FullWeights w = FullWeights::zeros(options_.config);
+  for (int r = 0; r < tp; r++) {
+    VocabShardMap shard = ps.vocab_shard_map();
+    shard.tp_rank = r;
+    for (size_t i = 0; i < ps.count(); i++) {
+      const ParamInfo& info = ps.infos()[i];
+      // Replicated tensors are identical on every rank: take rank 0's.
+      if (!info.is_sharded() && r > 0) continue;
+      unslice_param(all.data() + r * total + info.offset, info, shard,
+                    full_tensor_of(w, info, static_cast<int>(i)));
+    }
+  }
+  return w;
+}
+
+Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe* probe) {
+  Impl& a = *impl_;
+  ParameterSet& ps = *params_;
+  const int V = options_.config.vocab_size;
+  const int tp = options_.tp.tp_size;
+  for (int n = 0; n < a.N; n++) {
+    const bool bad_input = inputs[n] < 0 || inputs[n] >= V;
+    const bool bad_target = targets != nullptr && (targets[n] < 0 || targets[n] >= V);
+    if (bad_input || bad_target) {
+      return rankscope::invalid_argument(fmt::format(
+          "token id {} at position {} is outside the vocabulary [0, {}) (hint: check --vocab-size "
+          "against the data)", bad_input ? inputs[n] : targets[n], n, V));
+    }
+  }
+  auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
+  auto BP = [&](int l, BlockParam p) { return P(block_param_index(l, p)); };
+  const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
+  ForwardStats out;
+  ops_.copy_from_host(a.ids, inputs, sizeof(int) * N);
+  a.have_targets = targets != nullptr;
+  if (a.have_targets) ops_.copy_from_host(a.targets, targets, sizeof(int) * N);
+
+  {
+    ScopedRange r(probe, "forward/embed");
+    out.embed_local_tokens = ops_.embedding_lookup(a.encoded, a.ids, P(kParamWte), N, C, a.shard);
+    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.encoded, static_cast<size_t>(N) * C, ReduceOp::kSum));
+    ops_.add_position(a.encoded, P(kParamWpe), a.B, a.T, C);
+  }
+  for (int l = 0; l < a.L; l++) {
+    BlockActs& b = a.blocks[l];
+    const float* residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
+    {
+      ScopedRange r(probe, a.range(l, kFwdAttn));
+      {
+        ScopedRange r2(probe, a.range(l, kFwdAttnLn));
+        ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
+                               BP(l, BlockParam::kLn1B), N, C);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdAttnQkv));
+        ops_.matmul_forward(b.qkv, b.ln1, BP(l, BlockParam::kQkvW), BP(l, BlockParam::kQkvB), N, C, 3 * Cl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdAttnSdpa));
+        ops_.attention_forward(b.atty, b.att, b.qkv, a.B, a.T, Cl, a.NHl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdAttnProj));
+        // Row-parallel: partial products, all-reduce, then the bias once.
+        const float* bias = BP(l, BlockParam::kAttnProjB);
+        ops_.matmul_forward(a.proj_out, b.atty, BP(l, BlockParam::kAttnProjW), tp == 1 ? bias : nullptr, N, Cl, C);
+        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
+        if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
+        ops_.residual_forward(b.residual2, residual, a.proj_out, static_cast<size_t>(N) * C);
+      }
+    }
+    {
+      ScopedRange r(probe, a.range(l, kFwdMlp));
+      {
+        ScopedRange r2(probe, a.range(l, kFwdMlpLn));
+        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                               BP(l, BlockParam::kLn2B), N, C);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdMlpFc));
+        ops_.matmul_forward(b.fch, b.ln2, BP(l, BlockParam::kFcW), BP(l, BlockParam::kFcB), N, C, Fl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdMlpGelu));
+        ops_.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kFwdMlpProj));
+        const float* bias = BP(l, BlockParam::kFcProjB);
+        ops_.matmul_forward(a.proj_out, b.fch_gelu, BP(l, BlockParam::kFcProjW), tp == 1 ? bias : nullptr, N, Fl, C);
+        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
+        if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
+        ops_.residual_forward(b.residual3, b.residual2, a.proj_out, static_cast<size_t>(N) * C);
+      }
+    }
+  }
+  {
+    ScopedRange r(probe, "forward/head");
+    const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+    const int lnf_w = lnf_weight_index(a.L), lnf_b = lnf_bias_index(a.L);
+    {
+      ScopedRange r2(probe, "forward/head/ln_f");
+      ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+    }
+    {
+      ScopedRange r2(probe, "forward/head/logits");
+      ops_.matmul_forward(a.logits, a.lnf, P(kParamWte), nullptr, N, C, a.Vl);  // tied LM head
+    }
+    out.loss = std::numeric_limits<float>::quiet_NaN();
+    if (a.have_targets) {
+      ScopedRange r2(probe, "forward/head/loss");
+      ops_.logits_row_max(a.row_max, a.logits, N, a.shard);
+      RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.row_max, N, ReduceOp::kMax));
+      ops_.softmax_stats(a.stats, a.logits, a.row_max, a.targets, N, a.shard);
+      RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.stats, 2 * static_cast<size_t>(N), ReduceOp::kSum));
+      ops_.crossentropy_losses(a.losses, a.stats, a.row_max, N);
+      out.loss = static_cast<float>(ops_.sum(a.losses, N) / N);
+    }
+  }
+  a.logits_valid = true;
+  return out;
+}
+
+Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe* probe) {
+  Impl& a = *impl_;
+  if (!a.logits_valid || !a.have_targets) {
+    return rankscope::internal_error(
+        "backward without a preceding forward with targets (hint: call forward(inputs, targets) "
+        "before every backward)");
+  }
+  a.logits_valid = false;
+  ParameterSet& ps = *params_;
+  const int tp = options_.tp.tp_size;
+  const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
+  const size_t NC = static_cast<size_t>(N) * C;
+  auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
+  auto G = [&](int i) { return ps.grads() + ps.infos()[i].offset; };
+  auto BP = [&](int l, BlockParam p) { return P(block_param_index(l, p)); };
+  auto BG = [&](int l, BlockParam p) { return G(block_param_index(l, p)); };
+  auto ready = [&](int index) {
+    if (on_grad_ready) on_grad_ready(index);
+  };
+  auto ready_block = [&](int l, BlockParam p) { ready(block_param_index(l, p)); };
+  const bool recompute_gelu = a.recompute != Recompute::kNone;
+  const bool recompute_ln = a.recompute == Recompute::kGeluAndLayerNorm;
+
+  {
+    ScopedRange r(probe, "backward/head");
+    const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+    const int lnf_w = lnf_weight_index(a.L), lnf_b = lnf_bias_index(a.L);
+    if (recompute_ln) {
+      ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+    }
+    const float dloss = loss_scale / static_cast<float>(N);  // d(mean loss)/d(per-token loss)
+    ops_.crossentropy_backward_inplace(a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
+    // dlnf (N,C) = dlogits @ wte_local: partial over the vocab shards -> all-reduce.
+    ops_.matmul_backward(a.dln, G(kParamWte), nullptr, a.logits, a.lnf, P(kParamWte), N, C, a.Vl);
+    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));
+    ops_.fill_zero(a.dresidual, NC * sizeof(float));
+    ops_.layernorm_backward(a.dresidual, G(lnf_w), G(lnf_b), a.dln, last, P(lnf_w), a.lnf_mean,
+                            a.lnf_rstd, N, C);
+    ready(lnf_b);
+    ready(lnf_w);
+  }
+  for (int l = a.L - 1; l >= 0; l--) {
+    BlockActs& b = a.blocks[l];
+    const float* residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
+    {
+      ScopedRange r(probe, a.range(l, kBwdMlp));
+      {
+        ScopedRange r2(probe, a.range(l, kBwdMlpProj));
+        if (recompute_gelu) ops_.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
+        // The residual gradient flows unchanged into the row-parallel projection ([g] backward).
+        ops_.matmul_backward(a.dfch, BG(l, BlockParam::kFcProjW), BG(l, BlockParam::kFcProjB),
+                             a.dresidual, b.fch_gelu, BP(l, BlockParam::kFcProjW), N, Fl, C);
+        ready_block(l, BlockParam::kFcProjB);
+        ready_block(l, BlockParam::kFcProjW);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdMlpGelu));
+        ops_.gelu_backward(a.dfch, b.fch, a.dfch, static_cast<size_t>(N) * Fl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdMlpFc));
+        if (recompute_ln) {
+          ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                                 BP(l, BlockParam::kLn2B), N, C);
+        }
+        ops_.matmul_backward(a.dln, BG(l, BlockParam::kFcW), BG(l, BlockParam::kFcB), a.dfch, b.ln2,
+                             BP(l, BlockParam::kFcW), N, C, Fl);
+        ready_block(l, BlockParam::kFcB);
+        ready_block(l, BlockParam::kFcW);
+        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdMlpLn));
+        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln,
+                                b.residual2, BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
+        ready_block(l, BlockParam::kLn2B);
+        ready_block(l, BlockParam::kLn2W);
+      }
+    }
+    {
+      ScopedRange r(probe, a.range(l, kBwdAttn));
+      {
+        ScopedRange r2(probe, a.range(l, kBwdAttnProj));
+        ops_.matmul_backward(a.datty, BG(l, BlockParam::kAttnProjW), BG(l, BlockParam::kAttnProjB),
+                             a.dresidual, b.atty, BP(l, BlockParam::kAttnProjW), N, Cl, C);
+        ready_block(l, BlockParam::kAttnProjB);
+        ready_block(l, BlockParam::kAttnProjW);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdAttnSdpa));
+        ops_.attention_backward(a.dqkv, a.datt, a.datty, b.qkv, b.att, a.B, a.T, Cl, a.NHl);
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdAttnQkv));
+        if (recompute_ln) {
+          ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
+                                 BP(l, BlockParam::kLn1B), N, C);
+        }
+        ops_.matmul_backward(a.dln, BG(l, BlockParam::kQkvW), BG(l, BlockParam::kQkvB), a.dqkv, b.ln1,
+                             BP(l, BlockParam::kQkvW), N, C, 3 * Cl);
+        ready_block(l, BlockParam::kQkvB);
+        ready_block(l, BlockParam::kQkvW);
+        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
+      }
+      {
+        ScopedRange r2(probe, a.range(l, kBwdAttnLn));
+        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn1W), BG(l, BlockParam::kLn1B), a.dln,
+                                residual, BP(l, BlockParam::kLn1W), b.ln1_mean, b.ln1_rstd, N, C);
+        ready_block(l, BlockParam::kLn1B);
+        ready_block(l, BlockParam::kLn1W);
+      }
+    }
+  }
+  {
+    ScopedRange r(probe, "backward/embed");
+    ops_.embedding_backward(G(kParamWte), G(kParamWpe), a.dresidual, a.ids, a.B, a.T, C, a.shard);
+    ready(kParamWpe);
+    ready(kParamWte);
+  }
+  return Status::ok_status();
+}
+
+}  // namespace gpt2

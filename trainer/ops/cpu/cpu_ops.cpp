@@ -1,0 +1,32 @@
+// cpu_ops.cpp — memory of the CPU backend (64-byte aligned host buffers) and make_cpu_ops().
+// Is not: any op; those are one per file next to this one.
+#include "ops/cpu/cpu_ops.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "ops/cpu/cpu_ops_impl.h"
+
+namespace gpt2 {
+namespace cpu {
+
+void* CpuOps::alloc(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return p;
+}
+void CpuOps::release(void* ptr) { std::free(ptr); }
+void CpuOps::fill_zero(void* ptr, size_t bytes) { std::memset(ptr, 0, bytes); }
+void CpuOps::copy_from_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuOps::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuOps::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
+
+}  // namespace cpu
+
+std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<cpu::CpuOps>(); }
+
+}  // namespace gpt2

@@ -1,0 +1,87 @@
+// layernorm.cpp — LayerNorm forward and backward over the last dimension (eps 1e-5, as GPT-2).
+// Is not: fused with the residual add (the model calls residual_forward separately).
+#include <cmath>
+
+#include "ops/cpu/cpu_ops_impl.h"
+
+namespace gpt2::cpu {
+
+namespace {
+constexpr float kEps = 1e-5f;
+}
+
+// out (N,C) = (inp - mean) * rstd * weight (C) + bias (C); mean, rstd (N) =
+void CpuOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                               const float* weight, const float* bias, int N, int C) {
+#pragma omp parallel for
+  for (int n = 0; n < N; n++) {
+    const float* x = inp + static_cast<size_t>(n) * C;
+    float* y = out + static_cast<size_t>(n) * C;
+    float m = 0.0f;
+#pragma omp simd reduction(+ : m)
+    for (int i = 0; i < C; i++) m += x[i];
+    m /= C;
+    float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+    for (int i = 0; i < C; i++) var += (x[i] - m) * (x[i] - m);
+    var /= C;
+    float s = 1.0f / std::sqrt(var + kEps);
+#pragma omp simd
+    for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+// dinp (N,C) +=, dweight (C) +=, dbias (C) += from dout (N,C) and the forward's mean, rstd (N).
+void CpuOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const float* weight, const float* mean,
+                                const float* rstd, int N, int C) {
+  // Input gradient: rows are independent.
+#pragma omp parallel for
+  for (int n = 0; n < N; n++) {
+    const float* x = inp + static_cast<size_t>(n) * C;
+    const float* dy = dout + static_cast<size_t>(n) * C;
+    float* dx = dinp + static_cast<size_t>(n) * C;
+    float m = mean[n], s = rstd[n];
+    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+    for (int i = 0; i < C; i++) {
+      float dnorm = weight[i] * dy[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * (x[i] - m) * s;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+#pragma omp simd
+    for (int i = 0; i < C; i++) {
+      float norm = (x[i] - m) * s;
+      dx[i] += (weight[i] * dy[i] - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+  }
+  // Parameter gradients: threads own disjoint channel blocks, rows in order (no races).
+  constexpr int kBlock = 32;
+  int blocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for
+  for (int b = 0; b < blocks; b++) {
+    int c0 = b * kBlock;
+    int c1 = c0 + kBlock < C ? c0 + kBlock : C;
+    float dw[kBlock] = {}, db[kBlock] = {};
+    for (int n = 0; n < N; n++) {
+      const float* x = inp + static_cast<size_t>(n) * C;
+      const float* dy = dout + static_cast<size_t>(n) * C;
+      float m = mean[n], s = rstd[n];
+#pragma omp simd
+      for (int i = c0; i < c1; i++) {
+        dw[i - c0] += (x[i] - m) * s * dy[i];
+        db[i - c0] += dy[i];
+      }
+    }
+    for (int i = c0; i < c1; i++) {
+      dweight[i] += dw[i - c0];
+      dbias[i] += db[i - c0];
+    }
+  }
+}
+
+}  // namespace gpt2::cpu
