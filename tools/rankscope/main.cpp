@@ -17,6 +17,7 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"inspect", "per rank: heartbeat age, step, open ranges, last collectives", rankscope::cli::inspect_command},
+    {"synth", "write a synthetic run directory (healthy or with a fault) in the real format", rankscope::cli::synth_command},
 };
 
 void print_usage(std::FILE* out) {

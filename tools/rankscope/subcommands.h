@@ -12,5 +12,6 @@ namespace rankscope::cli {
 using Args = std::span<const std::string_view>;
 
 int inspect_command(Args args);   // inspect_command.cpp
+int synth_command(Args args);     // synth_command.cpp
 
 }  // namespace rankscope::cli

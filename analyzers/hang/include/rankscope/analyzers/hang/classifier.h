@@ -1,0 +1,34 @@
+// classifier.h — turns a run directory's flight recorders into a Diagnosis.
+//
+// Is: the reasoning of hangdoctor, on data only (no clock, no /proc: time comes from the
+// recorders, liveness from a ProcessTable), so it is tested on synthetic and checked-in runs:
+//   1. ranks are aligned on rank 0's clock; "now" is the freshest heartbeat;
+//   2. every rank finished -> finished; no progress for `stuck_after_s` (or as observed by --wait)
+//      -> stuck, else healthy;
+//   3. at any (comm, seq) inside the window all ranks' rings share, op / dtype / size / call-site
+//      disagreement -> desync (collective_mismatch); the majority signature is healthy, a tie is
+//      broken by each rank's own previous step;
+//   4. a rank whose pid is gone (this host) or whose heartbeat is stale while others beat -> crash;
+//   5. otherwise the wait-for graph: a rank inside (comm, seq) waits for the members that never
+//      issued seq; following it from every waiter ends at the culprits, and the innermost
+//      communicator pointing at them is named. All members inside, none finished ->
+//      stuck_in_collective (no one blamed); a culprit in host work -> host_stall; one whose
+//      backward is over but a gradient never arrived -> missing_gradient; else lagging_rank.
+// Is not: rendering (report.h) or following a live job (progress_watch.h).
+#pragma once
+
+#include "rankscope/analyzers/hang/diagnosis.h"
+#include "rankscope/analyzers/hang/process_table.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::hang {
+
+struct ClassifyOptions {
+  double stuck_after_s = 10;       // no progress anywhere for this long -> stuck
+  double stale_heartbeat_s = 10;   // heartbeat this much older than the freshest -> silent/dead
+  bool no_progress_observed = false;  // --wait saw no progress: stuck whatever the timestamps say
+};
+
+Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});
+
+}  // namespace rankscope::hang

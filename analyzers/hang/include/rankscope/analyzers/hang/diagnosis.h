@@ -1,0 +1,112 @@
+// diagnosis.h — what hangdoctor concludes about a run: the verdict, the culprit, the evidence.
+//
+// Is: plain result types shared by the classifier, the text and JSON reports and the CLI; the
+// stable lower-case names used in JSON (schema in report.h). Is not: the reasoning (classifier.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rankscope/analyzers/hang/process_table.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::hang {
+
+enum class Verdict { kHealthy, kFinished, kHang, kDesync, kCrash };
+enum class Kind {
+  kNone,
+  kLaggingRank,         // a rank never entered the collective the others wait in
+  kCollectiveMismatch,  // ranks disagree on op, dtype, size or call site at one (comm, seq)
+  kRankDead,            // a rank's process is gone (or silent) while the others wait for it
+  kMissingGradient,     // a rank never launched a DDP bucket: a gradient never arrived
+  kStuckInCollective,   // every member entered, none finished: no rank to blame
+  kHostStall,           // the culprit is stuck in host work (data loading), not in a collective
+};
+
+std::string_view verdict_name(Verdict v);
+std::string_view kind_name(Kind k);  // "" for kNone
+
+// State of one rank at the snapshot, as reported in ranks[].state.
+enum class RankState {
+  kWaiting,    // inside a collective that has not completed
+  kRunning,    // in a range (or between ranges), not in a collective
+  kDead,       // process gone, or heartbeat stale while others beat
+  kFinished,   // shut down cleanly
+  kAborted,    // the program marked itself aborted
+  kMissing,    // no readable flight recorder
+};
+std::string_view rank_state_name(RankState s);
+
+struct CollectiveRef {
+  std::string comm;
+  uint64_t seq = 0;
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  format::DataType dtype = format::DataType::kUnknown;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  std::string range;  // call site on the first rank that entered it
+};
+
+struct LastCompleted {
+  std::string comm;
+  uint64_t seq = 0;
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  double ago_s = 0;   // before the reference time
+};
+
+struct RankReport {
+  int rank = 0;
+  std::string host;
+  int pid = 0;
+  Liveness alive = Liveness::kUnknown;
+  RankState state = RankState::kMissing;
+  int64_t step = -1;
+  std::string range;                    // innermost open range of the main thread
+  std::vector<std::string> range_stack; // outermost first
+  std::optional<CollectiveRef> waiting; // the collective it is in (state kWaiting)
+  double waited_s = 0;                  // time inside `waiting`
+  double idle_s = 0;                    // since its last recorded activity
+  double heartbeat_age_s = 0;           // relative to the freshest heartbeat of the run
+  std::optional<uint64_t> last_completed_seq;  // on the verdict's communicator (else its own)
+  std::vector<LastCompleted> last_completed;   // newest completed collective per communicator
+  std::string note;                     // why it is missing, what killed it, ...
+  std::string stacks_file;              // evidence, relative to the run directory
+  std::string stacks;                   // the stacks text when captured this run
+};
+
+struct MissingGradient {
+  int rank = 0;
+  std::string param;
+  int bucket = -1;
+};
+
+struct Mismatch {
+  std::string field;                         // op | dtype | count | bytes | range | issued
+  std::map<int, std::string> values_by_rank;
+};
+
+struct Diagnosis {
+  Verdict verdict = Verdict::kHealthy;
+  Kind kind = Kind::kNone;
+  std::vector<int> culprit_ranks;
+  std::optional<CollectiveRef> collective;
+  std::vector<RankReport> ranks;             // every rank of the world, present or not
+  std::vector<MissingGradient> missing_gradients;
+  std::optional<Mismatch> mismatch;
+  std::string headline;                      // the one-line verdict
+  std::string explanation;                   // why, in a few sentences
+  std::vector<std::string> problems;         // files missing or corrupt, torn sections
+  std::string run_dir;
+  int world_size = 0;
+  int64_t reference_ns = 0;                  // "now" of the snapshot (freshest heartbeat, rank 0 clock)
+  double stuck_for_s = 0;                    // since the last progress anywhere
+};
+
+// 0 healthy or finished, 1 a problem was found.
+int exit_code(const Diagnosis& d);
+
+}  // namespace rankscope::hang

@@ -1,0 +1,27 @@
+// hangdoctor_app.h — the hangdoctor command line, as a function the thin main (and tests) call.
+//
+// Is: argument parsing, the --wait loop, the classifier, --stacks, and the outputs; exit codes 0
+// healthy or finished, 1 a problem found, 2 bad input (unknown flag, not a run directory, nothing
+// readable). Dependencies on the machine come in through HangdoctorEnv so tests can fake them.
+// Is not: the reasoning (classifier.h).
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+#include "rankscope/analyzers/hang/process_table.h"
+#include "rankscope/analyzers/hang/stack_capture.h"
+
+namespace rankscope::hang {
+
+struct HangdoctorEnv {
+  ProcessTable* processes = nullptr;   // null: the system's
+  StackCollector* stacks = nullptr;    // null: eu-stack / gdb
+  std::FILE* out = stdout;
+  std::FILE* err = stderr;
+};
+
+int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env = {});
+
+}  // namespace rankscope::hang

@@ -1,0 +1,24 @@
+// report.h — hangdoctor's two outputs of a Diagnosis: text for people, JSON for programs.
+//
+// Text: the one-line verdict, then the ranks grouped by identical state ("ranks 0,2-7: waiting in
+// allreduce #57 on tp0 since 31 s"), then the evidence (open ranges, last completed collectives,
+// stacks). JSON (schema_version 1): verdict, kind, culprit_ranks, collective {comm, seq, op, dtype,
+// count, bytes}, ranks[] {rank, host, pid, alive, state, step, range, range_stack, comm, seq,
+// waited_s, last_completed_seq}, missing_gradients[] {rank, param, bucket}, mismatch {field,
+// values_by_rank}, explanation, plus headline, problems and timing. Fields are only ever added.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "rankscope/analyzers/hang/diagnosis.h"
+
+namespace rankscope::hang {
+
+inline constexpr int kHangReportSchemaVersion = 1;
+
+std::string render_text(const Diagnosis& d);
+nlohmann::json render_json(const Diagnosis& d);
+
+}  // namespace rankscope::hang

@@ -1,0 +1,60 @@
+// analysis_parts.h — the pieces of the classifier, each in its own file, shared by classifier.cpp.
+//
+// Is: communicator membership (who must take part in a collective), the mismatch scan over the
+// ring window all members share, and the wait-for graph. Is not: verdicts or wording.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rank_view.h"
+#include "rankscope/analyzers/hang/diagnosis.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::hang {
+
+struct GroupView {
+  std::string name;
+  std::vector<int> ranks;  // world ranks
+};
+
+// Groups from run.json, completed by communicators found only in flight recorders; sorted
+// innermost first: tp, then dp, then other communicators by size, then world.
+std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::vector<RankView>& views);
+const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name);
+int innermost_rank(const std::vector<GroupView>& groups, const std::string& name);  // lower = inner
+
+CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
+
+struct MismatchFinding {
+  CollectiveRef at;               // as seen by a rank of the majority (or the lowest rank on a tie)
+  Mismatch mismatch;
+  std::vector<int> culprits;
+  bool ambiguous = false;         // a tie that history could not break
+  int64_t when_ns = 0;            // first arrival at it, aligned
+};
+
+// Earliest disagreement at one (comm, seq) within the window every member's ring still holds.
+// `with_call_site`: also compare the range each rank called it from (a skipped collective shifts
+// every later seq on the skipping rank; op and size may still agree).
+std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+                                             bool with_call_site);
+
+struct WaitEdge {
+  int waiter = 0;
+  int absent = 0;                 // never issued the waiter's seq on that comm
+  std::string comm;
+  uint64_t seq = 0;
+};
+
+struct WaitGraph {
+  std::vector<WaitEdge> edges;
+  std::vector<int> all_entered_waiters;   // waiters whose collective every member entered
+  std::vector<int> terminal;              // absent ranks that are not themselves waiting
+};
+
+WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
+
+}  // namespace rankscope::hang

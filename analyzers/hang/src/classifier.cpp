@@ -1,0 +1,362 @@
+// classifier.cpp — the verdict: finished, healthy, desync, crash or hang, and whom to blame.
+// The steps and their order are described in classifier.h.
+#include "rankscope/analyzers/hang/classifier.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis_parts.h"
+#include "wording.h"
+
+namespace rankscope::hang {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+double seconds(int64_t ns) { return double(ns) / kNsPerS; }
+
+// Host-side work outside the model and the collectives: a stall here is not a collective problem.
+bool is_host_range(const std::string& name) {
+  for (std::string_view p : {"data", "checkpoint", "eval", "io", "log"})
+    if (name == p || name.rfind(std::string(p) + "/", 0) == 0) return true;
+  return false;
+}
+
+bool in_backward_compute(const RankView& v) {
+  return std::any_of(v.stack.begin(), v.stack.end(), [](const std::string& r) { return r.rfind("backward/", 0) == 0; });
+}
+
+std::vector<MissingGradient> missing_gradients_of(const RankView& v) {
+  std::vector<MissingGradient> out;
+  if (!v.readable()) return out;
+  const auto& g = v.snap->grad;
+  if (g.backward_step < 0 || g.backward_step != v.snap->live.step) return out;  // not this step's pass
+  for (const auto* p : v.snap->missing_gradients()) out.push_back({v.rank, p->name, p->bucket});
+  return out;
+}
+
+class Classifier {
+ public:
+  Classifier(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& o)
+      : run_(run), o_(o), views_(build_rank_views(run, processes)), groups_(build_groups(run, views_)) {}
+
+  Diagnosis run();
+
+ private:
+  void timeline();
+  std::vector<int> find_dead();
+  bool try_mismatch(bool with_call_site);
+  void blame_dead(const std::vector<int>& dead);
+  void blame_stuck();
+  void blame_terminal(const WaitGraph& g);
+  void blame_least_progress();
+  void classify_live_culprits(const std::vector<int>& culprits, const WaitGraph* g);
+  std::optional<WaitEdge> innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const;
+  std::vector<int> waiters_at(const std::string& comm, uint64_t seq) const;
+  void set_collective(const std::string& comm, uint64_t seq);
+  void fill_ranks();
+
+  const format::RunDirectory& run_;
+  ClassifyOptions o_;
+  std::vector<RankView> views_;
+  std::vector<GroupView> groups_;
+  Diagnosis d_;
+  WordingFacts facts_;
+};
+
+Diagnosis Classifier::run() {
+  d_.run_dir = run_.dir.string();
+  d_.world_size = run_.world_size;
+  d_.problems = run_.problems;
+  for (const auto& v : views_)
+    if (v.readable())
+      for (const auto& w : v.snap->warnings) d_.problems.push_back(fmt::format("rank {}: {}", v.rank, w));
+  timeline();
+
+  const bool any = std::any_of(views_.begin(), views_.end(), [](const RankView& v) { return v.readable(); });
+  const bool all_finished = any && std::all_of(views_.begin(), views_.end(), [](const RankView& v) {
+                              return !v.readable() || v.finished;
+                            });
+  if (all_finished) {
+    d_.verdict = Verdict::kFinished;
+  } else {
+    const std::vector<int> dead = find_dead();
+    const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty();
+    if (try_mismatch(false)) {
+      // op, dtype or size disagreement: a bug whatever else happened after it
+    } else if (!dead.empty()) {
+      blame_dead(dead);
+    } else if (stuck) {
+      if (!try_mismatch(true)) blame_stuck();
+    } else {
+      d_.verdict = Verdict::kHealthy;
+    }
+  }
+  fill_ranks();
+  if (d_.collective) facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
+  compose_wording(d_, facts_);
+  return std::move(d_);
+}
+
+void Classifier::timeline() {
+  int64_t ref = 0, last = 0;
+  for (const auto& v : views_) {
+    if (!v.readable()) continue;
+    ref = std::max({ref, v.heartbeat_ns, v.last_activity_ns});
+    last = std::max(last, v.last_activity_ns);
+  }
+  d_.reference_ns = ref;
+  d_.stuck_for_s = seconds(ref - last);
+}
+
+std::vector<int> Classifier::find_dead() {
+  int64_t freshest = 0;
+  for (const auto& v : views_)
+    if (v.readable() && !v.finished) freshest = std::max(freshest, v.heartbeat_ns);
+  const int64_t stale = int64_t(o_.stale_heartbeat_s * kNsPerS);
+  std::vector<int> dead, candidates;
+  int unfinished = 0;
+  for (const auto& v : views_) {
+    if (!v.readable() || v.finished) continue;
+    ++unfinished;
+    const bool gone = v.liveness == Liveness::kGone || v.aborted;
+    const bool silent = v.liveness != Liveness::kAlive && v.heartbeat_ns + stale < freshest;
+    if (gone || silent) candidates.push_back(v.rank);
+  }
+  if (candidates.empty()) return dead;
+  if (int(candidates.size()) < unfinished) {
+    dead = candidates;
+  } else {
+    // Everyone is gone (the launcher killed the job, or someone did later): only ranks that fell
+    // silent well before the others, or died abruptly while the others were shut down (marked
+    // aborted), are the first failure. Otherwise the snapshot is simply the state at death.
+    for (int r : candidates)
+      if (views_[r].heartbeat_ns + stale < freshest) dead.push_back(r);
+    if (dead.empty()) {
+      const bool some_aborted = std::any_of(candidates.begin(), candidates.end(), [&](int r) { return views_[r].aborted; });
+      for (int r : candidates)
+        if (some_aborted && !views_[r].aborted) dead.push_back(r);
+    }
+    facts_.all_gone = dead.empty();
+  }
+  for (int r : dead) views_[r].dead = true;
+  return dead;
+}
+
+bool Classifier::try_mismatch(bool with_call_site) {
+  auto m = find_mismatch(views_, groups_, with_call_site);
+  if (!m) return false;
+  d_.verdict = Verdict::kDesync;
+  d_.kind = Kind::kCollectiveMismatch;
+  d_.culprit_ranks = m->culprits;
+  d_.collective = m->at;
+  d_.mismatch = m->mismatch;
+  facts_.ambiguous = m->ambiguous;
+  return true;
+}
+
+std::vector<int> Classifier::waiters_at(const std::string& comm, uint64_t seq) const {
+  std::vector<int> out;
+  for (const auto& v : views_)
+    if (v.waiting() && !v.dead && v.pending_comm->name == comm && v.pending->seq == seq) out.push_back(v.rank);
+  return out;
+}
+
+void Classifier::set_collective(const std::string& comm, uint64_t seq) {
+  for (const auto& v : views_) {
+    if (!v.readable()) continue;
+    const auto* c = v.comm(comm);
+    const auto* rec = c ? c->find(seq) : nullptr;
+    if (rec) {
+      d_.collective = collective_ref(comm, *rec);
+      return;
+    }
+  }
+  d_.collective = CollectiveRef{comm, seq};
+}
+
+std::optional<WaitEdge> Classifier::innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const {
+  std::optional<WaitEdge> best;
+  for (const auto& e : g.edges) {
+    if (std::find(culprits.begin(), culprits.end(), e.absent) == culprits.end()) continue;
+    if (!best || innermost_rank(groups_, e.comm) < innermost_rank(groups_, best->comm) ||
+        (e.comm == best->comm && e.seq < best->seq))
+      best = e;
+  }
+  return best;
+}
+
+void Classifier::blame_dead(const std::vector<int>& dead) {
+  d_.verdict = Verdict::kCrash;
+  d_.kind = Kind::kRankDead;
+  std::vector<int> order = dead;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return views_[a].heartbeat_ns < views_[b].heartbeat_ns; });
+  d_.culprit_ranks = order;
+  const WaitGraph g = build_wait_graph(views_, groups_);
+  if (auto e = innermost_edge(g, dead)) set_collective(e->comm, e->seq);
+}
+
+void Classifier::blame_stuck() {
+  d_.verdict = Verdict::kHang;
+  const WaitGraph g = build_wait_graph(views_, groups_);
+  if (!g.terminal.empty()) {
+    blame_terminal(g);
+  } else if (!g.all_entered_waiters.empty()) {
+    // Every member is inside and none finished: the collective itself (or the fabric) is stuck.
+    d_.kind = Kind::kStuckInCollective;
+    const RankView* inner = nullptr;
+    for (int r : g.all_entered_waiters)
+      if (!inner || innermost_rank(groups_, views_[r].pending_comm->name) < innermost_rank(groups_, inner->pending_comm->name))
+        inner = &views_[r];
+    set_collective(inner->pending_comm->name, inner->pending->seq);
+  } else if (!g.edges.empty()) {
+    // Everyone waits for someone who waits: ranks are in different collectives (a desync).
+    d_.verdict = Verdict::kDesync;
+    d_.kind = Kind::kCollectiveMismatch;
+    std::vector<int> absent;
+    for (const auto& e : g.edges) absent.push_back(e.absent);
+    std::sort(absent.begin(), absent.end());
+    absent.erase(std::unique(absent.begin(), absent.end()), absent.end());
+    d_.culprit_ranks = absent;
+    const auto e = innermost_edge(g, absent);
+    set_collective(e->comm, e->seq);
+    Mismatch m{"issued", {}};
+    if (const GroupView* grp = find_group(groups_, e->comm))
+      for (int r : grp->ranks)
+        if (r < int(views_.size()) && views_[r].readable()) m.values_by_rank[r] = std::to_string(views_[r].issued(e->comm));
+    d_.mismatch = m;
+  } else {
+    blame_least_progress();
+  }
+}
+
+void Classifier::blame_terminal(const WaitGraph& g) {
+  std::vector<int> culprits = g.terminal;
+  const auto e = innermost_edge(g, culprits);
+  // Name the ranks missing from the innermost stuck collective; others waited for elsewhere are
+  // usually downstream of the same cause and are listed in the rank groups.
+  std::vector<int> here;
+  for (const auto& x : g.edges)
+    if (x.comm == e->comm && x.seq == e->seq && std::find(culprits.begin(), culprits.end(), x.absent) != culprits.end())
+      here.push_back(x.absent);
+  std::sort(here.begin(), here.end());
+  here.erase(std::unique(here.begin(), here.end()), here.end());
+  set_collective(e->comm, e->seq);
+  d_.culprit_ranks = here;
+
+  const bool finished = std::all_of(here.begin(), here.end(), [&](int r) { return views_[r].readable() && views_[r].finished; });
+  if (finished) {
+    // It left the job while others still wait for it: it issued fewer collectives (a skip).
+    d_.verdict = Verdict::kDesync;
+    d_.kind = Kind::kCollectiveMismatch;
+    Mismatch m{"issued", {}};
+    if (const GroupView* grp = find_group(groups_, e->comm))
+      for (int r : grp->ranks)
+        if (r < int(views_.size()) && views_[r].readable()) m.values_by_rank[r] = std::to_string(views_[r].issued(e->comm));
+    d_.mismatch = m;
+    return;
+  }
+  classify_live_culprits(here, &g);
+}
+
+void Classifier::classify_live_culprits(const std::vector<int>& culprits, const WaitGraph* g) {
+  d_.kind = Kind::kLaggingRank;
+  for (int r : culprits) {
+    const RankView& v = views_[r];
+    if (!v.readable()) continue;
+    auto missing = missing_gradients_of(v);
+    if (!missing.empty() && !in_backward_compute(v)) {
+      d_.kind = Kind::kMissingGradient;
+      d_.missing_gradients.insert(d_.missing_gradients.end(), missing.begin(), missing.end());
+    }
+  }
+  if (d_.kind == Kind::kMissingGradient) {
+    // The collective that never came is the bucket's reduction over dp, not whatever TP
+    // collective a neighbour reached later.
+    if (g)
+      for (const auto& e : g->edges)
+        if (e.comm.rfind("dp", 0) == 0 && std::find(culprits.begin(), culprits.end(), e.absent) != culprits.end()) {
+          set_collective(e.comm, e.seq);
+          break;
+        }
+    return;
+  }
+  const bool host = !culprits.empty() && std::all_of(culprits.begin(), culprits.end(), [&](int r) {
+    const RankView& v = views_[r];
+    return v.readable() && std::any_of(v.stack.begin(), v.stack.end(), is_host_range);
+  });
+  if (host) d_.kind = Kind::kHostStall;
+}
+
+void Classifier::blame_least_progress() {
+  // Nobody is inside a collective: name the ranks that got least far (step, then collectives).
+  auto progress = [&](const RankView& v) { return std::pair(v.snap->live.step, v.snap->live.collectives_completed); };
+  std::optional<std::pair<int64_t, uint64_t>> least;
+  for (const auto& v : views_)
+    if (v.readable() && !v.finished && (!least || progress(v) < *least)) least = progress(v);
+  for (const auto& v : views_)
+    if (v.readable() && !v.finished && progress(v) == *least) d_.culprit_ranks.push_back(v.rank);
+  classify_live_culprits(d_.culprit_ranks, nullptr);
+}
+
+void Classifier::fill_ranks() {
+  const std::string verdict_comm = d_.collective ? d_.collective->comm : std::string();
+  for (const auto& v : views_) {
+    RankReport r;
+    r.rank = v.rank;
+    if (!v.readable()) {
+      r.state = RankState::kMissing;
+      r.note = v.missing_reason;
+      if (run_.metadata && v.rank < int(run_.metadata->hosts.size())) r.host = run_.metadata->hosts[v.rank];
+      d_.ranks.push_back(std::move(r));
+      continue;
+    }
+    const auto& s = *v.snap;
+    r.host = s.host;
+    r.pid = s.pid;
+    r.alive = v.liveness;
+    r.step = s.live.step;
+    r.range_stack = v.stack;
+    r.range = v.innermost();
+    r.idle_s = seconds(d_.reference_ns - v.last_activity_ns);
+    r.heartbeat_age_s = seconds(d_.reference_ns - v.heartbeat_ns);
+    if (v.finished) r.state = RankState::kFinished;
+    else if (v.dead) r.state = v.aborted ? RankState::kAborted : RankState::kDead;
+    else if (v.aborted) r.state = RankState::kAborted;
+    else if (v.waiting()) r.state = RankState::kWaiting;
+    else r.state = RankState::kRunning;
+    if (v.waiting()) {
+      r.waiting = collective_ref(v.pending_comm->name, *v.pending);
+      r.waited_s = seconds(d_.reference_ns - v.aligned(v.pending->enqueue_ns));
+    }
+    for (const auto& c : s.comms) {
+      for (auto it = c.ring.rbegin(); it != c.ring.rend(); ++it) {
+        if (it->state != format::CollectiveState::kCompleted) continue;
+        r.last_completed.push_back({c.name, it->seq, it->op, seconds(d_.reference_ns - v.aligned(it->end_ns))});
+        break;
+      }
+    }
+    const std::string& own_comm = !verdict_comm.empty() && v.comm(verdict_comm) ? verdict_comm
+                                  : v.waiting()                                ? v.pending_comm->name
+                                                                               : std::string();
+    for (const auto& lc : r.last_completed)
+      if (lc.comm == own_comm) r.last_completed_seq = lc.seq;
+    if (v.dead && v.liveness == Liveness::kGone) r.note = fmt::format("pid {} is gone", s.pid);
+    else if (v.dead && v.aborted) r.note = "the program marked itself aborted";
+    else if (v.dead) r.note = fmt::format("no heartbeat for {:.0f} s", r.heartbeat_age_s);
+    if (s.watchdog.kind != format::WatchdogKind::kNone) {
+      r.stacks_file = s.watchdog.stacks_file;
+      if (r.note.empty()) r.note = fmt::format("watchdog: {}", s.watchdog.message);
+    }
+    d_.ranks.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options) {
+  return Classifier(run, processes, options).run();
+}
+
+}  // namespace rankscope::hang

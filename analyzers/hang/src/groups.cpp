@@ -1,0 +1,60 @@
+// groups.cpp — which ranks form which communicator, innermost first.
+#include <algorithm>
+
+#include "analysis_parts.h"
+
+namespace rankscope::hang {
+namespace {
+
+int role_order(const std::string& name) {
+  if (name.rfind("tp", 0) == 0) return 0;
+  if (name.rfind("dp", 0) == 0) return 1;
+  if (name == "world") return 3;
+  return 2;
+}
+
+}  // namespace
+
+std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::vector<RankView>& views) {
+  std::vector<GroupView> groups;
+  if (run.metadata)
+    for (const auto& g : run.metadata->groups) groups.push_back({g.name, g.ranks});
+  // Communicators only the recorders know (run.json missing, or a program that did not list them).
+  for (const auto& v : views) {
+    if (!v.readable()) continue;
+    for (const auto& c : v.snap->comms) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const GroupView& g) { return g.name == c.name; });
+      if (it == groups.end()) {
+        groups.push_back({c.name, {}});
+        it = groups.end() - 1;
+      } else if (run.metadata && run.metadata->group(c.name)) {
+        continue;  // run.json is authoritative (it also lists ranks whose recorder is missing)
+      }
+      if (std::find(it->ranks.begin(), it->ranks.end(), v.rank) == it->ranks.end()) it->ranks.push_back(v.rank);
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const GroupView& a, const GroupView& b) {
+    // TP nests inside DP whatever the sizes; unknown communicators sort by size between them.
+    if (role_order(a.name) != role_order(b.name)) return role_order(a.name) < role_order(b.name);
+    return a.ranks.size() < b.ranks.size();
+  });
+  return groups;
+}
+
+const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name) {
+  for (const auto& g : groups)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+int innermost_rank(const std::vector<GroupView>& groups, const std::string& name) {
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i].name == name) return int(i);
+  return int(groups.size());
+}
+
+CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec) {
+  return {comm, rec.seq, rec.op, rec.dtype, rec.count, rec.bytes, rec.range};
+}
+
+}  // namespace rankscope::hang

@@ -1,0 +1,148 @@
+// hangdoctor_app.cpp — `hangdoctor RUN_DIR [--json FILE] [--wait SECONDS] [--stacks]`.
+#include "rankscope/analyzers/hang/hangdoctor_app.h"
+
+#include <charconv>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/hang/classifier.h"
+#include "rankscope/analyzers/hang/progress_watch.h"
+#include "rankscope/analyzers/hang/report.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::hang {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: hangdoctor RUN_DIR [--json FILE] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
+    "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
+    "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
+    "died, and after the launcher was killed.\n\n"
+    "  --json FILE          also write the diagnosis as JSON (schema_version 1); '-' for stdout\n"
+    "  --wait SECONDS       follow a live job until it made no progress for SECONDS (or finished),\n"
+    "                       then diagnose; prints the time from the hang to the verdict\n"
+    "  --stacks             gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"
+    "                       into RUN_DIR/evidence/\n"
+    "  --stuck-after SECONDS  without --wait: no progress for this long means stuck (default 10)\n\n"
+    "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
+
+bool parse_seconds(std::string_view v, double& out) {
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc() && p == v.data() + v.size() && out >= 0;
+}
+
+}  // namespace
+
+int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
+  SystemProcessTable system_processes;
+  ExternalStackCollector external_stacks;
+  ProcessTable& processes = env.processes ? *env.processes : system_processes;
+  StackCollector& collector = env.stacks ? *env.stacks : external_stacks;
+  std::FILE* out = env.out;
+  std::FILE* err = env.err;
+
+  std::string dir, json_file;
+  double wait_s = -1;
+  bool stacks = false;
+  ClassifyOptions classify;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, out);
+      return 0;
+    } else if (a == "--json" && has_value) {
+      json_file = args[++i];
+    } else if ((a == "--wait" || a == "--stuck-after") && has_value) {
+      double v = 0;
+      if (!parse_seconds(args[++i], v)) {
+        std::fprintf(err, "hangdoctor: %s needs a number of seconds, got '%s'\n", std::string(a).c_str(),
+                     std::string(args[i]).c_str());
+        return 2;
+      }
+      (a == "--wait" ? wait_s : classify.stuck_after_s) = v;
+    } else if (a == "--stacks") {
+      stacks = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(err, "hangdoctor: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      return 2;
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      std::fprintf(err, "hangdoctor: one run directory only (got '%s' and '%s')\n", dir.c_str(), std::string(a).c_str());
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fputs(kHelp, err);
+    return 2;
+  }
+
+  std::optional<WatchResult> watched;
+  format::RunDirectory run;
+  if (wait_s >= 0) {
+    WatchOptions wo;
+    wo.quiet_s = wait_s;
+    wo.poll_s = std::min(0.25, std::max(0.02, wait_s / 10));
+    auto w = watch_until_stalled(dir, wo);
+    if (!w.ok()) {
+      std::fprintf(err, "hangdoctor: %s (hint: is RUN_DIR the job's --run-dir?)\n", w.status().message().c_str());
+      return 2;
+    }
+    watched = std::move(*w);
+    run = std::move(watched->run);
+    classify.no_progress_observed = watched->stalled;
+  } else {
+    auto r = format::open_run_directory(dir);
+    if (!r.ok()) {
+      std::fprintf(err, "hangdoctor: %s (hint: pass the directory the job wrote with --run-dir, holding run.json and "
+                        "rankNNNNN.flight files)\n",
+                   r.status().message().c_str());
+      return 2;
+    }
+    run = std::move(*r);
+  }
+  if (run.ranks_readable() == 0) {
+    std::fprintf(err, "hangdoctor: %s: no rank's flight recorder is readable, nothing can be said\n", dir.c_str());
+    for (const auto& p : run.problems) std::fprintf(err, "  - %s\n", p.c_str());
+    return 2;
+  }
+
+  Diagnosis d = diagnose(run, processes, classify);
+  std::vector<std::string> stack_notes;
+  if (stacks && d.verdict != Verdict::kFinished) {
+    auto report = capture_stacks(d, dir, processes, collector);
+    stack_notes = std::move(report.notes);
+  }
+  std::fputs(render_text(d).c_str(), out);
+  for (const auto& n : stack_notes) std::fprintf(out, "stacks: %s\n", n.c_str());
+  if (watched) {
+    if (watched->stalled)
+      std::fprintf(out, "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: %.2f s\n",
+                   watched->samples, wait_s, watched->hang_to_verdict_s());
+    else
+      std::fprintf(out, "\nwatched %d samples until every rank finished\n", watched->samples);
+  }
+  if (!json_file.empty()) {
+    nlohmann::json j = render_json(d);
+    if (watched) {
+      j["wait"] = {{"quiet_s", wait_s}, {"samples", watched->samples}, {"stalled", watched->stalled},
+                   {"hang_to_verdict_s", watched->stalled ? nlohmann::json(watched->hang_to_verdict_s()) : nlohmann::json(nullptr)}};
+    }
+    if (json_file == "-") {
+      std::fprintf(out, "%s\n", j.dump(2).c_str());
+    } else {
+      std::ofstream f(json_file);
+      f << j.dump(2) << "\n";
+      if (!f) {
+        std::fprintf(err, "hangdoctor: cannot write %s\n", json_file.c_str());
+        return 2;
+      }
+    }
+  }
+  return exit_code(d);
+}
+
+}  // namespace rankscope::hang

@@ -1,0 +1,64 @@
+// rank_view.cpp — per-rank facts from a flight recorder snapshot.
+#include "rank_view.h"
+
+#include <algorithm>
+
+namespace rankscope::hang {
+
+const std::string& RankView::innermost() const {
+  static const std::string kNone;
+  return stack.empty() ? kNone : stack.back();
+}
+
+const format::CommSnapshot* RankView::comm(const std::string& name) const {
+  if (!snap) return nullptr;
+  for (const auto& c : snap->comms)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+int64_t RankView::issued(const std::string& name) const {
+  const auto* c = comm(name);
+  return c ? int64_t(c->next_seq) : -1;
+}
+
+std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessTable& processes) {
+  std::vector<RankView> views(run.ranks.size());
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    RankView& v = views[i];
+    const auto& files = run.ranks[i];
+    v.rank = files.rank;
+    if (!files.flight) {
+      v.missing_reason = files.flight_status.ok() ? "no flight recorder" : files.flight_status.message();
+      continue;
+    }
+    const auto& s = *files.flight;
+    v.snap = &s;
+    v.offset_ns = s.live.clock_uncertainty_ns >= 0 ? s.live.clock_offset_ns : 0;
+    v.finished = s.live.process_state == format::ProcessState::kFinished;
+    v.aborted = s.live.process_state == format::ProcessState::kAborted;
+    v.liveness = processes.liveness(s.host, s.pid);
+    v.heartbeat_ns = v.aligned(s.live.heartbeat_ns);
+    int64_t last = std::max(s.live.step_begin_ns, s.start_ns);
+    if (const auto* main = s.main_thread()) {
+      for (const auto& r : main->stack) {
+        v.stack.push_back(r.name);
+        last = std::max(last, r.begin_ns);
+      }
+    }
+    for (const auto& c : s.comms) {
+      for (const auto& rec : c.ring) {
+        last = std::max({last, rec.enqueue_ns, rec.end_ns});
+        const bool open = rec.state == format::CollectiveState::kEnqueued || rec.state == format::CollectiveState::kStarted;
+        if (open && (!v.pending || rec.enqueue_ns < v.pending->enqueue_ns)) {
+          v.pending = &rec;
+          v.pending_comm = &c;
+        }
+      }
+    }
+    v.last_activity_ns = v.aligned(last);
+  }
+  return views;
+}
+
+}  // namespace rankscope::hang

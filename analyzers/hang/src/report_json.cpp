@@ -1,0 +1,69 @@
+// report_json.cpp — the JSON report (schema in report.h).
+#include "rankscope/analyzers/hang/report.h"
+
+namespace rankscope::hang {
+namespace {
+
+nlohmann::json collective_json(const CollectiveRef& c) {
+  return {{"comm", c.comm},
+          {"seq", c.seq},
+          {"op", std::string(format::op_name(c.op))},
+          {"dtype", std::string(format::dtype_name(c.dtype))},
+          {"count", c.count},
+          {"bytes", c.bytes},
+          {"range", c.range}};
+}
+
+}  // namespace
+
+nlohmann::json render_json(const Diagnosis& d) {
+  using nlohmann::json;
+  json j;
+  j["schema_version"] = kHangReportSchemaVersion;
+  j["verdict"] = std::string(verdict_name(d.verdict));
+  j["kind"] = d.kind == Kind::kNone ? json(nullptr) : json(std::string(kind_name(d.kind)));
+  j["culprit_ranks"] = d.culprit_ranks;
+  j["collective"] = d.collective ? collective_json(*d.collective) : json(nullptr);
+  json ranks = json::array();
+  for (const auto& r : d.ranks) {
+    json x = {{"rank", r.rank},
+              {"host", r.host},
+              {"pid", r.pid},
+              {"alive", std::string(analyzers::liveness_name(r.alive))},
+              {"state", std::string(rank_state_name(r.state))},
+              {"step", r.step},
+              {"range", r.range},
+              {"range_stack", r.range_stack},
+              {"comm", r.waiting ? json(r.waiting->comm) : json(nullptr)},
+              {"seq", r.waiting ? json(r.waiting->seq) : json(nullptr)},
+              {"op", r.waiting ? json(std::string(format::op_name(r.waiting->op))) : json(nullptr)},
+              {"waited_s", r.waiting ? json(r.waited_s) : json(nullptr)},
+              {"idle_s", r.idle_s},
+              {"heartbeat_age_s", r.heartbeat_age_s},
+              {"last_completed_seq", r.last_completed_seq ? json(*r.last_completed_seq) : json(nullptr)}};
+    if (!r.note.empty()) x["note"] = r.note;
+    if (!r.stacks_file.empty()) x["stacks_file"] = r.stacks_file;
+    ranks.push_back(std::move(x));
+  }
+  j["ranks"] = std::move(ranks);
+  json grads = json::array();
+  for (const auto& g : d.missing_gradients) grads.push_back({{"rank", g.rank}, {"param", g.param}, {"bucket", g.bucket}});
+  j["missing_gradients"] = std::move(grads);
+  if (d.mismatch) {
+    json values = json::object();
+    for (const auto& [r, v] : d.mismatch->values_by_rank) values[std::to_string(r)] = v;
+    j["mismatch"] = {{"field", d.mismatch->field}, {"values_by_rank", values}};
+  } else {
+    j["mismatch"] = nullptr;
+  }
+  j["headline"] = d.headline;
+  j["explanation"] = d.explanation;
+  j["problems"] = d.problems;
+  j["run_dir"] = d.run_dir;
+  j["world_size"] = d.world_size;
+  j["reference_ns"] = d.reference_ns;
+  j["stuck_for_s"] = d.stuck_for_s;
+  return j;
+}
+
+}  // namespace rankscope::hang

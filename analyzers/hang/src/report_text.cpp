@@ -1,0 +1,121 @@
+// report_text.cpp — the human report: verdict line, ranks grouped by state, evidence.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/hang/rank_list.h"
+#include "rankscope/analyzers/hang/report.h"
+#include "wording.h"
+
+namespace rankscope::hang {
+namespace {
+
+bool is_culprit(const Diagnosis& d, int rank) {
+  return std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), rank) != d.culprit_ranks.end();
+}
+
+// What a rank is doing, without per-rank numbers, so identical states group together.
+std::string state_key(const RankReport& r) {
+  switch (r.state) {
+    case RankState::kWaiting:
+      return fmt::format("waiting in {} #{} on {} ({})", format::short_op_name(r.waiting->op), r.waiting->seq,
+                         r.waiting->comm, r.waiting->range.empty() ? "no range" : r.waiting->range);
+    case RankState::kRunning:
+      return r.range.empty() ? fmt::format("between ranges at step {}", r.step)
+                             : fmt::format("in {} at step {}", r.range, r.step);
+    case RankState::kDead:
+      return fmt::format("dead in {} at step {}", r.range.empty() ? "no range" : r.range, r.step);
+    case RankState::kAborted: return fmt::format("aborted at step {}", r.step);
+    case RankState::kFinished: return fmt::format("finished at step {}", r.step);
+    case RankState::kMissing: return "missing: " + r.note;
+  }
+  return "?";
+}
+
+std::string group_suffix(const std::vector<const RankReport*>& g) {
+  double waited = 0, idle = 0;
+  for (const auto* r : g) {
+    waited = std::max(waited, r->waited_s);
+    idle = std::max(idle, r->idle_s);
+  }
+  switch (g.front()->state) {
+    case RankState::kWaiting: return fmt::format(" since {}", human_seconds(waited));
+    case RankState::kRunning: return fmt::format(", idle {}", human_seconds(idle));
+    case RankState::kDead: return g.size() == 1 ? fmt::format(" ({})", g.front()->note) : "";
+    default: return "";
+  }
+}
+
+void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
+  out += fmt::format("  rank {} (pid {} on {}, process {}, state {}):\n", r.rank, r.pid, r.host.empty() ? "?" : r.host,
+                     analyzers::liveness_name(r.alive), rank_state_name(r.state));
+  if (r.state == RankState::kMissing) {
+    out += fmt::format("    {}\n", r.note);
+    return;
+  }
+  std::string stack;
+  for (const auto& s : r.range_stack) stack += (stack.empty() ? "" : " > ") + s;
+  out += fmt::format("    open ranges: {}\n", stack.empty() ? "(none)" : stack);
+  if (r.waiting)
+    out += fmt::format("    inside: {} called from {}, for {}\n", collective_phrase(*r.waiting),
+                       r.waiting->range.empty() ? "?" : r.waiting->range, human_seconds(r.waited_s));
+  std::string last;
+  for (const auto& lc : r.last_completed)
+    last += fmt::format("{}{} #{} {} ({} ago)", last.empty() ? "" : "; ", lc.comm, lc.seq, format::short_op_name(lc.op),
+                        human_seconds(lc.ago_s));
+  out += fmt::format("    last completed: {}\n", last.empty() ? "(none)" : last);
+  out += fmt::format("    heartbeat {} old, idle {}\n", human_seconds(r.heartbeat_age_s), human_seconds(r.idle_s));
+  if (!r.note.empty()) out += fmt::format("    note: {}\n", r.note);
+  if (!r.stacks_file.empty()) out += fmt::format("    stacks: {}\n", r.stacks_file);
+  if (!r.stacks.empty()) {
+    out += "    stacks:\n";
+    size_t start = 0;
+    while (start < r.stacks.size()) {
+      size_t end = r.stacks.find('\n', start);
+      if (end == std::string::npos) end = r.stacks.size();
+      out += "      " + r.stacks.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+}
+
+}  // namespace
+
+std::string render_text(const Diagnosis& d) {
+  std::string out = d.headline + "\n";
+  if (!d.explanation.empty()) out += "  " + d.explanation + "\n";
+
+  // Ranks grouped by identical state, culprits first, in rank order within a group.
+  std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;
+  for (const auto& r : d.ranks) {
+    const std::string key = (is_culprit(d, r.rank) ? "0" : "1") + state_key(r);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {&r}});
+    else it->second.push_back(&r);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first[0] < b.first[0]; });
+  out += "\nranks:\n";
+  for (const auto& [key, g] : groups) {
+    std::vector<int> ranks;
+    for (const auto* r : g) ranks.push_back(r->rank);
+    const std::string label = fmt::format("{} {}:", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks));
+    out += fmt::format("  {:<14} {}{}{}\n", label, key.substr(1), group_suffix(g), key[0] == '0' ? "   <- culprit" : "");
+  }
+
+  // Evidence: every culprit, then one representative of every other group (1024 ranks stay short).
+  out += "\nevidence:\n";
+  for (const auto& [key, g] : groups) {
+    if (key[0] == '0')
+      for (const auto* r : g) evidence(out, d, *r);
+    else
+      evidence(out, d, *g.front());
+  }
+  if (!d.problems.empty()) {
+    out += "\nproblems:\n";
+    for (const auto& p : d.problems) out += "  - " + p + "\n";
+  }
+  return out;
+}
+
+}  // namespace rankscope::hang

@@ -1,0 +1,227 @@
+// wording.cpp — the one-line verdict and the explanation, in the sentence style.
+#include "wording.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/hang/rank_list.h"
+
+namespace rankscope::hang {
+namespace {
+
+const RankReport* find_rank(const Diagnosis& d, int rank) {
+  for (const auto& r : d.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+std::string who(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks));
+}
+
+// "it is in forward/embed at step 2, idle 31 s" for one or several culprits.
+std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
+  std::map<std::pair<std::string, int64_t>, std::vector<int>> places;
+  double idle = 0;
+  for (int c : culprits) {
+    const RankReport* r = find_rank(d, c);
+    if (!r || r->state == RankState::kMissing) continue;
+    places[{r->range.empty() ? std::string("no open range") : r->range, r->step}].push_back(c);
+    idle = std::max(idle, r->idle_s);
+  }
+  if (places.empty()) return "its flight recorder is missing, so what it does is unknown";
+  std::string out;
+  for (const auto& [place, ranks] : places) {
+    const std::string subject = places.size() == 1 ? (culprits.size() == 1 ? "it is" : "they are")
+                                                   : fmt::format("{} {}", who(ranks), ranks.size() == 1 ? "is" : "are");
+    if (!out.empty()) out += "; ";
+    out += place.first == "no open range" ? fmt::format("{} between ranges at step {}", subject, place.second)
+                                          : fmt::format("{} in {} at step {}", subject, place.first, place.second);
+  }
+  return out + fmt::format(", idle {}", human_seconds(idle));
+}
+
+double max_waited(const Diagnosis& d, const std::vector<int>& ranks) {
+  double w = 0;
+  for (int r : ranks)
+    if (const RankReport* rr = find_rank(d, r)) w = std::max(w, rr->waited_s);
+  return w;
+}
+
+std::string waiters_sentence(const Diagnosis& d, const WordingFacts& f) {
+  if (f.waiters.empty() || !d.collective) return "";
+  return fmt::format(" Ranks {} wait in that {} since {}.", compress_ranks(f.waiters),
+                     format::short_op_name(d.collective->op), human_seconds(max_waited(d, f.waiters)));
+}
+
+// Ranks waiting somewhere else than the verdict's collective: downstream of the same cause.
+std::string downstream_sentence(const Diagnosis& d, const WordingFacts& f) {
+  std::map<std::string, std::vector<int>> at;
+  for (const auto& r : d.ranks) {
+    if (r.state != RankState::kWaiting || !r.waiting) continue;
+    if (std::find(f.waiters.begin(), f.waiters.end(), r.rank) != f.waiters.end()) continue;
+    at[fmt::format("{} #{} on {}", format::short_op_name(r.waiting->op), r.waiting->seq, r.waiting->comm)].push_back(r.rank);
+  }
+  if (at.empty()) return "";
+  std::string parts;
+  for (const auto& [where, ranks] : at) parts += fmt::format("{}{} in {}", parts.empty() ? "" : "; ", who(ranks), where);
+  return fmt::format(" Also waiting: {}.", parts);
+}
+
+std::string values_text(const Mismatch& m) {
+  std::map<std::string, std::vector<int>> by_value;
+  for (const auto& [r, v] : m.values_by_rank) by_value[v].push_back(r);
+  std::string out;
+  for (const auto& [v, ranks] : by_value) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", who(ranks), v);
+  return out;
+}
+
+void word_mismatch(Diagnosis& d, const WordingFacts& f) {
+  const Mismatch& m = *d.mismatch;
+  const CollectiveRef& c = *d.collective;
+  std::vector<int> healthy;
+  for (const auto& [r, v] : m.values_by_rank)
+    if (std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r) == d.culprit_ranks.end()) healthy.push_back(r);
+  const std::string culprit = who(d.culprit_ranks);
+  const std::string value = d.culprit_ranks.empty() ? "" : m.values_by_rank.at(d.culprit_ranks.front());
+  const std::string healthy_value = healthy.empty() ? "" : m.values_by_rank.at(healthy.front());
+  if (m.field == "issued") {
+    const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
+    const std::string doing = !r ? "" : r->state == RankState::kFinished ? " and finished"
+                                      : r->waiting ? fmt::format(" and waits in {} #{} on {}", format::short_op_name(r->waiting->op), r->waiting->seq, r->waiting->comm)
+                                                   : fmt::format(" and is in {}", r->range);
+    d.headline = fmt::format("DESYNC: {} issued {} collectives on {}{}, while ranks {} wait in {}: it left one out.",
+                             culprit, value, c.comm, doing, compress_ranks(f.waiters), collective_phrase(c));
+  } else if (m.field == "range") {
+    d.headline = fmt::format("DESYNC: {} called {} #{} on {} from {} where ranks {} called it from {}: it skipped or added a "
+                             "collective ({}).",
+                             culprit, format::short_op_name(c.op), c.seq, c.comm, value, compress_ranks(healthy),
+                             healthy_value, collective_phrase(c));
+  } else {
+    d.headline = fmt::format("DESYNC: {} called {} #{} on {} with {} {} where ranks {} used {}.", culprit,
+                             format::short_op_name(c.op), c.seq, c.comm, m.field, value, compress_ranks(healthy),
+                             healthy_value);
+  }
+  d.explanation = fmt::format("Ranks disagree on the {} of collective #{} on {} ({}). The majority is taken as healthy.",
+                              m.field, c.seq, c.comm, values_text(m));
+  if (f.ambiguous)
+    d.explanation += " It is a tie that the ranks' previous steps could not break: either side may be at fault.";
+  else if (healthy.size() <= d.culprit_ranks.size())
+    d.explanation += " On a tie, the rank whose call differs from its own previous step is blamed.";
+}
+
+}  // namespace
+
+std::string human_bytes(uint64_t b) {
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", double(b) / 1024.0);
+  if (b < 1024ull * 1024 * 1024) return fmt::format("{:.1f} MiB", double(b) / (1024.0 * 1024.0));
+  return fmt::format("{:.2f} GiB", double(b) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string human_seconds(double s) {
+  if (s < 1.0) return fmt::format("{:.0f} ms", s * 1000.0);
+  if (s < 10.0) return fmt::format("{:.1f} s", s);
+  return fmt::format("{:.0f} s", s);
+}
+
+std::string collective_phrase(const CollectiveRef& c) {
+  return fmt::format("{} #{} on {} ({} {})", format::short_op_name(c.op), c.seq, c.comm, human_bytes(c.bytes),
+                     format::dtype_name(c.dtype));
+}
+
+void compose_wording(Diagnosis& d, const WordingFacts& f) {
+  int readable = 0, finished = 0;
+  int64_t step = -1;
+  double idle = 0;
+  std::vector<int> missing;
+  for (const auto& r : d.ranks) {
+    if (r.state == RankState::kMissing) {
+      missing.push_back(r.rank);
+      continue;
+    }
+    ++readable;
+    finished += r.state == RankState::kFinished;
+    step = std::max(step, r.step);
+    idle = std::max(idle, r.idle_s);
+  }
+  const std::string missing_note =
+      missing.empty() ? "" : fmt::format(" {} have no readable flight recorder.", who(missing));
+  const std::string culprits = who(d.culprit_ranks);
+  const std::string waiters = waiters_sentence(d, f);
+  switch (d.verdict) {
+    case Verdict::kFinished:
+      d.headline = fmt::format("FINISHED: {} of {} ranks finished cleanly (last step {}).", finished, d.world_size, step);
+      d.explanation = "Every rank with a flight recorder shut down cleanly." + missing_note;
+      return;
+    case Verdict::kHealthy:
+      d.headline = fmt::format("HEALTHY: {} ranks running at step {}; last progress {} ago.", readable - finished, step,
+                               human_seconds(d.stuck_for_s));
+      d.explanation = "No rank is dead, no collective disagrees between ranks, and the job made progress recently." +
+                      missing_note;
+      return;
+    case Verdict::kDesync:
+      word_mismatch(d, f);
+      d.explanation += missing_note;
+      return;
+    case Verdict::kCrash: {
+      const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
+      const std::string how = !r ? "" : r->alive == Liveness::kGone ? fmt::format(" (pid {} is gone on {})", r->pid, r->host)
+                                    : r->state == RankState::kAborted ? " (it marked itself aborted)"
+                                                                      : fmt::format(" (no heartbeat for {})", human_seconds(r->heartbeat_age_s));
+      const std::string where = !r                                     ? ""
+                                : r->range.empty() || r->range == "step" ? fmt::format(" at the start of step {}", r->step)
+                                                                         : fmt::format(" in {} at step {}", r->range, r->step);
+      const bool inside = r && r->waiting && d.collective && r->waiting->comm == d.collective->comm &&
+                          r->waiting->seq == d.collective->seq;
+      const std::string blocked =
+          d.collective ? fmt::format("; it never {} {}", inside ? "finished" : "entered", collective_phrase(*d.collective)) : "";
+      d.headline = fmt::format("CRASH: {} died{}{}, {} ago{}.{}", culprits, how, where,
+                               human_seconds(r ? r->heartbeat_age_s : 0), blocked, waiters);
+      d.explanation = fmt::format("{} stopped while the others kept their heartbeat; whoever needs it waits forever.", culprits) +
+                      downstream_sentence(d, f) + missing_note;
+      break;
+    }
+    case Verdict::kHang: {
+      const std::string where = whereabouts(d, d.culprit_ranks);
+      if (d.kind == Kind::kStuckInCollective) {
+        const CollectiveRef& c = *d.collective;
+        d.headline = fmt::format("HANG: all {} ranks in {} entered {} and none finished, for {}; no rank is to blame.",
+                                 f.waiters.size(), c.comm, collective_phrase(c), human_seconds(max_waited(d, f.waiters)));
+        d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
+                        "interconnect, the collective library or a device fault." +
+                        downstream_sentence(d, f);
+      } else if (!d.collective) {
+        d.headline = fmt::format("HANG: {} made least progress and no rank is inside a collective; {}.", culprits, where);
+        d.explanation = "Nothing progressed for " + human_seconds(d.stuck_for_s) + ".";
+      } else if (d.kind == Kind::kMissingGradient) {
+        std::string grads;
+        for (const auto& g : d.missing_gradients)
+          grads += fmt::format("{}{} (bucket {}{})", grads.empty() ? "" : ", ", g.param, g.bucket,
+                               d.culprit_ranks.size() > 1 ? fmt::format(", rank {}", g.rank) : "");
+        d.headline = fmt::format("HANG: {} never launched {}: the gradient of {} never arrived; {}.{}", culprits,
+                                 collective_phrase(*d.collective), grads, where, waiters);
+        d.explanation = "Its backward pass is over but these gradients were never reported ready, so their DDP bucket "
+                        "was never reduced there." + downstream_sentence(d, f);
+      } else {
+        const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
+        d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
+                                 host, waiters);
+        d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it.", culprits,
+                                    d.collective->comm, d.collective->seq) +
+                        (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
+                                                      "pipeline, the file system or the host, not at the network."
+                                                    : "") +
+                        downstream_sentence(d, f);
+      }
+      d.explanation += missing_note;
+      break;
+    }
+  }
+  if (f.all_gone)
+    d.explanation += " Every rank's process is gone (the job was killed): this is their state when they died.";
+}
+
+}  // namespace rankscope::hang

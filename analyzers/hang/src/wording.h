@@ -1,0 +1,30 @@
+// wording.h — the sentences of a diagnosis: the one-line verdict and the explanation.
+//
+// Is: pure formatting over a decided Diagnosis (units, rank lists, the issue's sentence style:
+// "HANG: rank 1 never entered allreduce #57 on tp0 (3.1 MiB fp32); it is in forward/embed at
+// step 2, idle 31 s. Ranks 0 wait in that allreduce since 31 s."). Is not: any decision.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rankscope/analyzers/hang/diagnosis.h"
+
+namespace rankscope::hang {
+
+// Facts the classifier knew that the Diagnosis does not carry.
+struct WordingFacts {
+  bool all_gone = false;      // every rank's process is gone: the snapshot is the state at death
+  bool ambiguous = false;     // a mismatch tie that history could not break
+  std::vector<int> waiters;   // live ranks inside the verdict's collective
+};
+
+std::string human_bytes(uint64_t bytes);   // "3.1 MiB"
+std::string human_seconds(double s);       // "31 s", "3.1 s", "450 ms"
+// "allreduce #57 on tp0 (3.1 MiB fp32)"
+std::string collective_phrase(const CollectiveRef& c);
+
+// Fills d.headline and d.explanation.
+void compose_wording(Diagnosis& d, const WordingFacts& facts);
+
+}  // namespace rankscope::hang
