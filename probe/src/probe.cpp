@@ -435,17 +435,20 @@ void Probe::push_range(std::string_view name) {
   Impl& p = *impl_;
   const NameTable::Entry* e = p.intern(format::NameKind::kRange, name);
   int64_t now = now_unix_ns();
-  for (auto& sink : p.sinks) sink->push(name);
   ThreadState* ts = p.thread_state();
-  if (ts == nullptr) return;
-  if (ts->flight_slot >= 0) p.flight->push_range(ts->flight_slot, name, now);
-  uint32_t d = ts->depth++;
-  if (d < kMaxTimedDepth) {
-    ts->frames[d].name.store(e ? e->index : NameTable::kNone, std::memory_order_relaxed);
-    ts->frames[d].begin_ns.store(now, std::memory_order_relaxed);
+  if (ts != nullptr) {
+    if (ts->flight_slot >= 0) p.flight->push_range(ts->flight_slot, name, now);
+    uint32_t d = ts->depth++;
+    if (d < kMaxTimedDepth) {
+      ts->frames[d].name.store(e ? e->index : NameTable::kNone, std::memory_order_relaxed);
+      ts->frames[d].begin_ns.store(now, std::memory_order_relaxed);
+    }
+    ts->published_depth.store(d + 1, std::memory_order_release);
+    if (ts->is_main && d < kPhaseDepth) p.flight->set_phase(name);
   }
-  ts->published_depth.store(d + 1, std::memory_order_release);
-  if (ts->is_main && d < kPhaseDepth) p.flight->set_phase(name);
+  // Sinks run once the range is open: a sink that sleeps or blocks (the trainer's fault
+  // injection) does so inside the range, as the recorder's stack and the step aggregates show.
+  for (auto& sink : p.sinks) sink->push(name);
 }
 
 void Probe::pop_range() {

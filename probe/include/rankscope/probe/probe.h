@@ -95,7 +95,8 @@ class ClockExchange {
   virtual void barrier() = 0;
 };
 
-// A sink that mirrors ranges elsewhere (NVTX). Implemented in a leaf target.
+// A sink that mirrors ranges elsewhere (NVTX). Implemented in a leaf target. push() is called
+// after the range is open in the recorder, pop() before it closes.
 class RangeSink {
  public:
   virtual ~RangeSink() = default;
