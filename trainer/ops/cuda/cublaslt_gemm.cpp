@@ -1,0 +1,145 @@
+// cublaslt_gemm.cpp — cuBLASLt handle, workspace and the per-shape plan cache (see cublaslt_gemm.h).
+#include "ops/cuda/cublaslt_gemm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/cuda/cuda_check.h"
+
+namespace gpt2::cuda {
+namespace {
+
+// Largest power of two (capped at 256, cuBLASLt's default assumption) dividing every address a
+// batched operand takes: its base and base + i * stride.
+uint32_t alignment_of(const void* p, int batch, int64_t stride_elems, size_t elem_bytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
+  if (batch > 1) bits |= static_cast<uint64_t>(stride_elems) * elem_bytes;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+rankscope::Status make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t rows, int64_t cols,
+                              int64_t ld, int batch, int64_t stride) {
+  RS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(layout, type, rows, cols, ld));
+  if (batch > 1) {
+    int32_t count = batch;
+    RS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                     sizeof(count)));
+    RS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                     &stride, sizeof(stride)));
+  }
+  return rankscope::Status::ok_status();
+}
+
+}  // namespace
+
+rankscope::Result<std::unique_ptr<CublasLtGemm>> CublasLtGemm::create(size_t workspace_bytes) {
+  std::unique_ptr<CublasLtGemm> g(new CublasLtGemm());
+  RS_CUBLAS_CHECK(cublasLtCreate(&g->handle_));
+  RS_CUDA_CHECK(cudaMalloc(&g->workspace_, workspace_bytes));
+  g->workspace_bytes_ = workspace_bytes;
+  return g;
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  for (auto& [key, plan] : cache_) {
+    if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
+    if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
+    if (plan.c) cublasLtMatrixLayoutDestroy(plan.c);
+    if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+  }
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const RowMajorGemm& g, const void* a,
+                                                              const void* b, const float* c,
+                                                              const float* bias, GemmOperands operands) {
+  RS_ASSIGN_OR_RETURN(ColMajorGemm cm, plan_col_major(g));
+  const size_t in_bytes = operands == GemmOperands::kBf16 ? 2 : 4;
+  // cuBLASLt's A' is the caller's B and B' the caller's A (gemm_plan.h).
+  const uint32_t align_a = alignment_of(b, cm.batch, cm.stride_a, in_bytes);
+  const uint32_t align_b = alignment_of(a, cm.batch, cm.stride_b, in_bytes);
+  const uint32_t align_c = alignment_of(c, cm.batch, cm.stride_c, sizeof(float));
+  const uint32_t align_bias = bias ? alignment_of(bias, 1, 0, sizeof(float)) : 256u;
+  std::vector<int64_t> key = {cm.m,       cm.n,      cm.k,       cm.trans_a, cm.trans_b, cm.lda,
+                              cm.ldb,     cm.ldc,    cm.batch,   cm.stride_a, cm.stride_b, cm.stride_c,
+                              bias != nullptr, static_cast<int64_t>(operands), align_a, align_b, align_c,
+                              align_bias};
+  auto found = cache_.find(key);
+  if (found != cache_.end()) return &found->second;
+
+  Plan plan;
+  const cudaDataType_t in_type = operands == GemmOperands::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+  RS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = cm.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = cm.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  if (bias != nullptr) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                   sizeof(epilogue)));
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                   &bias_type, sizeof(bias_type)));
+  }
+  RS_RETURN_IF_ERROR(make_layout(&plan.a, in_type, cm.a_rows, cm.a_cols, cm.lda, cm.batch, cm.stride_a));
+  RS_RETURN_IF_ERROR(make_layout(&plan.b, in_type, cm.b_rows, cm.b_cols, cm.ldb, cm.batch, cm.stride_b));
+  RS_RETURN_IF_ERROR(make_layout(&plan.c, CUDA_R_32F, cm.c_rows, cm.c_cols, cm.ldc, cm.batch, cm.stride_c));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  RS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* value, size_t size) {
+    return cublas_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, value, size),
+                         "cublasLtMatmulPreferenceSetAttribute");
+  };
+  rankscope::Status s = set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+                                 sizeof(workspace_bytes_));
+  if (s.ok()) s = set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a));
+  if (s.ok()) s = set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b));
+  if (s.ok()) s = set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c));
+  if (s.ok()) s = set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found_count = 0;
+  if (s.ok()) {
+    s = cublas_status(cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, pref,
+                                                     1, &result, &found_count),
+                      "cublasLtMatmulAlgoGetHeuristic");
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s.ok() && found_count == 0) {
+    s = rankscope::internal_error(fmt::format(
+        "cuBLASLt has no algorithm for {} (alignments A'={} B'={} C={} bytes); hint: the operands' "
+        "leading dimensions may need padding",
+        describe(g), align_a, align_b, align_c));
+  }
+  if (!s.ok()) {
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.c);
+    cublasLtMatmulDescDestroy(plan.desc);
+    s.add_breadcrumb(__FILE__, __LINE__);
+    return s;
+  }
+  plan.algo = result.algo;
+  return &cache_.emplace(std::move(key), plan).first->second;
+}
+
+rankscope::Status CublasLtGemm::run(const RowMajorGemm& g, const void* a, const void* b, float* c,
+                                    const float* bias, float alpha, float beta, GemmOperands operands,
+                                    cudaStream_t stream) {
+  RS_ASSIGN_OR_RETURN(Plan * plan, plan_for(g, a, b, c, bias, operands));
+  if (bias != nullptr) {
+    // The descriptor is cached per shape; the bias pointer changes per call.
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                   sizeof(bias)));
+  }
+  // Operands swap: cuBLASLt's A is the row-major B.
+  RS_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c,
+                                 plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
+  return rankscope::Status::ok_status();
+}
+
+}  // namespace gpt2::cuda

@@ -1,0 +1,57 @@
+// cublaslt_gemm.h — the one place the CUDA backend calls cuBLASLt: row-major GEMMs with an optional
+// bias epilogue, fp32 or bf16 operands, fp32 accumulation and fp32 output.
+//
+// Is: a handle, a workspace, and a cache of matmul descriptors, layouts and the heuristic's algorithm
+// per GEMM shape (the heuristic costs far more than the GEMM of a small model; it runs once per
+// shape). Pointer alignments are part of the key: cuBLASLt's heuristic otherwise assumes 256-byte
+// aligned operands, which sub-allocated parameters and attention's per-head offsets are not.
+// Is not: public (CUDA headers); thread-safe (one per CudaOps, used from its stream's thread).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "ops/cuda/gemm_plan.h"
+#include "rankscope/format/status.h"
+
+namespace gpt2::cuda {
+
+// Operand type of a GEMM. kBf16: A and B are bf16 (the caller casts), C/D and bias stay fp32 and the
+// accumulation is fp32 — what llm.c's mixed precision does with fp32 master weights.
+enum class GemmOperands { kFp32, kBf16 };
+
+class CublasLtGemm {
+ public:
+  static rankscope::Result<std::unique_ptr<CublasLtGemm>> create(size_t workspace_bytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // C (M,N) = alpha * op(A) @ op(B) + beta * C (+ bias (N) on every row when bias != null), on
+  // `stream`. A and B are float* for kFp32 and __nv_bfloat16* for kBf16.
+  rankscope::Status run(const RowMajorGemm& g, const void* a, const void* b, float* c, const float* bias,
+                        float alpha, float beta, GemmOperands operands, cudaStream_t stream);
+
+  size_t cached_plans() const { return cache_.size(); }
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  CublasLtGemm() = default;
+  rankscope::Result<Plan*> plan_for(const RowMajorGemm& g, const void* a, const void* b, const float* c,
+                                    const float* bias, GemmOperands operands);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<std::vector<int64_t>, Plan> cache_;
+};
+
+}  // namespace gpt2::cuda

@@ -1,0 +1,226 @@
+// cuda_ops.cpp — CudaOps: creation, memory, scratch, and the ops that are one or two kernel launches
+// (embedding, LayerNorm, GELU, residual, cross-entropy, AdamW, reductions).
+// Is not: GEMMs (cuda_ops_gemm.cpp), attention (cuda_ops_attention.cpp) or any kernel (kernels/*.cu).
+#include "ops/cuda/cuda_ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ops/cuda/cuda_check.h"
+
+namespace gpt2::cuda {
+
+rankscope::Status to_status(cudaError_t e, const char* what) { return cuda_status(e, what); }
+
+void die_in_op(const rankscope::Status& status, const char* op) {
+  std::fprintf(stderr,
+               "rankscope cuda ops: %s failed: %s\n  hint: CUDA errors are sticky; rerun with "
+               "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find the kernel, or --device cpu\n",
+               op, status.to_string().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+rankscope::Result<std::unique_ptr<CudaOps>> CudaOps::create(const CudaOpsOptions& options) {
+  std::unique_ptr<CudaOps> ops(new CudaOps(options));
+  RS_CUDA_CHECK(cudaSetDevice(options.device));
+  RS_CUDA_CHECK(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
+  RS_ASSIGN_OR_RETURN(ops->gemm_, CublasLtGemm::create(options.gemm_workspace_bytes));
+  RS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ops->owned_count_), sizeof(int)));
+  RS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ops->sum_result_), sizeof(double)));
+  RS_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ops->sum_partials_), sizeof(double) * reduce_scratch_doubles()));
+  return ops;
+}
+
+CudaOps::~CudaOps() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  gemm_.reset();
+  for (auto& buf : scratch_) cudaFree(buf.ptr);
+  for (auto& [ptr, bytes] : allocations_) cudaFree(ptr);
+  cudaFree(owned_count_);
+  cudaFree(sum_result_);
+  cudaFree(sum_partials_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+CudaMemoryStats CudaOps::memory() const {
+  CudaMemoryStats m;
+  m.allocated_bytes = allocated_bytes_;
+  m.peak_allocated_bytes = peak_allocated_bytes_;
+  for (const auto& buf : scratch_) m.scratch_bytes += buf.bytes;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) m.device_used_bytes = total_bytes - free_bytes;
+  return m;
+}
+
+rankscope::Result<void*> CudaOps::scratch(Scratch slot, size_t bytes) {
+  DeviceBuffer& buf = scratch_[static_cast<int>(slot)];
+  if (buf.bytes >= bytes && buf.ptr != nullptr) return buf.ptr;
+  // cudaFree synchronizes the device, so no kernel still reads the old buffer.
+  RS_CUDA_CHECK(cudaFree(buf.ptr));
+  buf.ptr = nullptr;
+  buf.bytes = 0;
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  RS_CUDA_CHECK(cudaMalloc(&buf.ptr, rounded == 0 ? 256 : rounded));
+  buf.bytes = rounded;
+  return buf.ptr;
+}
+
+ShardParams CudaOps::shard_params(const VocabShardMap& s) {
+  // Real columns are a prefix of every shard (same rule as the CPU oracle's real_vocab_columns).
+  long real = s.strided ? (static_cast<long>(s.vocab_size) - s.tp_rank + s.tp_size - 1) / s.tp_size
+                        : static_cast<long>(s.vocab_size) - static_cast<long>(s.tp_rank) * s.local_rows;
+  if (real < 0) real = 0;
+  if (real > s.local_rows) real = s.local_rows;
+  return {s.strided ? 1 : 0, s.tp_size, s.tp_rank, s.local_rows, static_cast<int>(real)};
+}
+
+// --- memory ---
+
+void* CudaOps::alloc(size_t bytes) {
+  void* p = nullptr;
+  const size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;  // cudaMalloc aligns to 256
+  RS_CUDA_OP_MUST(cudaMalloc(&p, rounded));
+  RS_CUDA_OP_MUST(cudaMemsetAsync(p, 0, rounded, stream_));
+  allocations_[p] = rounded;
+  allocated_bytes_ += rounded;
+  if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;
+  return p;
+}
+
+void CudaOps::release(void* ptr) {
+  if (ptr == nullptr) return;
+  auto it = allocations_.find(ptr);
+  if (it != allocations_.end()) {
+    allocated_bytes_ -= it->second;
+    allocations_.erase(it);
+  }
+  RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));  // no op of ours may still use it
+  RS_CUDA_OP_MUST(cudaFree(ptr));
+}
+
+void CudaOps::fill_zero(void* ptr, size_t bytes) { RS_CUDA_OP_MUST(cudaMemsetAsync(ptr, 0, bytes, stream_)); }
+
+void CudaOps::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  // The caller may reuse host_src as soon as we return.
+  RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
+}
+
+void CudaOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  RS_CUDA_OP_MUST(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
+}
+
+void CudaOps::copy(void* dst, const void* src, size_t bytes) {
+  RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+// --- embedding ---
+
+int64_t CudaOps::embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+                                  const VocabShardMap& shard) {
+  RS_CUDA_OP_MUST(launch_embedding_lookup(out, owned_count_, ids, wte_local, N, C, shard_params(shard), stream_));
+  int owned = 0;
+  RS_CUDA_OP_MUST(cudaMemcpyAsync(&owned, owned_count_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
+  return owned;
+}
+
+void CudaOps::add_position(float* out, const float* wpe, int B, int T, int C) {
+  RS_CUDA_OP_MUST(launch_add_position(out, wpe, B, T, C, stream_));
+}
+
+void CudaOps::embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids, int B,
+                                 int T, int C, const VocabShardMap& shard) {
+  const size_t bytes = embedding_backward_scratch_bytes(B * T, shard.local_rows);
+  auto buf = scratch(Scratch::kEmbeddingSort, bytes);
+  RS_CUDA_OP_MUST(buf.status());
+  RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, dout, ids, B, T, C, shard_params(shard), *buf,
+                                            bytes, stream_));
+}
+
+// --- layernorm ---
+
+void CudaOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                const float* bias, int N, int C) {
+  RS_CUDA_OP_MUST(launch_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream_));
+}
+
+void CudaOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, const float* mean, const float* rstd,
+                                 int N, int C) {
+  auto buf = scratch(Scratch::kPartials, sizeof(float) * layernorm_backward_scratch_floats(N, C));
+  RS_CUDA_OP_MUST(buf.status());
+  RS_CUDA_OP_MUST(launch_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                            static_cast<float*>(*buf), stream_));
+}
+
+// --- element-wise ---
+
+void CudaOps::gelu_forward(float* out, const float* inp, size_t n) {
+  RS_CUDA_OP_MUST(launch_gelu_forward(out, inp, n, stream_));
+}
+void CudaOps::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+  RS_CUDA_OP_MUST(launch_gelu_backward(dinp, inp, dout, n, stream_));
+}
+void CudaOps::residual_forward(float* out, const float* a, const float* b, size_t n) {
+  RS_CUDA_OP_MUST(launch_residual_forward(out, a, b, n, stream_));
+}
+void CudaOps::add_inplace(float* acc, const float* x, size_t n) {
+  RS_CUDA_OP_MUST(launch_add_inplace(acc, x, n, stream_));
+}
+void CudaOps::scale(float* x, float s, size_t n) { RS_CUDA_OP_MUST(launch_scale(x, s, n, stream_)); }
+
+// --- cross-entropy ---
+
+void CudaOps::logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) {
+  RS_CUDA_OP_MUST(launch_logits_row_max(row_max, logits, N, shard_params(shard), stream_));
+}
+void CudaOps::softmax_stats(float* stats, const float* logits, const float* row_max, const int* targets,
+                            int N, const VocabShardMap& shard) {
+  RS_CUDA_OP_MUST(launch_softmax_stats(stats, logits, row_max, targets, N, shard_params(shard), stream_));
+}
+void CudaOps::crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) {
+  RS_CUDA_OP_MUST(launch_crossentropy_losses(losses, stats, row_max, N, stream_));
+}
+void CudaOps::crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+                                            const int* targets, float dloss, int N,
+                                            const VocabShardMap& shard) {
+  RS_CUDA_OP_MUST(launch_crossentropy_backward_inplace(logits, row_max, stats, targets, dloss, N,
+                                                       shard_params(shard), stream_));
+}
+
+// --- optimizer and reductions ---
+
+void CudaOps::adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                           float beta1, float beta2, float eps, float weight_decay, int64_t t) {
+  // Bias corrections in double on the host, as the CPU oracle computes them.
+  const float bc1 = 1.0f - static_cast<float>(std::pow(beta1, static_cast<double>(t)));
+  const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(t)));
+  RS_CUDA_OP_MUST(launch_adamw(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2, stream_));
+}
+
+rankscope::Status CudaOps::sum_impl(double* result, const float* x, size_t n, bool squares) {
+  RS_CUDA_CHECK(launch_sum(sum_result_, x, n, squares, sum_partials_, stream_));
+  RS_CUDA_CHECK(cudaMemcpyAsync(result, sum_result_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  RS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return rankscope::Status::ok_status();
+}
+
+double CudaOps::sum_squares(const float* x, size_t n) {
+  double r = 0;
+  RS_CUDA_OP_MUST(sum_impl(&r, x, n, true));
+  return r;
+}
+
+double CudaOps::sum(const float* x, size_t n) {
+  double r = 0;
+  RS_CUDA_OP_MUST(sum_impl(&r, x, n, false));
+  return r;
+}
+
+}  // namespace gpt2::cuda

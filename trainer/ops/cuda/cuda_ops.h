@@ -1,0 +1,144 @@
+// cuda_ops.h — the CudaOps class: the CUDA implementation of gpt2::Ops (declarations only).
+//
+// Is: the host side of the backend — memory, the stream, scratch buffers, cuBLASLt — and one method
+// per op that launches the kernels of kernels/*.cu (bodies in cuda_ops.cpp, cuda_ops_gemm.cpp,
+// cuda_ops_attention.cpp). Every op is enqueued on one stream, so ops are ordered with respect to
+// each other, as ops.h requires; ops that return a host value (embedding_lookup, sum) synchronize.
+// Is not: public (it includes CUDA headers); the rest of the trainer sees cuda_backend.h.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <memory>
+#include <unordered_map>
+
+#include "model/ops.h"
+#include "ops/cuda/cublaslt_gemm.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/kernels/launch.h"
+#include "rankscope/format/status.h"
+
+namespace gpt2::cuda {
+
+class CudaOps final : public Ops {
+ public:
+  static rankscope::Result<std::unique_ptr<CudaOps>> create(const CudaOpsOptions& options);
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  const char* name() const override { return "cuda"; }
+  cudaStream_t stream() const { return stream_; }
+  CudaMemoryStats memory() const;
+
+  void* alloc(size_t bytes) override;
+  void release(void* ptr) override;
+  void fill_zero(void* ptr, size_t bytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+
+  int64_t embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+                           const VocabShardMap& shard) override;
+  void add_position(float* out, const float* wpe, int B, int T, int C) override;
+  void embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids, int B,
+                          int T, int C, const VocabShardMap& shard) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int N, int C) override;
+
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                      int C, int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int C, int OC) override;
+  void add_bias(float* out, const float* bias, int N, int OC) override;
+
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override;
+  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override;
+
+  void gelu_forward(float* out, const float* inp, size_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override;
+  void add_inplace(float* acc, const float* x, size_t n) override;
+
+  void logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) override;
+  void softmax_stats(float* stats, const float* logits, const float* row_max, const int* targets,
+                     int N, const VocabShardMap& shard) override;
+  void crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) override;
+  void crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+                                     const int* targets, float dloss, int N,
+                                     const VocabShardMap& shard) override;
+
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, int64_t t) override;
+  double sum_squares(const float* x, size_t n) override;
+  void scale(float* x, float s, size_t n) override;
+  double sum(const float* x, size_t n) override;
+
+ private:
+  // Scratch buffers owned by the backend, grown on first need and reused (no allocation per step
+  // once the largest shape has been seen).
+  enum class Scratch : int {
+    kAttentionHeads,  // split Q, K, V and the merged output, (B,NH,T,hs) each
+    kAttentionGrads,  // dQ, dK, dV and d(att @ V), (B,NH,T,hs) each
+    kGemmA,           // bf16 copies of GEMM operands (bf16 mode)
+    kGemmB,
+    kEmbeddingSort,   // sort keys/values and CUB's temporary storage
+    kPartials,        // per-chunk partial sums (LayerNorm and bias gradients)
+    kCount
+  };
+  struct DeviceBuffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+
+  CudaOps(const CudaOpsOptions& options) : options_(options) {}
+  rankscope::Result<void*> scratch(Scratch slot, size_t bytes);
+  // C (M,N) = alpha op(A) op(B) + beta C (+ bias) with fp32 operands, cast to bf16 first in bf16 mode.
+  rankscope::Status gemm(const RowMajorGemm& g, const float* a, const float* b, float* c,
+                         const float* bias, float alpha, float beta);
+  rankscope::Status sum_impl(double* result, const float* x, size_t n, bool squares);
+  rankscope::Status attention_forward_impl(float* out, float* att, const float* qkv, int B, int T, int C,
+                                           int NH);
+  rankscope::Status attention_backward_impl(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                            const float* att, int B, int T, int C, int NH);
+  static ShardParams shard_params(const VocabShardMap& shard);
+
+  CudaOpsOptions options_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CublasLtGemm> gemm_;
+  int* owned_count_ = nullptr;  // device int: embedding_lookup's count
+  double* sum_result_ = nullptr;  // device double: sum / sum_squares result
+  double* sum_partials_ = nullptr;
+  std::array<DeviceBuffer, static_cast<int>(Scratch::kCount)> scratch_{};
+  std::unordered_map<void*, size_t> allocations_;
+  size_t allocated_bytes_ = 0;
+  size_t peak_allocated_bytes_ = 0;
+};
+
+// Fatal error inside an op (the Ops interface has no Status): prints the status with its
+// breadcrumb and a hint, then aborts.
+[[noreturn]] void die_in_op(const rankscope::Status& status, const char* op);
+
+}  // namespace gpt2::cuda
+
+// Inside a void op: a failed Status or cudaError_t ends the process with a breadcrumb.
+#define RS_CUDA_OP_MUST(expr)                                                         \
+  do {                                                                                \
+    ::rankscope::Status rs_op_status_ = ::gpt2::cuda::to_status((expr), #expr);       \
+    if (!rs_op_status_.ok()) {                                                        \
+      rs_op_status_.add_breadcrumb(__FILE__, __LINE__);                               \
+      ::gpt2::cuda::die_in_op(rs_op_status_, __func__);                               \
+    }                                                                                 \
+  } while (0)
+
+namespace gpt2::cuda {
+inline rankscope::Status to_status(rankscope::Status s, const char*) { return s; }
+rankscope::Status to_status(cudaError_t e, const char* what);
+}  // namespace gpt2::cuda

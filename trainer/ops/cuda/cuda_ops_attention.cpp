@@ -1,0 +1,117 @@
+// cuda_ops_attention.cpp — causal self-attention of CudaOps: head split/merge and softmax kernels
+// around cuBLASLt strided-batched GEMMs over the B*NH heads.
+//
+// Forward:  q,k,v (B,NH,T,hs) <- qkv (B,T,3C); att (B,NH,T,T) = softmax(mask(q k^T / sqrt(hs)));
+//           y (B,NH,T,hs) = att @ v; out (B,T,C) <- y.
+// Backward: dy <- dout; datt = dy v^T; dv = att^T dy; datt <- softmax backward (in place);
+//           dq = datt k / sqrt(hs); dk = datt^T q / sqrt(hs); dqkv (B,T,3C) <- dq, dk, dv.
+// The GEMMs compute the full T x T square; the softmax writes exact zeros above the diagonal, so the
+// masked half contributes nothing (as in the CPU oracle). These GEMMs stay fp32 in every precision.
+// Is not: flash attention (ops.h keeps att for backward); see kernels/attention.cu.
+#include <cmath>
+
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_ops.h"
+
+namespace gpt2::cuda {
+namespace {
+
+// A batched (T,T)-by-(T,hs)-sized GEMM over BH heads; strides follow from the shapes.
+RowMajorGemm head_gemm(int M, int N, int K, bool trans_a, bool trans_b, int64_t lda, int64_t ldb,
+                       int64_t ldc, int BH, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  RowMajorGemm g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  g.batch = BH;
+  g.stride_a = stride_a;
+  g.stride_b = stride_b;
+  g.stride_c = stride_c;
+  return g;
+}
+
+}  // namespace
+
+rankscope::Status CudaOps::attention_forward_impl(float* out, float* att, const float* qkv, int B, int T,
+                                                  int C, int NH) {
+  const int hs = C / NH;
+  const int BH = B * NH;
+  const int64_t head = static_cast<int64_t>(T) * hs;  // one head's (T,hs)
+  const int64_t square = static_cast<int64_t>(T) * T;
+  const size_t n = static_cast<size_t>(BH) * head;
+  RS_ASSIGN_OR_RETURN(void* buf, scratch(Scratch::kAttentionHeads, 4 * n * sizeof(float)));
+  float* q = static_cast<float*>(buf);
+  float* k = q + n;
+  float* v = k + n;
+  float* y = v + n;
+  RS_CUDA_CHECK(launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream_));
+  RS_CUDA_CHECK(launch_split_heads(k, qkv, B, T, NH, hs, 3 * C, C, stream_));
+  RS_CUDA_CHECK(launch_split_heads(v, qkv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  // att (T,T) = scale * q (T,hs) @ k (T,hs)^T, per head
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, T, hs, false, true, hs, hs, T, BH, head, head, square), q, k, att,
+                                nullptr, scale, 0.0f, GemmOperands::kFp32, stream_));
+  RS_CUDA_CHECK(launch_causal_softmax(att, static_cast<long>(BH) * T, T, stream_));
+  // y (T,hs) = att (T,T) @ v (T,hs), per head
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, false, false, T, hs, hs, BH, square, head, head), att, v, y,
+                                nullptr, 1.0f, 0.0f, GemmOperands::kFp32, stream_));
+  RS_CUDA_CHECK(launch_merge_heads(out, y, B, T, NH, hs, C, 0, stream_));
+  return rankscope::Status::ok_status();
+}
+
+rankscope::Status CudaOps::attention_backward_impl(float* dqkv, float* datt, const float* dout,
+                                                   const float* qkv, const float* att, int B, int T, int C,
+                                                   int NH) {
+  const int hs = C / NH;
+  const int BH = B * NH;
+  const int64_t head = static_cast<int64_t>(T) * hs;
+  const int64_t square = static_cast<int64_t>(T) * T;
+  const size_t n = static_cast<size_t>(BH) * head;
+  // q, k, v are split again: later layers' forwards reused the scratch since this layer ran.
+  RS_ASSIGN_OR_RETURN(void* buf, scratch(Scratch::kAttentionHeads, 4 * n * sizeof(float)));
+  float* q = static_cast<float*>(buf);
+  float* k = q + n;
+  float* v = k + n;
+  RS_ASSIGN_OR_RETURN(void* gbuf, scratch(Scratch::kAttentionGrads, 4 * n * sizeof(float)));
+  float* dq = static_cast<float*>(gbuf);
+  float* dk = dq + n;
+  float* dv = dk + n;
+  float* dy = dv + n;
+  RS_CUDA_CHECK(launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream_));
+  RS_CUDA_CHECK(launch_split_heads(k, qkv, B, T, NH, hs, 3 * C, C, stream_));
+  RS_CUDA_CHECK(launch_split_heads(v, qkv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  RS_CUDA_CHECK(launch_split_heads(dy, dout, B, T, NH, hs, C, 0, stream_));
+  // datt (T,T) = dy (T,hs) @ v (T,hs)^T
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, T, hs, false, true, hs, hs, T, BH, head, head, square), dy, v,
+                                datt, nullptr, 1.0f, 0.0f, GemmOperands::kFp32, stream_));
+  // dv (T,hs) = att (T,T)^T @ dy (T,hs)
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, true, false, T, hs, hs, BH, square, head, head), att, dy,
+                                dv, nullptr, 1.0f, 0.0f, GemmOperands::kFp32, stream_));
+  RS_CUDA_CHECK(launch_causal_softmax_backward(datt, att, static_cast<long>(BH) * T, T, stream_));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  // dq (T,hs) = scale * dpre (T,T) @ k (T,hs);  dk (T,hs) = scale * dpre^T @ q
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, false, false, T, hs, hs, BH, square, head, head), datt, k,
+                                dq, nullptr, scale, 0.0f, GemmOperands::kFp32, stream_));
+  RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, true, false, T, hs, hs, BH, square, head, head), datt, q,
+                                dk, nullptr, scale, 0.0f, GemmOperands::kFp32, stream_));
+  RS_CUDA_CHECK(launch_merge_heads(dqkv, dq, B, T, NH, hs, 3 * C, 0, stream_));
+  RS_CUDA_CHECK(launch_merge_heads(dqkv, dk, B, T, NH, hs, 3 * C, C, stream_));
+  RS_CUDA_CHECK(launch_merge_heads(dqkv, dv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  return rankscope::Status::ok_status();
+}
+
+void CudaOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  RS_CUDA_OP_MUST(attention_forward_impl(out, att, qkv, B, T, C, NH));
+}
+
+void CudaOps::attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
+                                 const float* att, int B, int T, int C, int NH) {
+  RS_CUDA_OP_MUST(attention_backward_impl(dqkv, datt_scratch, dout, qkv, att, B, T, C, NH));
+}
+
+}  // namespace gpt2::cuda

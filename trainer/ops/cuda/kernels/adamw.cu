@@ -1,0 +1,37 @@
+// adamw.cu — the AdamW update kernel (as torch.optim.AdamW, decoupled weight decay).
+// Is: a kernel and its launch wrapper. Is not: parameter grouping (the model decides which slices
+// decay) nor bf16 master-weight handling (the interface is fp32 master weights already).
+#include "ops/cuda/kernels/device_util.cuh"
+
+namespace gpt2::cuda {
+namespace {
+
+// params, grads, m, v (n): p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)
+__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                             float beta1, float beta2, float eps, float weight_decay, float bc1,
+                             float bc2) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const float g = grads[i];
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const float mhat = mi / bc1;
+    const float vhat = vi / bc2;
+    params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_adamw(float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                         float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2,
+                         cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  adamw_kernel<<<grid_for(n, 256), 256, 0, stream>>>(params, grads, m, v, n, lr, beta1, beta2, eps,
+                                                     weight_decay, bc1, bc2);
+  return cudaGetLastError();
+}
+
+}  // namespace gpt2::cuda

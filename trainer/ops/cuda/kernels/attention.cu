@@ -1,0 +1,114 @@
+// attention.cu — the non-GEMM kernels of causal self-attention: head split/merge and the causal
+// softmax forward and backward.
+//
+// Is: kernels and launch wrappers only. The attention of the CUDA backend is: split Q, K, V into
+// (B,NH,T,hs) -> batched GEMM scores = Q K^T / sqrt(hs) into att (B,NH,T,T) -> causal softmax in
+// place -> batched GEMM att @ V -> merge heads; backward mirrors it. The GEMMs are cuBLASLt calls
+// made from host code (cuda_ops_attention.cpp). Masked entries (key > query) are written as exact
+// zeros, as the CPU oracle does, so att matches it element for element.
+// Is not: a flash-attention kernel — the Ops interface keeps att (B,NH,T,T) for backward, which is
+// exactly what flash attention avoids; a fused kernel needs an interface without att.
+#include "ops/cuda/kernels/device_util.cuh"
+
+namespace gpt2::cuda {
+namespace {
+
+// heads (B,NH,T,hs) <- src (B,T,ld) at column offset + h*hs + d; grid-stride over B*NH*T*hs.
+__global__ void split_heads_kernel(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
+                                   int offset) {
+  const size_t total = static_cast<size_t>(B) * NH * T * hs;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int d = static_cast<int>(i % hs);
+    size_t r = i / hs;
+    const int t = static_cast<int>(r % T);
+    r /= T;
+    const int h = static_cast<int>(r % NH);
+    const size_t b = r / NH;
+    heads[i] = src[(b * T + t) * ld + offset + h * hs + d];
+  }
+}
+
+// dst (B,T,ld) at column offset + h*hs + d <- heads (B,NH,T,hs).
+__global__ void merge_heads_kernel(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
+                                   int offset) {
+  const size_t total = static_cast<size_t>(B) * NH * T * hs;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int d = static_cast<int>(i % hs);
+    size_t r = i / hs;
+    const int t = static_cast<int>(r % T);
+    r /= T;
+    const int h = static_cast<int>(r % NH);
+    const size_t b = r / NH;
+    dst[(b * T + t) * ld + offset + h * hs + d] = heads[i];
+  }
+}
+
+// One warp per row of att (rows, T); query position t = row % T sees keys 0..t.
+__global__ void causal_softmax_kernel(float* att, long rows, int T) {
+  const long row = blockIdx.x * static_cast<long>(blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const int t = static_cast<int>(row % T);
+  float* a = att + row * T;
+  float m = -INFINITY;
+  for (int j = lane; j <= t; j += kWarp) m = fmaxf(m, a[j]);
+  m = warp_max(m);
+  float s = 0.0f;
+  for (int j = lane; j <= t; j += kWarp) s += expf(a[j] - m);
+  const float inv = 1.0f / warp_sum(s);
+  for (int j = lane; j < T; j += kWarp) a[j] = j <= t ? expf(a[j] - m) * inv : 0.0f;
+}
+
+// One warp per row: datt = att * (datt - dot(att, datt)) on j <= t, 0 above.
+__global__ void causal_softmax_backward_kernel(float* datt, const float* att, long rows, int T) {
+  const long row = blockIdx.x * static_cast<long>(blockDim.x / kWarp) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const int t = static_cast<int>(row % T);
+  const float* a = att + row * T;
+  float* d = datt + row * T;
+  float dot = 0.0f;
+  for (int j = lane; j <= t; j += kWarp) dot += a[j] * d[j];
+  dot = warp_sum(dot);
+  for (int j = lane; j < T; j += kWarp) d[j] = j <= t ? a[j] * (d[j] - dot) : 0.0f;
+}
+
+constexpr int kBlock = 256;
+constexpr int kRowsPerBlock = kBlock / kWarp;
+
+}  // namespace
+
+cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(B) * NH * T * hs;
+  if (total == 0) return cudaSuccess;
+  split_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(heads, src, B, T, NH, hs, ld, offset);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_merge_heads(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(B) * NH * T * hs;
+  if (total == 0) return cudaSuccess;
+  merge_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(dst, heads, B, T, NH, hs, ld, offset);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_causal_softmax(float* att, long rows, int T, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const long blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  causal_softmax_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(att, rows, T);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_causal_softmax_backward(float* datt, const float* att, long rows, int T,
+                                           cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const long blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  causal_softmax_backward_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(datt, att, rows, T);
+  return cudaGetLastError();
+}
+
+}  // namespace gpt2::cuda

@@ -1,0 +1,69 @@
+// bias.cu — the bias kernels the GEMMs need beside cuBLASLt: the row-parallel bias add and the
+// deterministic bias gradient (column sums).
+//
+// Is: kernels and launch wrappers only. The forward bias of a GEMM is cuBLASLt's bias epilogue
+// (cublaslt_gemm.cpp); this add is for the tensor-parallel case, where the model adds the bias once
+// after the all-reduce. Column sums reduce in two fixed-order stages (no float atomics).
+// Is not: a GEMM.
+#include "ops/cuda/kernels/device_util.cuh"
+
+namespace gpt2::cuda {
+namespace {
+
+constexpr int kRowsPerChunk = 64;
+
+// out (N,OC) += bias (OC); grid-stride over N*OC.
+__global__ void add_bias_kernel(float* out, const float* bias, size_t total, int OC) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    out[i] += bias[i % OC];
+  }
+}
+
+// grid (chunks, ceil(OC/blockDim)): partial (chunk, OC) = sum of the chunk's rows of dout (N,OC).
+__global__ void column_partials_kernel(float* partial, const float* dout, int N, int OC) {
+  const int o = blockIdx.y * blockDim.x + threadIdx.x;
+  if (o >= OC) return;
+  const int r0 = blockIdx.x * kRowsPerChunk;
+  const int r1 = min(r0 + kRowsPerChunk, N);
+  float acc = 0.0f;
+  for (int r = r0; r < r1; r++) acc += dout[static_cast<size_t>(r) * OC + o];
+  partial[static_cast<size_t>(blockIdx.x) * OC + o] = acc;
+}
+
+// dbias (OC) += sum over chunks of partial (chunks, OC), in chunk order.
+__global__ void column_reduce_kernel(float* dbias, const float* partial, int chunks, int OC) {
+  const int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= OC) return;
+  float acc = 0.0f;
+  for (int k = 0; k < chunks; k++) acc += partial[static_cast<size_t>(k) * OC + o];
+  dbias[o] += acc;
+}
+
+int chunks_for(int N) { return (N + kRowsPerChunk - 1) / kRowsPerChunk; }
+
+}  // namespace
+
+cudaError_t launch_add_bias(float* out, const float* bias, int N, int OC, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(N) * OC;
+  if (total == 0) return cudaSuccess;
+  add_bias_kernel<<<grid_for(total, 256), 256, 0, stream>>>(out, bias, total, OC);
+  return cudaGetLastError();
+}
+
+size_t column_sums_scratch_floats(int N, int OC) { return static_cast<size_t>(chunks_for(N)) * OC; }
+
+cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N, int OC, float* scratch,
+                                          cudaStream_t stream) {
+  if (N == 0 || OC == 0) return cudaSuccess;
+  constexpr int kBlock = 256;
+  const int chunks = chunks_for(N);
+  dim3 grid(chunks, (OC + kBlock - 1) / kBlock);
+  column_partials_kernel<<<grid, kBlock, 0, stream>>>(scratch, dout, N, OC);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  column_reduce_kernel<<<(OC + kBlock - 1) / kBlock, kBlock, 0, stream>>>(dbias, scratch, chunks, OC);
+  return cudaGetLastError();
+}
+
+}  // namespace gpt2::cuda

@@ -1,0 +1,124 @@
+// launch.h — the launch wrappers of the CUDA backend's kernels: the only door from host code
+// (cuda_ops*.cpp) into the .cu files of this folder.
+//
+// Is: one declaration per kernel launch, grouped by the .cu file that defines it, each with the
+// shapes of its tensors. Every wrapper enqueues on `stream` and returns cudaGetLastError() of the
+// launch, so the caller can leave a breadcrumb. Buffers are device memory; N = B*T rows.
+// Is not: public. It includes the CUDA runtime API and is only seen by the gpt2_ops_cuda target
+// (design rule 3): the rest of the trainer sees cuda_backend.h, which includes no CUDA header.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+struct __nv_bfloat16;
+
+namespace gpt2::cuda {
+
+// A vocabulary shard as kernels see it (a POD copy of gpt2::VocabShardMap; ops.h stays host-only).
+struct ShardParams {
+  int strided;     // 1: local row j is global id j*tp_size + tp_rank; 0: contiguous
+  int tp_size;
+  int tp_rank;
+  int local_rows;  // Vl = Vp / tp
+  int real_cols;   // local columns whose global id < V (a prefix of the shard)
+};
+
+// --- embedding.cu ---
+// out (N,C) = owned(ids[n]) * wte_local (Vl,C)[row(ids[n])]; *owned_count (one int, zeroed by the
+// wrapper) += the number of owned ids. Masks are computed per token on the GPU, without branches.
+cudaError_t launch_embedding_lookup(float* out, int* owned_count, const int* ids, const float* wte_local,
+                                    int N, int C, ShardParams shard, cudaStream_t stream);
+// out (B,T,C) += wpe (maxT,C)[t]
+cudaError_t launch_add_position(float* out, const float* wpe, int B, int T, int C, cudaStream_t stream);
+// Bytes of scratch launch_embedding_backward needs for N tokens (sort keys, values and CUB's own).
+size_t embedding_backward_scratch_bytes(int N, int local_rows);
+// dwpe (maxT,C) += sum over b of dout (B,T,C); dwte_local (Vl,C) += owned dout rows. Deterministic:
+// tokens are stably sorted by local row, and one block per distinct row sums its tokens in order.
+cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
+                                      int B, int T, int C, ShardParams shard, void* scratch,
+                                      size_t scratch_bytes, cudaStream_t stream);
+
+// --- layernorm.cu (eps 1e-5) ---
+// out (N,C) = (inp - mean) * rstd * weight (C) + bias (C); mean, rstd (N) =
+cudaError_t launch_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                     const float* weight, const float* bias, int N, int C,
+                                     cudaStream_t stream);
+// Floats of scratch launch_layernorm_backward needs (per-chunk partial sums of dweight, dbias).
+size_t layernorm_backward_scratch_floats(int N, int C);
+// dinp (N,C) +=, dweight (C) +=, dbias (C) += (two-stage fixed-order reduction: deterministic).
+cudaError_t launch_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                      const float* inp, const float* weight, const float* mean,
+                                      const float* rstd, int N, int C, float* scratch,
+                                      cudaStream_t stream);
+
+// --- bias.cu ---
+// out (N,OC) += bias (OC)
+cudaError_t launch_add_bias(float* out, const float* bias, int N, int OC, cudaStream_t stream);
+size_t column_sums_scratch_floats(int N, int OC);
+// dbias (OC) += column sums of dout (N,OC) (two-stage fixed-order reduction: deterministic).
+cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N, int OC,
+                                          float* scratch, cudaStream_t stream);
+
+// --- attention.cu (the GEMMs between these kernels run through cuBLASLt, in cuda_ops_attention.cpp) ---
+// heads (B,NH,T,hs) = src (B,T,ld)[..., offset + h*hs + d]: one of Q, K, V out of qkv (ld = 3C).
+cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+// dst (B,T,ld)[..., offset + h*hs + d] = heads (B,NH,T,hs): the inverse of split_heads.
+cudaError_t launch_merge_heads(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+// In place over att (rows, T), row r at query position t = r % T: softmax of the scaled scores
+// att[r][0..t]; att[r][t+1..T) = 0 (causal mask).
+cudaError_t launch_causal_softmax(float* att, long rows, int T, cudaStream_t stream);
+// In place over datt (rows, T): datt = att * (datt - sum_j att*datt) on j <= t, 0 above.
+cudaError_t launch_causal_softmax_backward(float* datt, const float* att, long rows, int T,
+                                           cudaStream_t stream);
+
+// --- gelu.cu (tanh approximation) ---
+cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream);
+// dinp (n) = dout * gelu'(inp); dinp may alias dout.
+cudaError_t launch_gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                                 cudaStream_t stream);
+
+// --- residual.cu ---
+cudaError_t launch_residual_forward(float* out, const float* a, const float* b, size_t n,
+                                    cudaStream_t stream);                                  // out = a + b
+cudaError_t launch_add_inplace(float* acc, const float* x, size_t n, cudaStream_t stream);  // acc += x
+cudaError_t launch_scale(float* x, float s, size_t n, cudaStream_t stream);                 // x *= s
+
+// --- crossentropy.cu (vocab-parallel, over logits (N,Vl), Vl = shard.local_rows) ---
+// row_max (N) = max over the real columns; -inf when the shard has none.
+cudaError_t launch_logits_row_max(float* row_max, const float* logits, int N, ShardParams shard,
+                                  cudaStream_t stream);
+// stats (2N) = [sum_j exp(l_j - row_max) | owned(target) * l_target]
+cudaError_t launch_softmax_stats(float* stats, const float* logits, const float* row_max,
+                                 const int* targets, int N, ShardParams shard, cudaStream_t stream);
+// losses (N) = log(stats[n]) + row_max[n] - stats[N+n]
+cudaError_t launch_crossentropy_losses(float* losses, const float* stats, const float* row_max, int N,
+                                       cudaStream_t stream);
+// In place: logits (N,Vl) = (softmax - onehot(target)) * dloss; padded columns 0. The
+// probabilities are never stored apart from the logits they replace.
+cudaError_t launch_crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+                                                 const int* targets, float dloss, int N,
+                                                 ShardParams shard, cudaStream_t stream);
+
+// --- adamw.cu ---
+// params, grads, m, v (n); bias corrections bc1 = 1 - beta1^t, bc2 = 1 - beta2^t from the host.
+cudaError_t launch_adamw(float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                         float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2,
+                         cudaStream_t stream);
+
+// --- reduce.cu ---
+// Doubles of scratch launch_sum needs (fixed-size partials: the result does not depend on timing).
+size_t reduce_scratch_doubles();
+// *out (one double, device) = sum of x (n), or of x^2 when `squares`.
+cudaError_t launch_sum(double* out, const float* x, size_t n, bool squares, double* scratch,
+                       cudaStream_t stream);
+
+// --- cast.cu ---
+// out (n) = bf16(round-to-nearest-even of in (n)): GEMM inputs of the bf16 precision mode.
+cudaError_t launch_cast_to_bf16(__nv_bfloat16* out, const float* in, size_t n, cudaStream_t stream);
+
+}  // namespace gpt2::cuda
