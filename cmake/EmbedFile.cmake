@@ -14,9 +14,12 @@ function(rankscope_embed_files)
     list(APPEND inputs ${file})
     list(APPEND args ${var} ${file})
   endforeach()
+  # A ';' inside a custom command's argument splits it; the pairs travel '|'-joined instead.
+  string(JOIN "|" pairs_arg ${args})
   add_custom_command(
     OUTPUT ${E_OUTPUT}
-    COMMAND ${CMAKE_COMMAND} -DOUTPUT=${E_OUTPUT} "-DPAIRS=${args}" -P ${CMAKE_SOURCE_DIR}/cmake/EmbedFileScript.cmake
+    COMMAND ${CMAKE_COMMAND} -DOUTPUT=${E_OUTPUT} "-DPAIRS=${pairs_arg}" -P ${CMAKE_SOURCE_DIR}/cmake/EmbedFileScript.cmake
     DEPENDS ${inputs} ${CMAKE_SOURCE_DIR}/cmake/EmbedFileScript.cmake
-    COMMENT "Embedding ${n} assets into ${E_OUTPUT}")
+    COMMENT "Embedding ${n} assets into ${E_OUTPUT}"
+    VERBATIM)
 endfunction()

@@ -38,6 +38,11 @@ TEST(QuadraticFit, FewPointsAndNoise) {
   EXPECT_NEAR(line.a, 0.04, 1e-12);
   EXPECT_EQ(line.b, 0.0);
   EXPECT_FALSE(line.crossover().has_value());
+  // A purely quadratic series: the linear coefficient is rounding noise and crosses nothing.
+  const std::vector<double> Tq = {128, 256, 512, 1024};
+  std::vector<double> tq;
+  for (double x : Tq) tq.push_back(0.1 + 1e-5 * x * x);
+  EXPECT_FALSE(fit_quadratic(Tq, tq).crossover().has_value());
   const std::vector<double> T = {1, 2, 3, 4, 5, 6}, noisy = {1.1, 1.9, 3.2, 3.8, 5.1, 6.3};
   const QuadraticFit f = fit_quadratic(T, noisy);
   EXPECT_GT(f.r2, 0.95);

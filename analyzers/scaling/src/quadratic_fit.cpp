@@ -36,7 +36,8 @@ bool solve(std::array<std::array<double, N>, N>& A, std::array<double, N>& y, si
 }  // namespace
 
 std::optional<double> QuadraticFit::crossover() const {
-  if (a > 0 && b > 0) return a / b;
+  const double scale = 1e-6 * std::abs(at(t_max));
+  if (a * t_max > scale && b * t_max * t_max > scale) return a / b;
   return std::nullopt;
 }
 
@@ -46,6 +47,7 @@ QuadraticFit fit_quadratic(std::span<const double> T, std::span<const double> t)
   fit.points = int(m);
   if (m == 0) return fit;
   const double scale = *std::max_element(T.begin(), T.begin() + m);
+  fit.t_max = scale;
   // As many terms as the points allow: 1 -> c, 2 -> c + aT, 3+ -> c + aT + bT^2.
   for (size_t n = std::min<size_t>(3, m); n >= 1; --n) {
     std::array<std::array<double, 3>, 3> A{};

@@ -16,8 +16,11 @@ struct QuadraticFit {
   double c = 0, a = 0, b = 0;
   double r2 = 0;
   int points = 0;
+  double t_max = 0;  // the largest T fitted
+
   double at(double T) const { return c + a * T + b * T * T; }
-  // a/b when both are positive (otherwise the terms never cross on T > 0).
+  // a/b when both terms are positive and matter at the top of the data (a term that is rounding
+  // noise, e.g. a = 1e-17 for a purely quadratic range, crosses nothing).
   std::optional<double> crossover() const;
 };
 

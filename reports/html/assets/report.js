@@ -1,0 +1,275 @@
+// report.js — draws the rankscope report from the JSON embedded in the page (Chart.js 3).
+//
+// Is: the charts and tables of the skew report (per-rank breakdown, rank x step heatmap, arrival
+// skew at one step's collectives, counters) and of the scaling report (time vs T on log-log axes,
+// tokens/s). When done it marks <body> with data-rankscope-rendered="yes" and the number of charts
+// and points drawn, and counts script errors in data-rankscope-errors, so a headless browser can
+// tell that the report rendered. Is not: analysis; every number comes from the JSON.
+(function () {
+  'use strict';
+  var state = { charts: 0, points: 0, errors: [] };
+  var body = document.body;
+
+  function mark() {
+    body.setAttribute('data-rankscope-charts', String(state.charts));
+    body.setAttribute('data-rankscope-points', String(state.points));
+    body.setAttribute('data-rankscope-errors', String(state.errors.length));
+    if (state.errors.length) body.setAttribute('data-rankscope-error-text', state.errors.join(' | '));
+  }
+  window.addEventListener('error', function (e) { state.errors.push(String(e.message)); mark(); });
+  var consoleError = console.error;
+  console.error = function () {
+    state.errors.push(Array.prototype.join.call(arguments, ' '));
+    mark();
+    consoleError.apply(console, arguments);
+  };
+
+  var palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+  function color(i) { return palette[i % palette.length]; }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function fmt(v, digits) { return v === null || v === undefined ? '–' : Number(v).toFixed(digits === undefined ? 1 : digits); }
+
+  // A titled canvas in the charts section.
+  function panel(title, note, width, height) {
+    var div = el('div', { 'class': 'chart' });
+    div.appendChild(el('h3', {}, title));
+    if (note) div.appendChild(el('p', { 'class': 'note' }, note));
+    var canvas = el('canvas', { width: String(width || 1100), height: String(height || 340) });
+    div.appendChild(canvas);
+    document.getElementById('charts').appendChild(div);
+    return canvas;
+  }
+
+  function chart(canvas, config) {
+    config.options = Object.assign({ animation: false, responsive: false }, config.options || {});
+    var c = new Chart(canvas.getContext('2d'), config);
+    state.charts += 1;
+    c.data.datasets.forEach(function (d) { state.points += d.data.filter(function (v) { return v !== null; }).length; });
+    return c;
+  }
+
+  function table(title, headers, rows) {
+    var sec = document.getElementById('tables');
+    sec.appendChild(el('h2', {}, title));
+    var t = el('table');
+    var tr = el('tr');
+    headers.forEach(function (h) { tr.appendChild(el('th', {}, h)); });
+    t.appendChild(tr);
+    rows.forEach(function (r) {
+      var row = el('tr');
+      r.forEach(function (v) { row.appendChild(el('td', {}, String(v))); });
+      t.appendChild(row);
+    });
+    sec.appendChild(t);
+  }
+
+  function findings(list) {
+    var ol = document.getElementById('finding-list');
+    if (!list || !list.length) { ol.appendChild(el('li', {}, 'No findings.')); return; }
+    list.forEach(function (f) {
+      var li = el('li');
+      li.appendChild(el('span', { 'class': 'cost' }, fmt(f.cost_ms_per_step, 1) + ' ms/step'));
+      li.appendChild(el('span', { 'class': 'kind' }, f.kind));
+      li.appendChild(document.createTextNode(f.text));
+      ol.appendChild(li);
+    });
+  }
+
+  function problems(list) {
+    if (!list || !list.length) return;
+    var sec = document.getElementById('problems');
+    sec.appendChild(el('h2', {}, 'Problems reading the run'));
+    var ul = el('ul');
+    list.forEach(function (p) { ul.appendChild(el('li', {}, p)); });
+    sec.appendChild(ul);
+  }
+
+  // --- skew ---
+
+  function breakdown(data) {
+    var ranks = data.ranks.filter(function (r) { return r.present; });
+    var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['idle', 'idle']];
+    chart(panel('Where each rank spends a step', 'mean ms per step; collective wait = time waiting for the last arriver'), {
+      type: 'bar',
+      data: {
+        labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+        datasets: parts.map(function (p, i) {
+          return { label: p[1], backgroundColor: color(i), data: ranks.map(function (r) { return r.breakdown_ms[p[0]]; }) };
+        })
+      },
+      options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
+    });
+  }
+
+  // Chart.js has no heatmap; a plain canvas does: one cell per (rank bin, step bin).
+  function heatmap(data) {
+    var h = data.heatmap;
+    if (!h || !h.values_ms.length) return;
+    var rows = h.values_ms.length, cols = h.step_labels.length;
+    var left = 70, top = 10, w = 1000, hgt = Math.max(120, Math.min(600, rows * 18));
+    var canvas = panel('Step time, rank × step', 'slowest step in each cell; darker is slower; hover for values', left + w + 80, top + hgt + 40);
+    var ctx = canvas.getContext('2d');
+    var lo = Infinity, hi = -Infinity, cells = 0;
+    h.values_ms.forEach(function (row) { row.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+    var cw = w / cols, ch = hgt / rows;
+    function shade(v) {
+      var t = hi > lo ? (v - lo) / (hi - lo) : 0;
+      var r = Math.round(247 - t * (247 - 8)), g = Math.round(251 - t * (251 - 48)), b = Math.round(255 - t * (255 - 107));
+      return 'rgb(' + r + ',' + g + ',' + b + ')';
+    }
+    h.values_ms.forEach(function (row, i) {
+      row.forEach(function (v, j) {
+        ctx.fillStyle = v === null ? '#eeeeee' : shade(v);
+        ctx.fillRect(left + j * cw, top + i * ch, Math.ceil(cw), Math.ceil(ch));
+        if (v !== null) cells += 1;
+      });
+    });
+    ctx.fillStyle = '#1d232b';
+    ctx.font = '11px sans-serif';
+    var every = Math.ceil(rows / Math.floor(hgt / 12));
+    h.rank_labels.forEach(function (l, i) { if (i % every === 0) ctx.fillText('rank ' + l, 2, top + i * ch + ch / 2 + 4); });
+    ctx.fillText('step ' + h.step_labels[0], left, top + hgt + 16);
+    var last = 'step ' + h.step_labels[cols - 1];
+    ctx.fillText(last, left + w - ctx.measureText(last).width, top + hgt + 16);
+    ctx.fillText(fmt(lo, 1) + ' ms', left + w + 8, top + hgt);
+    ctx.fillText(fmt(hi, 1) + ' ms', left + w + 8, top + 10);
+    canvas.addEventListener('mousemove', function (e) {
+      var r = canvas.getBoundingClientRect();
+      var j = Math.floor((e.clientX - r.left - left) / cw), i = Math.floor((e.clientY - r.top - top) / ch);
+      if (i >= 0 && i < rows && j >= 0 && j < cols) {
+        canvas.title = 'rank ' + h.rank_labels[i] + ', step ' + h.step_labels[j] + ': ' + fmt(h.values_ms[i][j], 2) + ' ms';
+      }
+    });
+    state.charts += 1;
+    state.points += cells;
+  }
+
+  function arrivals(data) {
+    var d = data.step_detail;
+    if (!d || !d.collectives.length) return;
+    var labels = d.collectives.map(function (c) { return c.comm + ' ' + c.op + ' #' + c.seq + (c.range ? ' (' + c.range + ')' : ''); });
+    var ranks = {};
+    d.collectives.forEach(function (c) { c.ranks.forEach(function (r) { ranks[r.rank] = true; }); });
+    var rankList = Object.keys(ranks).map(Number).sort(function (a, b) { return a - b; });
+    var note = 'arrival relative to the last arriver (0 = last; negative = arrived early and waited), ms';
+    if (rankList.length <= 16) {
+      chart(panel('Arrival skew at the collectives of step ' + d.step, note), {
+        type: 'bar',
+        data: {
+          labels: labels,
+          datasets: rankList.map(function (rank, i) {
+            return {
+              label: 'rank ' + rank, backgroundColor: color(i),
+              data: d.collectives.map(function (c) {
+                var x = c.ranks.find(function (r) { return r.rank === rank; });
+                return x ? x.arrival_rel_last_ms : null;
+              })
+            };
+          })
+        },
+        options: { scales: { y: { title: { display: true, text: 'ms vs last arriver' } } } }
+      });
+    } else {
+      var points = [];
+      d.collectives.forEach(function (c, i) { c.ranks.forEach(function (r) { points.push({ x: i, y: r.arrival_rel_last_ms }); }); });
+      chart(panel('Arrival skew at the collectives of step ' + d.step, note + '; one dot per rank'), {
+        type: 'scatter',
+        data: { datasets: [{ label: 'ranks', backgroundColor: color(0), pointRadius: 2, data: points }] },
+        options: { scales: { x: { ticks: { callback: function (v) { return labels[v] || ''; } } }, y: { title: { display: true, text: 'ms vs last arriver' } } } }
+      });
+    }
+  }
+
+  function counters(data) {
+    if (!data.counters || !data.counters.length) return;
+    data.counters.forEach(function (c, k) {
+      var ranks = data.ranks.filter(function (r) { return r.present && r.counters && r.counters[c.name] !== undefined; });
+      chart(panel('Counter ' + c.name + ' per rank', 'mean per step; imbalance (max/mean) ' + fmt(c.imbalance, 2), 1100, 260), {
+        type: 'bar',
+        data: {
+          labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+          datasets: [{ label: c.name, backgroundColor: color(k + 4), data: ranks.map(function (r) { return r.counters[c.name]; }) }]
+        },
+        options: { plugins: { legend: { display: false } } }
+      });
+    });
+  }
+
+  function skew(data) {
+    document.getElementById('summary').textContent = 'world size ' + data.world_size + ' · steps ' + data.steps.first + '–' +
+      data.steps.last + ' · median step ' + fmt(data.step_ms_median, 2) + ' ms · ' + data.run_dir;
+    findings(data.findings);
+    if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
+    breakdown(data);
+    heatmap(data);
+    arrivals(data);
+    counters(data);
+    table('Ranks', ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'idle', 'relative score', 'individual score'],
+      data.ranks.filter(function (r) { return r.present; }).map(function (r) {
+        return [r.rank, r.steps, fmt(r.step_ms.median, 2), fmt(r.step_ms.p90, 2), fmt(r.step_ms.max, 2), fmt(r.breakdown_ms.compute, 2),
+          fmt(r.breakdown_ms.collective_wait, 2), fmt(r.breakdown_ms.collective_transfer, 2), fmt(r.breakdown_ms.idle, 2),
+          fmt(r.straggler_score.relative, 3), fmt(r.straggler_score.individual, 3)];
+      }));
+    problems(data.problems);
+  }
+
+  // --- scaling ---
+
+  function scaling(data) {
+    var pts = data.points;
+    document.getElementById('summary').textContent = pts.length + ' points, T = ' + pts.map(function (p) { return p.seq_len; }).join(', ') + ' · ' + data.sweep_dir;
+    findings(data.findings);
+    var shown = data.ranges.filter(function (r) { return r.aggregated || !/\/block\d+(\/|$)/.test(r.name); });
+    var datasets = shown.map(function (r, i) {
+      return {
+        label: r.name, borderColor: color(i), backgroundColor: color(i), showLine: true, fill: false,
+        data: r.times_ms.map(function (t, k) { return t === null || t <= 0 ? null : { x: pts[k].seq_len, y: t }; }).filter(function (p) { return p !== null; })
+      };
+    });
+    chart(panel('Time per step vs sequence length T (log-log)', 'slope 1 = linear in T, slope 2 = quadratic; ms per step, median over ranks', 1100, 460), {
+      type: 'scatter',
+      data: { datasets: datasets },
+      options: {
+        scales: {
+          x: { type: 'logarithmic', title: { display: true, text: 'T (tokens)' } },
+          y: { type: 'logarithmic', title: { display: true, text: 'ms per step' } }
+        }
+      }
+    });
+    chart(panel('Throughput vs T', 'tokens per second over the whole job', 1100, 280), {
+      type: 'scatter',
+      data: { datasets: [{ label: 'tokens/s', showLine: true, borderColor: color(0), backgroundColor: color(0),
+        data: pts.map(function (p) { return { x: p.seq_len, y: p.tokens_per_s }; }) }] },
+      options: { scales: { x: { type: 'logarithmic', title: { display: true, text: 'T (tokens)' } }, y: { title: { display: true, text: 'tokens/s' } } } }
+    });
+    table('Points', ['T', 'step ms', 'tokens/s', 'peak memory MiB', 'attention share (FLOPs)', 'attention share (measured)'],
+      pts.map(function (p) {
+        return [p.seq_len, fmt(p.step_ms, 2), fmt(p.tokens_per_s, 0), p.peak_mem_bytes === null ? '–' : fmt(p.peak_mem_bytes / 1048576, 1),
+          p.attention_share_flops === null ? '–' : fmt(100 * p.attention_share_flops, 0) + '%',
+          p.attention_share_measured === null ? '–' : fmt(100 * p.attention_share_measured, 0) + '%'];
+      }));
+    table('Fits t(T) = c + aT + bT²', ['range', 'c ms', 'a ms/token', 'b ms/token²', 'R²', 'slopes', 'crossover T*'],
+      shown.map(function (r) {
+        return [r.name, fmt(r.c, 3), Number(r.a).toExponential(2), Number(r.b).toExponential(2), fmt(r.r2, 4),
+          r.slopes.map(function (s) { return fmt(s, 2); }).join(' → '), r.crossover_T === null ? '–' : fmt(r.crossover_T, 0)];
+      }));
+    problems(data.problems);
+  }
+
+  try {
+    var data = JSON.parse(document.getElementById('rankscope-data').textContent);
+    if (data.kind === 'rankscope.skew') skew(data);
+    else if (data.kind === 'rankscope.scaling') scaling(data);
+    else throw new Error('unknown report kind ' + data.kind);
+    body.setAttribute('data-rankscope-rendered', 'yes');
+  } catch (e) {
+    state.errors.push(String(e && e.stack || e));
+    body.setAttribute('data-rankscope-rendered', 'failed');
+  }
+  mark();
+})();

@@ -1,0 +1,171 @@
+// html_report_test.cpp — the self-contained HTML report: rendered from real skew and scaling
+// reports of fabricated runs, then opened in headless Chromium (Debian `chromium`), which must
+// draw charts with data and log no script error; a screenshot is saved next to the test binary.
+// Without chromium the browser tests skip and say so.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "rankscope/analyzers/scaling/scaling_analyzer.h"
+#include "rankscope/analyzers/scaling/scaling_json.h"
+#include "rankscope/analyzers/scaling/sweep.h"
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/skew_json.h"
+#include "rankscope/reports/html_report.h"
+#include "skew_fake_run.h"
+
+namespace rankscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json skew_json() {
+  testing::FakeRunSpec spec;
+  spec.world_size = 4;
+  spec.tp = 2;
+  spec.steps = 12;
+  spec.script = testing::standard_step(2, [](int r, int64_t) { return r == 1 ? 18.0 : 0.0; });
+  spec.counters = [](int r, int64_t) {
+    return std::vector<std::pair<std::string, double>>{{"embed.local_tokens", r % 2 == 0 ? 3900.0 : 196.0}};
+  };
+  spec.model = {{"vocab_shard", "contiguous"}};
+  const fs::path dir = testing::fresh_temp_dir("html-skew");
+  testing::write_fake_run(dir, spec);
+  auto report = analyzers::analyze_skew(dir);
+  EXPECT_TRUE(report.ok()) << report.status().to_string();
+  return analyzers::to_json(*report);
+}
+
+nlohmann::json scaling_json() {
+  const fs::path sweep = testing::fresh_temp_dir("html-scaling");
+  std::vector<analyzers::SweepPoint> points;
+  for (int64_t T : {128, 256, 512, 1024}) {
+    testing::FakeRunSpec spec;
+    spec.world_size = 1;
+    spec.tp = 1;
+    spec.steps = 3;
+    const double Td = double(T);
+    spec.script = testing::standard_step(2, nullptr, [Td](int, int64_t) { return 0.1 + 1e-5 * Td * Td; },
+                                         [Td](int, int64_t) { return 0.003 * Td; });
+    spec.training = {{"seq_len", T}, {"batch", 4}};
+    spec.model = {{"layers", 2}, {"channels", 128}, {"vocab_size", 50257}};
+    const fs::path dir = sweep / analyzers::sweep_point_dir_name(T);
+    testing::write_fake_run(dir, spec);
+    points.push_back({T, dir});
+  }
+  EXPECT_TRUE(analyzers::write_sweep_index(sweep, points).ok());
+  auto report = analyzers::analyze_scaling(sweep);
+  EXPECT_TRUE(report.ok()) << report.status().to_string();
+  return analyzers::to_json(*report);
+}
+
+TEST(HtmlReport, IsOneSelfContainedFile) {
+  nlohmann::json data = skew_json();
+  data["run_dir"] = "/runs/</script><script>alert(1)</script>";
+  auto html = reports::render_html_report(data, "skew <of> run");
+  ASSERT_TRUE(html.ok()) << html.status().to_string();
+  const std::string& h = *html;
+  EXPECT_NE(h.find("Chart.js v"), std::string::npos);            // Chart.js inlined
+  EXPECT_EQ(h.find("<script src"), std::string::npos);           // nothing fetched
+  EXPECT_EQ(h.find("<link"), std::string::npos);
+  EXPECT_EQ(h.find("alert(1)</script>"), std::string::npos);     // data cannot close its block
+  EXPECT_NE(h.find("<title>skew &lt;of&gt; run</title>"), std::string::npos);
+  EXPECT_EQ(h.find("@@"), std::string::npos);                    // every marker filled
+  // The data block parses back to the report.
+  const std::string open = "<script type=\"application/json\" id=\"rankscope-data\">";
+  const size_t a = h.find(open) + open.size();
+  const size_t b = h.find("</script>", a);
+  const nlohmann::json back = nlohmann::json::parse(h.substr(a, b - a));
+  EXPECT_EQ(back, data);
+
+  EXPECT_FALSE(reports::render_html_report({{"kind", "other"}}, "x").ok());
+  EXPECT_FALSE(reports::render_html_report(nlohmann::json::array(), "x").ok());
+}
+
+struct BrowserRun {
+  std::string dom, log;
+};
+
+// Empty when no chromium is installed.
+std::string chromium_path() {
+  if (const char* env = std::getenv("RANKSCOPE_CHROMIUM")) return env;
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (fs::exists(p)) return p;
+  }
+  return {};
+}
+
+BrowserRun open_in_chromium(const std::string& chromium, const fs::path& html, const fs::path& screenshot) {
+  const fs::path work = testing::fresh_temp_dir("html-chromium");
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+      " --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir=" + (work / "profile").string() +
+      " --enable-logging=stderr --v=0 --virtual-time-budget=5000 --window-size=1280,2800";
+  const std::string url = " file://" + fs::absolute(html).string();
+  const std::string dump = chromium + flags + " --dump-dom" + url + " > " + (work / "dom.html").string() + " 2> " +
+                           (work / "dom.log").string();
+  EXPECT_EQ(std::system(dump.c_str()), 0) << dump << "\n" << read_file(work / "dom.log");
+  const std::string shot = "cd " + work.string() + " && " + chromium + flags + " --screenshot=" + screenshot.string() + url +
+                           " > /dev/null 2> " + (work / "shot.log").string();
+  EXPECT_EQ(std::system(shot.c_str()), 0) << shot;
+  BrowserRun run{read_file(work / "dom.html"), read_file(work / "dom.log") + read_file(work / "shot.log")};
+  fs::remove_all(work);
+  return run;
+}
+
+int body_attr(const std::string& dom, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(dom, m, std::regex(name + "=\"(\\d+)\""))) return -1;
+  return std::stoi(m[1]);
+}
+
+void check_renders(const nlohmann::json& data, const std::string& name, int min_charts) {
+  const std::string chromium = chromium_path();
+  if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium); the browser check is skipped";
+  auto html = reports::render_html_report(data, name);
+  ASSERT_TRUE(html.ok()) << html.status().to_string();
+  const fs::path out_dir = fs::path(RANKSCOPE_BINARY_DIR) / "tests";
+  fs::create_directories(out_dir);
+  const fs::path file = out_dir / (name + ".html");
+  const fs::path png = out_dir / (name + ".png");
+  fs::remove(png);
+  ASSERT_TRUE(reports::write_text_file(file.string(), *html).ok());
+  const BrowserRun run = open_in_chromium(chromium, file, png);
+  EXPECT_NE(run.dom.find("data-rankscope-rendered=\"yes\""), std::string::npos) << run.dom.substr(0, 2000);
+  EXPECT_EQ(body_attr(run.dom, "data-rankscope-errors"), 0) << run.dom.substr(0, 2000);
+  EXPECT_GE(body_attr(run.dom, "data-rankscope-charts"), min_charts);
+  EXPECT_GT(body_attr(run.dom, "data-rankscope-points"), 10);
+  // Chromium prints page console messages as "...:CONSOLE(line)] ..."; uncaught errors say so.
+  for (const char* bad : {"Uncaught", "ERROR:CONSOLE", "Failed to load resource"}) {
+    EXPECT_EQ(run.log.find(bad), std::string::npos) << bad << " in chromium's log:\n" << run.log;
+  }
+  ASSERT_TRUE(fs::exists(png)) << "no screenshot; chromium log:\n" << run.log;
+  EXPECT_GT(fs::file_size(png), 10000u);
+  EXPECT_EQ(read_file(png).substr(1, 3), "PNG");
+  std::printf("report %s, screenshot %s\n", file.c_str(), png.c_str());
+}
+
+TEST(HtmlReport, SkewRendersInChromium) {
+  // breakdown, heatmap, arrival skew, one counter chart
+  check_renders(skew_json(), "html_report_skew", 4);
+}
+
+TEST(HtmlReport, ScalingRendersInChromium) {
+  // log-log time vs T, throughput
+  check_renders(scaling_json(), "html_report_scaling", 2);
+}
+
+}  // namespace
+}  // namespace rankscope
