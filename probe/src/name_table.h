@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -69,13 +70,26 @@ class NameTable {
  private:
   static constexpr uint64_t kSlots = 2 * kCapacity;  // load factor <= 1/2 keeps probes short
 
+  // Eight bytes per multiply (range names are 10-40 bytes): several times cheaper than a
+  // byte-at-a-time FNV on the per-range path. Quality only needs to spread a few hundred names.
   static uint64_t hash(format::NameKind kind, std::string_view name) {
-    uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(kind);  // FNV-1a
-    for (char c : name) {
-      h ^= static_cast<uint8_t>(c);
-      h *= 1099511628211ull;
+    constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+    uint64_t h = (static_cast<uint64_t>(kind) << 56) ^ name.size() ^ kMul;
+    const char* p = name.data();
+    size_t n = name.size();
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      h = (h ^ word) * kMul;
+      h ^= h >> 29;
     }
-    return h;
+    if (n > 0) {
+      uint64_t tail = 0;
+      std::memcpy(&tail, p, n);
+      h = (h ^ tail) * kMul;
+    }
+    h ^= h >> 32;
+    return h * kMul ^ (h >> 29);
   }
 
   const Entry* find(uint64_t h, format::NameKind kind, std::string_view name) const {

@@ -23,7 +23,7 @@ namespace rankscope::probe {
 namespace {
 
 // Main-thread ranges up to this depth (e.g. "step" > "forward/block3/attn") set the flight
-// recorder's phase; finer ranges do not, to keep the per-range cost flat.
+// recorder's phase when they open; finer ranges do not, to keep the per-range cost flat.
 constexpr uint32_t kPhaseDepth = 3;
 
 // The only mutable thread_local of the probe: which ThreadState this thread uses in which probe.
@@ -466,7 +466,9 @@ void Probe::pop_range() {
   int64_t begin = ts->frames[d].begin_ns.load(std::memory_order_relaxed);
   if (ts->is_main) {
     if (p.in_step) p.aggregates.add(name, now - begin);
-    if (d < kPhaseDepth) p.flight->set_phase(d == 0 ? std::string_view{} : p.name_of(ts->frames[d - 1].name.load(std::memory_order_relaxed)));
+    // The phase is updated on push only (half the cost); it is cleared when the main thread
+    // leaves its outermost range, so an idle rank does not claim to be in its last phase.
+    if (d == 0) p.flight->set_phase(std::string_view{});
   }
   if (name != NameTable::kNone && p.capturing.load(std::memory_order_relaxed)) {
     format::TraceRange t{};
