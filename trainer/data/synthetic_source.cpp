@@ -29,7 +29,7 @@ SyntheticSource::SyntheticSource(SyntheticDistribution dist, int vocab_size, uin
     zipf_cdf_.resize(static_cast<size_t>(vocab_size_));
     double total = 0;
     for (int k = 0; k < vocab_size_; ++k) {
-      total += 1.0 / std::pow(static_cast<double>(k + 1), kZipfExponent);
+      total += 1.0 / std::pow(static_cast<double>(k) + kZipfOffset, kZipfExponent);
       zipf_cdf_[k] = total;
     }
     for (double& c : zipf_cdf_) c /= total;
@@ -53,8 +53,8 @@ void SyntheticSource::read(uint64_t pos, std::span<int> out) const {
 std::string SyntheticSource::describe() const {
   if (dist_ == SyntheticDistribution::kUniform)
     return fmt::format("synthetic:uniform (ids 0..{}, seed {})", vocab_size_ - 1, seed_);
-  return fmt::format("synthetic:zipf (ids 0..{}, exponent {}, seed {})", vocab_size_ - 1,
-                     kZipfExponent, seed_);
+  return fmt::format("synthetic:zipf (ids 0..{}, exponent {}, offset {}, seed {})", vocab_size_ - 1,
+                     kZipfExponent, kZipfOffset, seed_);
 }
 
 }  // namespace gpt2

@@ -42,6 +42,7 @@ FaultInjector::FaultInjector(std::vector<FaultSpec> specs, int rank, rankscope::
     : rank_(rank), probe_(probe) {
   for (auto& s : specs)
     if (s.rank < 0 || s.rank == rank) specs_.push_back(std::move(s));
+  fired_.assign(specs_.size(), 0);
   for (const auto& s : specs_) {
     if (s.kind != FaultKind::kLossy) continue;
     lossy_.emplace_back(s, rank);
@@ -84,13 +85,16 @@ bool FaultInjector::drop_grad(std::string_view param) const {
 
 InterceptDecision FaultInjector::before_collective(const CollectiveCall& call) {
   InterceptDecision d;
-  for (const auto& f : specs_) {
-    if (f.comm != call.comm || f.seq != call.seq) continue;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const FaultSpec& f = specs_[i];
+    if (fired_[i] || f.comm != call.comm || f.seq != call.seq) continue;
     if (f.kind == FaultKind::kSkip) {
+      fired_[i] = 1;
       fmt::print(stderr, "rank {}: --inject {}: skipping {} seq {}\n", rank_, f.text, call.comm, call.seq);
       d.skip = true;
     } else if (f.kind == FaultKind::kResize && call.op != rankscope::format::CollectiveOp::kBarrier &&
                call.op != rankscope::format::CollectiveOp::kAllToAllV) {
+      fired_[i] = 1;
       const auto n = static_cast<size_t>(std::llround(static_cast<double>(call.count) * f.factor));
       fmt::print(stderr, "rank {}: --inject {}: {} seq {} count {} -> {}\n", rank_, f.text, call.comm,
                  call.seq, call.count, n);

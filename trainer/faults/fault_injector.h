@@ -49,6 +49,10 @@ class FaultInjector final : public CollectiveInterceptor {
   bool step_matches(const FaultSpec& f) const { return f.step < 0 || f.step == step(); }
 
   std::vector<FaultSpec> specs_;
+  // Per spec: a one-shot fault (skip, resize) has acted. After a skip the next call carries the
+  // same sequence number, so without this it would be skipped too. One char per spec: the main
+  // and the DDP thread touch different specs (different communicators), never the same element.
+  std::vector<char> fired_;
   std::vector<LossModelState> lossy_;   // one per lossy spec, in spec order
   std::vector<const FaultSpec*> lossy_specs_;
   int rank_;
