@@ -16,23 +16,20 @@
 namespace gpt2::cuda {
 namespace {
 
-// A batched (T,T)-by-(T,hs)-sized GEMM over BH heads; strides follow from the shapes.
+// A GEMM over the BH heads; strides follow from the per-head shapes.
 RowMajorGemm head_gemm(int M, int N, int K, bool trans_a, bool trans_b, int64_t lda, int64_t ldb,
                        int64_t ldc, int BH, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  RowMajorGemm g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.lda = lda;
-  g.ldb = ldb;
-  g.ldc = ldc;
-  g.batch = BH;
-  g.stride_a = stride_a;
-  g.stride_b = stride_b;
-  g.stride_c = stride_c;
-  return g;
+  return batched(gemm_shape(M, N, K, trans_a, trans_b, lda, ldb, ldc), BH, stride_a, stride_b, stride_c);
+}
+
+// q, k, v (B,NH,T,hs) each <- qkv (B,T,3C).
+cudaError_t split_qkv(float* q, float* k, float* v, const float* qkv, int B, int T, int C, int NH,
+                      cudaStream_t stream) {
+  const int hs = C / NH;
+  cudaError_t e = launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream);
+  if (e == cudaSuccess) e = launch_split_heads(k, qkv, B, T, NH, hs, 3 * C, C, stream);
+  if (e == cudaSuccess) e = launch_split_heads(v, qkv, B, T, NH, hs, 3 * C, 2 * C, stream);
+  return e;
 }
 
 }  // namespace
@@ -49,9 +46,7 @@ rankscope::Status CudaOps::attention_forward_impl(float* out, float* att, const 
   float* k = q + n;
   float* v = k + n;
   float* y = v + n;
-  RS_CUDA_CHECK(launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream_));
-  RS_CUDA_CHECK(launch_split_heads(k, qkv, B, T, NH, hs, 3 * C, C, stream_));
-  RS_CUDA_CHECK(launch_split_heads(v, qkv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  RS_CUDA_CHECK(split_qkv(q, k, v, qkv, B, T, C, NH, stream_));
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   // att (T,T) = scale * q (T,hs) @ k (T,hs)^T, per head
   RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, T, hs, false, true, hs, hs, T, BH, head, head, square), q, k, att,
@@ -82,9 +77,7 @@ rankscope::Status CudaOps::attention_backward_impl(float* dqkv, float* datt, con
   float* dk = dq + n;
   float* dv = dk + n;
   float* dy = dv + n;
-  RS_CUDA_CHECK(launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream_));
-  RS_CUDA_CHECK(launch_split_heads(k, qkv, B, T, NH, hs, 3 * C, C, stream_));
-  RS_CUDA_CHECK(launch_split_heads(v, qkv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  RS_CUDA_CHECK(split_qkv(q, k, v, qkv, B, T, C, NH, stream_));
   RS_CUDA_CHECK(launch_split_heads(dy, dout, B, T, NH, hs, C, 0, stream_));
   // datt (T,T) = dy (T,hs) @ v (T,hs)^T
   RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, T, hs, false, true, hs, hs, T, BH, head, head, square), dy, v,

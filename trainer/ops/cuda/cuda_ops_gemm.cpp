@@ -28,14 +28,8 @@ rankscope::Status CudaOps::gemm(const RowMajorGemm& g, const float* a, const flo
 // out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC): the bias rides in cuBLASLt's epilogue.
 void CudaOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                              int C, int OC) {
-  RowMajorGemm g;
-  g.M = N;
-  g.N = OC;
-  g.K = C;
-  g.trans_b = true;
-  g.lda = C;
-  g.ldb = C;
-  g.ldc = OC;
+  // weight is stored (OC,C) and used transposed.
+  const RowMajorGemm g = gemm_shape(N, OC, C, false, true, C, C, OC);
   RS_CUDA_OP_MUST(gemm(g, inp, weight, out, bias, 1.0f, 0.0f));
 }
 
@@ -44,23 +38,11 @@ void CudaOps::matmul_forward(float* out, const float* inp, const float* weight, 
 void CudaOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                               const float* weight, int N, int C, int OC) {
   if (dinp != nullptr) {
-    RowMajorGemm g;
-    g.M = N;
-    g.N = C;
-    g.K = OC;
-    g.lda = OC;
-    g.ldb = C;
-    g.ldc = C;
+    const RowMajorGemm g = gemm_shape(N, C, OC, false, false, OC, C, C);
     RS_CUDA_OP_MUST(gemm(g, dout, weight, dinp, nullptr, 1.0f, 0.0f));
   }
-  RowMajorGemm w;
-  w.M = OC;
-  w.N = C;
-  w.K = N;
-  w.trans_a = true;  // dout is stored (N,OC)
-  w.lda = OC;
-  w.ldb = C;
-  w.ldc = C;
+  // dout is stored (N,OC) and used transposed.
+  const RowMajorGemm w = gemm_shape(OC, C, N, true, false, OC, C, C);
   RS_CUDA_OP_MUST(gemm(w, dout, inp, dweight, nullptr, 1.0f, 1.0f));
   if (dbias != nullptr) {
     auto buf = scratch(Scratch::kPartials, sizeof(float) * column_sums_scratch_floats(N, OC));

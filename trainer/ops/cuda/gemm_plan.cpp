@@ -45,6 +45,28 @@ rankscope::Result<ColMajorGemm> plan_col_major(const RowMajorGemm& g) {
   return c;
 }
 
+RowMajorGemm gemm_shape(int M, int N, int K, bool trans_a, bool trans_b, int64_t lda, int64_t ldb,
+                        int64_t ldc) {
+  RowMajorGemm g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  return g;
+}
+
+RowMajorGemm batched(RowMajorGemm g, int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  g.batch = batch;
+  g.stride_a = stride_a;
+  g.stride_b = stride_b;
+  g.stride_c = stride_c;
+  return g;
+}
+
 int64_t stored_span(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride) {
   if (rows <= 0 || cols <= 0 || batch <= 0) return 0;
   return (batch - 1) * stride + (rows - 1) * ld + cols;

@@ -26,6 +26,12 @@ struct RowMajorGemm {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
+// A RowMajorGemm in one expression: gemm_shape(M, N, K, trans_a, trans_b, lda, ldb, ldc).
+RowMajorGemm gemm_shape(int M, int N, int K, bool trans_a, bool trans_b, int64_t lda, int64_t ldb,
+                        int64_t ldc);
+// The same, batched over `batch` members with element strides.
+RowMajorGemm batched(RowMajorGemm g, int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
 // The same GEMM in cuBLAS terms: D (m,n) = op(A') (m,k) op(B') (k,n); A' is the row-major B and B'
 // the row-major A. Stored shapes are column-major (rows, cols) with leading dimension ld >= rows.
 struct ColMajorGemm {

@@ -13,35 +13,29 @@
 namespace gpt2::cuda {
 namespace {
 
-// heads (B,NH,T,hs) <- src (B,T,ld) at column offset + h*hs + d; grid-stride over B*NH*T*hs.
-__global__ void split_heads_kernel(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
-                                   int offset) {
-  const size_t total = static_cast<size_t>(B) * NH * T * hs;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int d = static_cast<int>(i % hs);
-    size_t r = i / hs;
-    const int t = static_cast<int>(r % T);
-    r /= T;
-    const int h = static_cast<int>(r % NH);
-    const size_t b = r / NH;
-    heads[i] = src[(b * T + t) * ld + offset + h * hs + d];
-  }
+// Offset in a (B,T,ld) tensor, at column offset + h*hs + d, of element i of a (B,NH,T,hs) tensor.
+__device__ __forceinline__ size_t token_major_offset(size_t i, int T, int NH, int hs, int ld, int offset) {
+  const int d = static_cast<int>(i % hs);
+  size_t r = i / hs;
+  const int t = static_cast<int>(r % T);
+  r /= T;
+  const int h = static_cast<int>(r % NH);
+  const size_t b = r / NH;
+  return (b * T + t) * ld + offset + h * hs + d;
 }
 
-// dst (B,T,ld) at column offset + h*hs + d <- heads (B,NH,T,hs).
-__global__ void merge_heads_kernel(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
-                                   int offset) {
+// heads (B,NH,T,hs) <- src (B,T,ld) at column offset + h*hs + d (to_heads), or the reverse.
+__global__ void move_heads_kernel(float* dst, const float* src, bool to_heads, int B, int T, int NH, int hs,
+                                  int ld, int offset) {
   const size_t total = static_cast<size_t>(B) * NH * T * hs;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int d = static_cast<int>(i % hs);
-    size_t r = i / hs;
-    const int t = static_cast<int>(r % T);
-    r /= T;
-    const int h = static_cast<int>(r % NH);
-    const size_t b = r / NH;
-    dst[(b * T + t) * ld + offset + h * hs + d] = heads[i];
+    const size_t j = token_major_offset(i, T, NH, hs, ld, offset);
+    if (to_heads) {
+      dst[i] = src[j];
+    } else {
+      dst[j] = src[i];
+    }
   }
 }
 
@@ -84,7 +78,7 @@ cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int
                                int offset, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(B) * NH * T * hs;
   if (total == 0) return cudaSuccess;
-  split_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(heads, src, B, T, NH, hs, ld, offset);
+  move_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(heads, src, true, B, T, NH, hs, ld, offset);
   return cudaGetLastError();
 }
 
@@ -92,7 +86,7 @@ cudaError_t launch_merge_heads(float* dst, const float* heads, int B, int T, int
                                int offset, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(B) * NH * T * hs;
   if (total == 0) return cudaSuccess;
-  merge_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(dst, heads, B, T, NH, hs, ld, offset);
+  move_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(dst, heads, false, B, T, NH, hs, ld, offset);
   return cudaGetLastError();
 }
 
