@@ -344,7 +344,8 @@ void Probe::begin_step(int64_t step) {
   p.capturing.store(p.options.trace_step_begin >= 0 && step >= p.options.trace_step_begin &&
                         step <= p.options.trace_step_end,
                     std::memory_order_relaxed);
-  p.step_first_collective = p.collectives.next_index();
+  // step_first_collective is where the last end_step stopped, so collectives issued between two
+  // steps (a communication thread finishing a bucket) land in the next step rather than nowhere.
   p.aggregates.clear();
   p.counters.clear();
   p.grad_arrivals.clear();
@@ -426,6 +427,7 @@ void Probe::end_step() {
     p.flush_stream_locked();  // one write(2) per step: a crash loses at most the step in progress
   }
   p.flight->heartbeat(now);
+  p.step_first_collective = last;
   p.in_step = false;
   p.capturing.store(false, std::memory_order_relaxed);
 }

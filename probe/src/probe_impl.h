@@ -127,7 +127,7 @@ struct Probe::Impl final : KernelSink {
   int64_t step_begin_ns = 0;
   bool in_step = false;
   std::atomic<bool> capturing{false};
-  uint64_t step_first_collective = 0;
+  uint64_t step_first_collective = 0;  // first collective-table index not yet in a StepRecord
   StepAggregates aggregates;
   StepCounters counters;
   format::StepRecord record;  // reused every step: no allocation once warm
@@ -157,7 +157,6 @@ struct Probe::Impl final : KernelSink {
   uint64_t watchdog_scan_from = 0;        // watchdog thread only
   int64_t reported_range_begin_ns = 0;    // watchdog thread only: the range already reported
   uint32_t reported_range_name = NameTable::kNone;
-  std::atomic<int64_t> last_watchdog_latency_ns{0};
 
   // Returns this thread's state, claiming one on first use; nullptr when all are taken.
   ThreadState* thread_state();

@@ -262,6 +262,35 @@ TEST(ProbeRoundTrip, RangesFromSeveralThreadsGetTheirOwnSlots) {
   for (const auto& t : fr->threads) EXPECT_EQ(t.depth, 0u) << t.name;
 }
 
+TEST(ProbeRoundTrip, CollectivesBetweenStepsLandInTheNextStepAndOpenOnesAreMarkedOpen) {
+  ScratchDir dir;
+  auto created = Probe::create(test_options(dir.path()));
+  ASSERT_TRUE(created.ok());
+  Probe& probe = **created;
+  CommHandle dp = probe.register_comm("dp0", 2, 0);
+  probe.begin_step(0);
+  CollectiveHandle open = probe.collective_enqueue(dp, allreduce(8));  // still in flight at step end
+  probe.end_step();
+  // A communication thread finishes a bucket between the two steps.
+  std::thread comm_thread([&] { probe.collective_complete(probe.collective_enqueue(dp, allreduce(16))); });
+  comm_thread.join();
+  probe.collective_complete(open);
+  probe.begin_step(1);
+  probe.end_step();
+  probe.shutdown();
+
+  auto es = format::read_event_stream(format::event_stream_path(dir.path(), 0));
+  ASSERT_TRUE(es.ok());
+  ASSERT_EQ(es->steps.size(), 2u);
+  ASSERT_EQ(es->steps[0].collectives.size(), 1u);
+  EXPECT_EQ(es->steps[0].collectives[0].state, static_cast<uint8_t>(format::CollectiveState::kEnqueued));
+  EXPECT_EQ(es->steps[0].collectives[0].end_ns, 0);
+  ASSERT_EQ(es->steps[1].collectives.size(), 1u);
+  EXPECT_EQ(es->steps[1].collectives[0].seq, 1u);
+  EXPECT_EQ(es->steps[1].collectives[0].bytes, 64u);
+  EXPECT_EQ(es->steps[1].collectives[0].state, static_cast<uint8_t>(format::CollectiveState::kCompleted));
+}
+
 TEST(ProbeRoundTrip, UnbalancedPopIsIgnored) {
   ScratchDir dir;
   auto created = Probe::create(test_options(dir.path()));
