@@ -82,6 +82,7 @@ struct CudaMemoryStats {
   size_t peak_allocated_bytes = 0;  // the high-water mark of allocated_bytes
   size_t scratch_bytes = 0;         // the backend's own scratch (attention, sort, partial sums, casts)
   size_t device_used_bytes = 0;     // cudaMemGetInfo: total - free, whole device (includes the context)
+  size_t device_free_bytes = 0;     // cudaMemGetInfo: free
 };
 // kInvalidArgument when `ops` is not the CUDA backend.
 rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops);

@@ -52,7 +52,10 @@ CudaMemoryStats CudaOps::memory() const {
   m.peak_allocated_bytes = peak_allocated_bytes_;
   for (const auto& buf : scratch_) m.scratch_bytes += buf.bytes;
   size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) m.device_used_bytes = total_bytes - free_bytes;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    m.device_used_bytes = total_bytes - free_bytes;
+    m.device_free_bytes = free_bytes;
+  }
   return m;
 }
 
