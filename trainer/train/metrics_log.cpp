@@ -15,7 +15,7 @@ std::string human_rate(double v) {
 }
 
 std::string progress_line(const StepMetrics& m) {
-  std::string line = fmt::format("step {}/{} | loss {:.4f} | {} tok/s | {:.0f} ms", m.step, m.total_steps,
+  std::string line = fmt::format("step {}/{} | loss {:.2f} | {} tok/s | {:.0f} ms", m.step, m.total_steps,
                                  m.loss, human_rate(m.tokens_per_s), m.step_ms);
   if (m.val_loss) line += fmt::format(" | val {:.4f}", *m.val_loss);
   return line;

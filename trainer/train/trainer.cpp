@@ -109,6 +109,11 @@ class Trainer {
 Status Trainer::setup() {
   RS_ASSIGN_OR_RETURN(std::vector<std::string> hosts, boot_.gather_hosts());
   RS_ASSIGN_OR_RETURN(run_dir_, boot_.agree_run_dir(o_.run_dir));
+  // The probe creates it too, but metrics and checkpoints need it also under --no-probe.
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir_, ec);
+  if (ec)
+    return rankscope::io_error(fmt::format("--run-dir {}: cannot create: {}", run_dir_, ec.message()));
   RS_RETURN_IF_ERROR(setup_probe(hosts));
 
   // The probe sees every collective from here on: the world is wrapped before it is split.
