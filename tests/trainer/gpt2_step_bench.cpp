@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::printf("%s B=%d T=%d step %d: loss %.4f | fwd %.0f ms | bwd %.0f ms | adamw %.0f ms | total %.0f ms\n",
                 preset.c_str(), B, T, step, f.ok() ? f->loss : -1.0f, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3));
+    std::fflush(stdout);
     if (step > 0) total_ms += ms(t0, t3);
   }
   const double mean = total_ms / steps;

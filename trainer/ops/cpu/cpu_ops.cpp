@@ -2,6 +2,8 @@
 // Is not: any op; those are one per file next to this one.
 #include "ops/cpu/cpu_ops.h"
 
+#include <cblas.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -27,6 +29,12 @@ void CpuOps::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, 
 
 }  // namespace cpu
 
-std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<cpu::CpuOps>(); }
+std::unique_ptr<Ops> make_cpu_ops() {
+  // One thread pool: OpenMP splits every GEMM into per-thread sgemm calls (matmul.cpp,
+  // attention.cpp), so OpenBLAS's own pthreads would only oversubscribe the cores. This setting is
+  // process-wide; nothing else in the trainer calls BLAS.
+  openblas_set_num_threads(1);
+  return std::make_unique<cpu::CpuOps>();
+}
 
 }  // namespace gpt2
