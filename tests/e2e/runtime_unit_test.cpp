@@ -36,6 +36,15 @@ std::filesystem::path temp_dir(const std::string& name) {
   return d;
 }
 
+// A real probe of rank 0 writing into `dir` (no GPU plug-ins).
+rankscope::Result<std::unique_ptr<rankscope::probe::Probe>> make_probe(const std::filesystem::path& dir) {
+  rankscope::probe::Options po;
+  po.run_dir = dir;
+  po.nvtx = false;
+  po.cupti = false;
+  return rankscope::probe::Probe::create(po);
+}
+
 // ---------------------------------------------------------------- --inject
 
 TEST(FaultSpec, ParsesEveryKind) {
@@ -174,11 +183,7 @@ TEST(FaultInjector, LossyZeroesWholeChunksOfTpPayloadsOnly) {
 
 TEST(ProbedCommunicator, ReportsEveryCallWithSequenceNumbers) {
   auto dir = temp_dir("probed_comm");
-  rankscope::probe::Options po;
-  po.run_dir = dir;
-  po.nvtx = false;
-  po.cupti = false;
-  auto probe = rankscope::probe::Probe::create(po);
+  auto probe = make_probe(dir);
   ASSERT_TRUE(probe.ok()) << probe.status().to_string();
   FaultInjector inj(specs({"resize:rank=0,comm=world,seq=1,factor=2", "skip:rank=0,comm=world,seq=2"}), 0, probe->get());
   ProbedCommunicator world(std::make_unique<LoopbackCommunicator>("world"), probe->get(), &inj);
@@ -369,11 +374,7 @@ TEST(DdpBuckets, ContiguousReverseOrderFirstSmallWteLast) {
 
 TEST(DdpReducer, ReportsGradientsAndDropsTheInjectedOne) {
   auto dir = temp_dir("ddp_probe");
-  rankscope::probe::Options po;
-  po.run_dir = dir;
-  po.nvtx = false;
-  po.cupti = false;
-  auto probe = rankscope::probe::Probe::create(po);
+  auto probe = make_probe(dir);
   ASSERT_TRUE(probe.ok());
   auto ops = make_cpu_ops();
   ModelConfig c = *ModelConfig::preset("tiny");
