@@ -161,6 +161,11 @@ TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {
   EXPECT_EQ(j["points"].size(), 4u);
   EXPECT_TRUE(j["points"][0].contains("peak_mem_bytes"));
   EXPECT_TRUE(j["ranges"][0].contains("crossover_T"));
+  if (auto violation = testing::schema_violation(j, "scaling_report.schema.json")) {
+    EXPECT_EQ(*violation, "");
+  } else {
+    std::printf("python3-jsonschema not installed; schema check skipped\n");
+  }
 }
 
 TEST(ScalingAnalyzer, SweepWithoutIndexIsDiscovered) {

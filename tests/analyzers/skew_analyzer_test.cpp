@@ -237,5 +237,21 @@ TEST(SkewAnalyzer, JsonCarriesTheSchemaFields) {
   EXPECT_EQ(j["step_detail"]["collectives"][0]["ranks"].size(), 2u);
 }
 
+TEST(SkewAnalyzer, JsonMatchesTheSchema) {
+  const fs::path dir = testing::fresh_temp_dir("skew-schema");
+  FakeRunSpec spec = tp2_delay_spec(18.0, 3900, 196, "contiguous");
+  spec.world_size = 4;
+  testing::write_fake_run(dir, spec);
+  fs::remove(format::event_stream_path(dir, 3));  // an absent rank must validate too
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok());
+  nlohmann::json j = to_json(*report);
+  auto violation = testing::schema_violation(j, "skew_report.schema.json");
+  if (!violation) GTEST_SKIP() << "python3-jsonschema not installed; schema check skipped";
+  EXPECT_EQ(*violation, "");
+  j["findings"][0]["kind"] = "made_up";  // the check can fail
+  EXPECT_NE(*testing::schema_violation(j, "skew_report.schema.json"), "");
+}
+
 }  // namespace
 }  // namespace rankscope::analyzers

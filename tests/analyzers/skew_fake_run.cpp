@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -234,6 +237,21 @@ fs::path fresh_temp_dir(const std::string& prefix) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
+}
+
+std::optional<std::string> schema_violation(const nlohmann::json& doc, const std::string& schema_file) {
+  if (std::system("python3 -c 'import jsonschema' > /dev/null 2>&1") != 0) return std::nullopt;
+  const fs::path dir = fresh_temp_dir("schema-check");
+  std::ofstream(dir / "doc.json") << doc.dump();
+  const fs::path schema = fs::path(RANKSCOPE_SOURCE_DIR) / "reports" / "schemas" / schema_file;
+  const std::string cmd = "python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                          "json.load(open(sys.argv[2])))' " + (dir / "doc.json").string() + " " + schema.string() +
+                          " > " + (dir / "out.txt").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(dir / "out.txt");
+  std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  return rc == 0 ? std::string() : (message.empty() ? "validator failed" : message);
 }
 
 }  // namespace rankscope::testing

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,10 @@ void write_fake_run(const std::filesystem::path& dir, const FakeRunSpec& spec);
 
 // A fresh empty directory under the system temp dir, unique per call.
 std::filesystem::path fresh_temp_dir(const std::string& prefix);
+
+// Validates `doc` against reports/schemas/<schema_file> with python3's jsonschema (Debian
+// python3-jsonschema). "" when valid, the validator's message when not; nullopt when python3 or
+// jsonschema is missing (the caller skips).
+std::optional<std::string> schema_violation(const nlohmann::json& doc, const std::string& schema_file);
 
 }  // namespace rankscope::testing

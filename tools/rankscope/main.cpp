@@ -18,6 +18,9 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"inspect", "per rank: heartbeat age, step, open ranges, last collectives", rankscope::cli::inspect_command},
     {"synth", "write a synthetic run directory (healthy or with a fault) in the real format", rankscope::cli::synth_command},
+    {"skew", "per-rank imbalance from arrival times at collectives; findings ranked by cost", rankscope::cli::skew_command},
+    {"scaling", "how step and ranges grow with seq len over a sweep (fit c + aT + bT^2)", rankscope::cli::scaling_command},
+    {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -13,5 +13,8 @@ using Args = std::span<const std::string_view>;
 
 int inspect_command(Args args);   // inspect_command.cpp
 int synth_command(Args args);     // synth_command.cpp
+int skew_command(Args args);      // skew_command.cpp
+int scaling_command(Args args);   // scaling_command.cpp
+int export_command(Args args);    // export_command.cpp
 
 }  // namespace rankscope::cli

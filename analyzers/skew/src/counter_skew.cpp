@@ -55,6 +55,9 @@ void compute_counter_skew(const format::RunMetadata* meta, const SkewOptions& op
       for (const auto& [rank, v] : values) ranks.push_back(rank);
       groups.emplace_back("world", ranks);
     }
+    // Imbalance per group; the finding names the smallest group that is (nearly) as uneven as the
+    // worst one: uneven work shows inside the group that splits it (tp0), and world only repeats it.
+    std::vector<CounterGroupImbalance> per_group;
     for (const auto& [group, ranks] : groups) {
       std::vector<std::pair<int, double>> in_group;
       for (int r : ranks) {
@@ -62,11 +65,25 @@ void compute_counter_skew(const format::RunMetadata* meta, const SkewOptions& op
       }
       if (in_group.size() < 2) continue;
       const Extremes e = extremes(in_group);
-      if (e.imbalance >= options.counter_imbalance_threshold) ++cs.groups_over_threshold;
-      // Worst group first; among equals the smaller group, which names the split more precisely.
-      const bool better = !cs.worst_group || e.imbalance > cs.worst_group->imbalance + 1e-9 ||
-                          (e.imbalance > cs.worst_group->imbalance - 1e-9 && ranks.size() < size_t(cs.worst_group->size));
-      if (better) cs.worst_group = CounterGroupImbalance{group, e.imbalance, e.max_rank, e.min_rank, e.max, e.min, int(ranks.size())};
+      per_group.push_back({group, e.imbalance, e.max_rank, e.min_rank, e.max, e.min, int(ranks.size())});
+    }
+    double worst = 0;
+    for (const auto& g : per_group) worst = std::max(worst, g.imbalance);
+    for (const auto& g : per_group) {
+      if (g.imbalance < 0.95 * worst) continue;
+      if (!cs.worst_group || g.size < cs.worst_group->size ||
+          (g.size == cs.worst_group->size && g.imbalance > cs.worst_group->imbalance)) {
+        cs.worst_group = g;
+      }
+    }
+    // How many groups of the same kind (tp0, tp1, ... share "tp") are past the threshold.
+    if (cs.worst_group) {
+      auto kind = [](const std::string& name) { return name.substr(0, name.find_first_of("0123456789")); };
+      for (const auto& g : per_group) {
+        if (kind(g.group) != kind(cs.worst_group->group)) continue;
+        ++cs.groups_of_kind;
+        if (g.imbalance >= options.counter_imbalance_threshold) ++cs.groups_over_threshold;
+      }
     }
     report.counters.push_back(std::move(cs));
   }

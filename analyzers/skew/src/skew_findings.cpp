@@ -12,6 +12,7 @@
 // Is not: the figures themselves (skew_analyzer.cpp, arrival_table.cpp, counter_skew.cpp).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -75,6 +76,11 @@ double wait_elsewhere(const SkewReport& report, int rank, const std::string& com
   return sum;
 }
 
+// Findings cheaper than this per step are noise (jitter makes some rank last at every collective).
+double min_cost_ms(const SkewOptions& options, const SkewReport& report) {
+  return std::max(options.min_finding_ms, options.min_finding_fraction * report.step_ms_median);
+}
+
 void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
   struct Candidate {
     Finding finding;
@@ -83,7 +89,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
   std::vector<Candidate> found;
   for (const CollectiveSite& site : report.collectives) {
     for (const SiteRank& sr : site.ranks) {
-      if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < options.min_finding_ms) continue;
+      if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < min_cost_ms(options, report)) continue;
       std::vector<int> peers;
       for (const SiteRank& other : site.ranks) {
         if (other.rank != sr.rank) peers.push_back(other.rank);
@@ -119,15 +125,24 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
     }
   }
   // One finding per (rank, cause): a delay shows at the first collective of each group the rank
-  // is in (its TP all-reduce and later its DP all-reduce); the costliest stands for the others.
-  std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
-    const double ca = a.finding.cost_ms_per_step, cb = b.finding.cost_ms_per_step;
-    if (std::abs(ca - cb) > 0.01 * std::max(ca, cb)) return ca > cb;
-    return a.near_cause && !b.near_cause;
-  });
-  std::set<std::pair<int, std::string>> seen;
-  for (Candidate& c : found) {
-    if (seen.insert({c.finding.ranks.front(), c.finding.range}).second) report.findings.push_back(std::move(c.finding));
+  // is in (its TP all-reduce, later its DP all-reduce). The site inside the cause names it best;
+  // the cost is the largest of them (what the step saves when the cause goes away).
+  std::map<std::pair<int, std::string>, std::vector<Candidate*>> by_cause;
+  for (Candidate& c : found) by_cause[{c.finding.ranks.front(), c.finding.range}].push_back(&c);
+  for (auto& [key, group] : by_cause) {
+    double cost = 0;
+    for (const Candidate* c : group) cost = std::max(cost, c->finding.cost_ms_per_step);
+    Candidate* best = nullptr;
+    for (Candidate* c : group) {
+      const bool close = c->finding.cost_ms_per_step >= 0.9 * cost;
+      if (!close) continue;
+      if (!best || (c->near_cause && !best->near_cause) ||
+          (c->near_cause == best->near_cause && c->finding.cost_ms_per_step > best->finding.cost_ms_per_step)) {
+        best = c;
+      }
+    }
+    best->finding.cost_ms_per_step = cost;
+    report.findings.push_back(std::move(best->finding));
   }
 }
 
@@ -177,7 +192,10 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
     } else {
       f.text += fmt::format(": the ranks of {} get unequal shares of this work", g.group);
     }
-    if (cs.groups_over_threshold > 1) f.text += fmt::format(" ({} groups are this uneven)", cs.groups_over_threshold);
+    if (cs.groups_of_kind > 1) {
+      f.text += fmt::format(" ({} of {} such groups are past {:.2f}x)", cs.groups_over_threshold, cs.groups_of_kind,
+                            options.counter_imbalance_threshold);
+    }
     report.findings.push_back(std::move(f));
   }
 }
@@ -198,7 +216,7 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
   for (const RankSkew& rs : report.ranks) {
     if (rs.steps == 0 || rs.relative_score >= options.straggler_score_threshold || explained.count(rs.rank)) continue;
     const double cost = rs.noncomm_ms_median - typical;
-    if (cost < options.min_finding_ms) continue;
+    if (cost < min_cost_ms(options, report)) continue;
     std::vector<int> peers;
     for (int p : present) {
       if (p != rs.rank) peers.push_back(p);

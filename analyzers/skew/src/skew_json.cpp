@@ -54,7 +54,7 @@ json step_detail_json(const StepDetail& d) {
 
 json counter_json(const CounterSkew& c) {
   json j = {{"name", c.name}, {"mean", c.mean}, {"max", c.max}, {"min", c.min}, {"imbalance", c.imbalance},
-            {"max_rank", c.max_rank}, {"min_rank", c.min_rank}, {"groups_over_threshold", c.groups_over_threshold}};
+            {"max_rank", c.max_rank}, {"min_rank", c.min_rank}, {"groups_of_kind", c.groups_of_kind}, {"groups_over_threshold", c.groups_over_threshold}};
   if (c.worst_group) {
     const auto& g = *c.worst_group;
     j["worst_group"] = {{"group", g.group}, {"imbalance", g.imbalance}, {"max_rank", g.max_rank},

@@ -27,7 +27,8 @@ struct SkewOptions {
   int heatmap_max_steps = 200;
   double counter_imbalance_threshold = 1.25;  // max/mean over a group at or above which it is a finding
   double straggler_score_threshold = 0.9;     // relative score below which a rank is a straggler
-  double min_finding_ms = 0.05;               // findings costing less per step are dropped
+  double min_finding_ms = 0.05;               // time findings costing less per step are dropped,
+  double min_finding_fraction = 0.01;         // ...and those under this share of the median step
   size_t max_findings = 20;
 };
 

@@ -87,8 +87,9 @@ struct CounterSkew {
   std::string name;
   double mean = 0, max = 0, min = 0, imbalance = 0;  // over all ranks that report it
   int max_rank = -1, min_rank = -1;
-  std::optional<CounterGroupImbalance> worst_group;  // the group with the largest imbalance
-  int groups_over_threshold = 0;
+  std::optional<CounterGroupImbalance> worst_group;  // the smallest group about as uneven as the worst
+  int groups_of_kind = 0;         // groups of worst_group's kind (tp0, tp1, ...: "tp")
+  int groups_over_threshold = 0;  // ...of which this many are past the imbalance threshold
 };
 
 struct Finding {

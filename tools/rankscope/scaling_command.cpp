@@ -1,0 +1,86 @@
+// scaling_command.cpp — `rankscope scaling`: how a step and each range grow with sequence length,
+// over a sweep directory (gpt2-train --sweep-seq-len). Thin: rankscope_analyzers_scaling.
+#include <cstdio>
+#include <string>
+
+#include "rankscope/analyzers/scaling/scaling_analyzer.h"
+#include "rankscope/analyzers/scaling/scaling_json.h"
+#include "report_output.h"
+#include "subcommands.h"
+
+namespace rankscope::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: rankscope scaling SWEEP_DIR [--json FILE] [--html FILE]\n\n"
+    "Sequence-length scaling over a sweep directory (written by gpt2-train --sweep-seq-len\n"
+    "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
+    "time, peak memory. Per range, and per range summed over blocks (forward/block*/attn): the fit\n"
+    "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
+    "flag superlinear ranges and throughput cliffs.\n\n"
+    "  --json FILE   write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n\n"
+    "exit status: 0 report made, 2 bad arguments or no readable sweep\n";
+
+void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
+  std::FILE* out = to_stderr ? stderr : stdout;
+  std::fprintf(out, "rankscope scaling: %s (%zu points)\n", r.sweep_dir.c_str(), r.points.size());
+  std::fprintf(out, "%8s %10s %12s %12s\n", "T", "step ms", "tokens/s", "peak MiB");
+  for (const auto& p : r.points) {
+    std::fprintf(out, "%8lld %10.2f %12.0f %12s\n", (long long)p.seq_len, p.step_ms, p.tokens_per_s,
+                 p.peak_mem_bytes ? std::to_string(int64_t(*p.peak_mem_bytes / 1048576)).c_str() : "-");
+  }
+  std::fprintf(out, "\n%-28s %8s %8s %8s\n", "range (top slope)", "slope", "R^2", "T*");
+  for (const auto& range : r.ranges) {
+    if (!range.aggregated && range.name.find("/block") != std::string::npos) continue;
+    const auto top = range.slopes.empty() ? std::nullopt : range.slopes.back();
+    const auto x = range.fit.crossover();
+    std::fprintf(out, "%-28s %8s %8.4f %8s\n", range.name.c_str(), top ? std::to_string(*top).substr(0, 5).c_str() : "-",
+                 range.fit.r2, x ? std::to_string(int64_t(*x)).c_str() : "-");
+  }
+  if (r.findings.empty()) std::fprintf(out, "\nno findings: every range grows at most linearly\n");
+  for (size_t i = 0; i < r.findings.size(); ++i) std::fprintf(out, "%s%2zu. %s\n", i ? "" : "\n", i + 1, r.findings[i].text.c_str());
+  for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
+}
+
+}  // namespace
+
+int scaling_command(Args args) {
+  std::string sweep_dir;
+  ReportOutputs outputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--json" || a == "--html") {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "rankscope scaling: %s needs a file name\n", std::string(a).c_str());
+        return 2;
+      }
+      (a == "--json" ? outputs.json_path : outputs.html_path) = std::string(args[++i]);
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "rankscope scaling: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      return 2;
+    } else if (sweep_dir.empty()) {
+      sweep_dir = std::string(a);
+    } else {
+      std::fprintf(stderr, "rankscope scaling: one sweep directory only\n");
+      return 2;
+    }
+  }
+  if (sweep_dir.empty()) {
+    std::fprintf(stderr, "rankscope scaling: no sweep directory given\n\n%s", kHelp);
+    return 2;
+  }
+  auto report = analyzers::analyze_scaling(sweep_dir);
+  if (!report.ok()) {
+    std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());
+    return 2;
+  }
+  print_text(*report, outputs.json_path == "-");
+  if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope scaling: " + sweep_dir)) return 2;
+  return 0;
+}
+
+}  // namespace rankscope::cli

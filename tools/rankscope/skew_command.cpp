@@ -1,0 +1,105 @@
+// skew_command.cpp — `rankscope skew`: per-rank imbalance of a run, as text, JSON and HTML.
+// Thin: the analysis is rankscope_analyzers_skew, the HTML rankscope_reports_html.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/skew_json.h"
+#include "report_output.h"
+#include "subcommands.h"
+
+namespace rankscope::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B]\n\n"
+    "Per-rank imbalance of a run, from its event streams, built on arrival times at collectives\n"
+    "(a collective's duration measures waiting, not work: the fast rank shows the longest one).\n"
+    "Prints the findings, ranked by the time they cost per step, and a table of ranks.\n\n"
+    "  --json FILE   write the report as JSON (schema reports/schemas/skew_report.schema.json); '-' = stdout\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --steps A-B   only steps A..B (inclusive); e.g. --steps 10-20 to skip warm-up\n\n"
+    "exit status: 0 report made, 2 bad arguments or no readable run\n";
+
+void print_text(const analyzers::SkewReport& r, bool to_stderr) {
+  std::FILE* out = to_stderr ? stderr : stdout;
+  std::fprintf(out, "rankscope skew: %s (world %d, steps %lld-%lld, median step %.2f ms)\n", r.run_dir.c_str(),
+               r.world_size, (long long)r.first_step, (long long)r.last_step, r.step_ms_median);
+  if (r.findings.empty()) std::fprintf(out, "no findings: ranks are in step\n");
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const auto& f = r.findings[i];
+    std::fprintf(out, "%2zu. [%6.1f ms/step] %s: %s\n", i + 1, f.cost_ms_per_step, f.kind.c_str(), f.text.c_str());
+  }
+  if (r.what_if) std::fprintf(out, "what if: %s\n", r.what_if->text.c_str());
+  // The slowest ranks first (by step time without communication); all of them for small jobs.
+  std::vector<const analyzers::RankSkew*> ranks;
+  for (const auto& rs : r.ranks) {
+    if (rs.present) ranks.push_back(&rs);
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->noncomm_ms_median > b->noncomm_ms_median; });
+  const size_t shown = std::min<size_t>(ranks.size(), 16);
+  std::fprintf(out, "\n%6s %9s %9s %9s %9s %9s %9s %9s %6s %6s%s\n", "rank", "median", "p90", "max", "compute", "wait",
+               "transfer", "idle", "rel", "indiv", shown < ranks.size() ? "   (16 slowest)" : "");
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& x = *ranks[i];
+    std::fprintf(out, "%6d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %6.3f %6.3f\n", x.rank, x.step_ms_median,
+                 x.step_ms_p90, x.step_ms_max, x.compute_ms, x.collective_wait_ms, x.collective_transfer_ms, x.idle_ms,
+                 x.relative_score, x.individual_score);
+  }
+  for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
+}
+
+}  // namespace
+
+int skew_command(Args args) {
+  std::string run_dir;
+  ReportOutputs outputs;
+  analyzers::SkewOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    auto value = [&]() -> std::string_view { return i + 1 < args.size() ? args[++i] : std::string_view(); };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--json" || a == "--html") {
+      const std::string_view v = value();
+      if (v.empty()) {
+        std::fprintf(stderr, "rankscope skew: %s needs a file name\n", std::string(a).c_str());
+        return 2;
+      }
+      (a == "--json" ? outputs.json_path : outputs.html_path) = std::string(v);
+    } else if (a == "--steps") {
+      auto w = analyzers::parse_steps(value());
+      if (!w.ok()) {
+        std::fprintf(stderr, "rankscope skew: %s\n", w.status().message().c_str());
+        return 2;
+      }
+      options.first_step = w->first;
+      options.last_step = w->second;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "rankscope skew: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      return 2;
+    } else if (run_dir.empty()) {
+      run_dir = std::string(a);
+    } else {
+      std::fprintf(stderr, "rankscope skew: one run directory only (got '%s' and '%s')\n", run_dir.c_str(), std::string(a).c_str());
+      return 2;
+    }
+  }
+  if (run_dir.empty()) {
+    std::fprintf(stderr, "rankscope skew: no run directory given\n\n%s", kHelp);
+    return 2;
+  }
+  auto report = analyzers::analyze_skew(run_dir, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "rankscope skew: %s\n", report.status().to_string().c_str());
+    return 2;
+  }
+  // With --json - the JSON owns stdout; the text goes to stderr.
+  print_text(*report, outputs.json_path == "-");
+  if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope skew: " + run_dir)) return 2;
+  return 0;
+}
+
+}  // namespace rankscope::cli
