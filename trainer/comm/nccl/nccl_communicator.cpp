@@ -217,6 +217,8 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
   // The frame of every collective (see the file comment). send/recv may be host or device memory;
   // in-place calls pass the same pointer twice.
   Status run(const void* send, size_t send_bytes, void* recv, size_t recv_bytes, const Enqueue& enqueue) {
+    // The current device is per thread, and the DDP thread may issue this collective.
+    RS_CUDA_CHECK(cudaSetDevice(options_.device));
     if (options_.compute_stream != nullptr) {
       RS_CUDA_CHECK(cudaEventRecord(ready_, options_.compute_stream));
       RS_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));

@@ -4,6 +4,8 @@
 // per op that launches the kernels of kernels/*.cu (bodies in cuda_ops.cpp, cuda_ops_gemm.cpp,
 // cuda_ops_attention.cpp). Every op is enqueued on one stream, so ops are ordered with respect to
 // each other, as ops.h requires; ops that return a host value (embedding_lookup, sum) synchronize.
+// Threads: the CUDA device is per thread; a thread other than the creator that calls ops must have
+// called cudaSetDevice(options.device) (the NCCL communicator does so for its calls).
 // Is not: public (it includes CUDA headers); the rest of the trainer sees cuda_backend.h.
 #pragma once
 
