@@ -145,7 +145,11 @@ TEST_P(TensorParallelEquivalence, ReproducesTp1) {
 INSTANTIATE_TEST_SUITE_P(
     TpAndShard, TensorParallelEquivalence,
     ::testing::Combine(::testing::Values(1, 2, 4),
-                       ::testing::Values(VocabShard::kContiguous, VocabShard::kStrided)));
+                       ::testing::Values(VocabShard::kContiguous, VocabShard::kStrided)),
+    [](const ::testing::TestParamInfo<std::tuple<int, VocabShard>>& info) {
+      return "tp" + std::to_string(std::get<0>(info.param)) + "_" +
+             std::string(vocab_shard_name(std::get<1>(info.param)));
+    });
 
 TEST(TensorParallel, ForwardIssuesOneMaxAndOnePackedSumAllReduceForTheLoss) {
   const std::vector<RankResult> results = run_tp(2, VocabShard::kContiguous);
