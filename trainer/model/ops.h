@@ -85,7 +85,8 @@ class Ops {
 
   // --- GELU (tanh approximation) and residual ---
   virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;                    // out =
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;  // dinp =
+  // dinp = dout * GELU'(inp); the model passes dinp == dout (in place), so it must allow that.
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;   // out = a + b
   virtual void add_inplace(float* acc, const float* x, size_t n) = 0;                       // acc += x
 
