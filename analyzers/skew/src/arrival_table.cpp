@@ -20,17 +20,36 @@ struct SiteAccumulator {
 
 }  // namespace
 
+uint32_t* ArrivalTable::instance_slot(uint32_t comm, uint64_t seq) {
+  constexpr uint64_t kMaxSpan = uint64_t(1) << 28;
+  if (by_comm_.size() <= comm) by_comm_.resize(size_t(comm) + 1);
+  CommInstances& c = by_comm_[comm];
+  if (c.ids.empty()) c.first_seq = seq;
+  if ((seq < c.first_seq ? c.first_seq - seq + c.ids.size() : seq - c.first_seq) > kMaxSpan) return nullptr;
+  if (seq < c.first_seq) {  // a rank whose window starts earlier: shift the array
+    c.ids.insert(c.ids.begin(), size_t(c.first_seq - seq), kNoInstance);
+    c.first_seq = seq;
+  }
+  const size_t i = size_t(seq - c.first_seq);
+  if (i >= c.ids.size()) c.ids.resize(std::max(i + 1, c.ids.size() * 2), kNoInstance);
+  return &c.ids[i];
+}
+
 void ArrivalTable::add(int rank, const ArrivalObservation& a) {
-  if (rank < 0 || size_t(rank) >= records_.size()) return;
-  const SiteKey sk{a.comm, a.range, a.ordinal, a.op};
-  auto [sit, site_new] = site_ids_.try_emplace(sk, uint32_t(sites_.size()));
-  if (site_new) sites_.push_back(Site{a.comm, a.range, a.ordinal, a.op});
-  auto [iit, inst_new] = instance_ids_.try_emplace({a.comm, a.seq}, uint32_t(instances_.size()));
-  if (inst_new) {
+  if (rank < 0 || size_t(rank) >= records_.size() || a.comm == kNoName) return;
+  uint32_t* slot_ptr = instance_slot(a.comm, a.seq);
+  if (!slot_ptr) return;
+  uint32_t& slot = *slot_ptr;
+  if (slot == kNoInstance) {
+    const SiteKey sk{a.comm, a.range, a.ordinal, a.op};
+    auto [sit, site_new] = site_ids_.try_emplace(sk, uint32_t(sites_.size()));
+    if (site_new) sites_.push_back(Site{a.comm, a.range, a.ordinal, a.op});
+    slot = uint32_t(instances_.size());
     instances_.push_back(Instance{sit->second, a.step, a.seq});
     ++sites_[sit->second].instances;
   }
-  Instance& inst = instances_[iit->second];
+  const uint32_t id = slot;
+  Instance& inst = instances_[id];
   ++inst.count;
   if (a.arrival_ns > inst.last) {
     inst.second = inst.last;
@@ -39,7 +58,7 @@ void ArrivalTable::add(int rank, const ArrivalObservation& a) {
   } else if (a.arrival_ns > inst.second) {
     inst.second = a.arrival_ns;
   }
-  records_[size_t(rank)].push_back(Record{iit->second, a.arrival_ns, a.duration_ns});
+  records_[size_t(rank)].push_back(Record{id, a.arrival_ns, a.duration_ns});
 }
 
 void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& collective_ms_mean,

@@ -49,11 +49,6 @@ class ArrivalTable : public ArrivalSink {
     int64_t arrival_ns;
     int64_t duration_ns;
   };
-  struct KeyHash {
-    size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
-      return std::hash<uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
-    }
-  };
   struct SiteKey {
     uint32_t comm, range, ordinal;
     uint8_t op;
@@ -68,7 +63,16 @@ class ArrivalTable : public ArrivalSink {
   std::vector<Site> sites_;
   std::unordered_map<SiteKey, uint32_t, SiteKeyHash> site_ids_;
   std::vector<Instance> instances_;
-  std::unordered_map<std::pair<uint32_t, uint64_t>, uint32_t, KeyHash> instance_ids_;
+  // Instance ids by communicator, indexed by seq - first seq seen: sequence numbers grow by one
+  // per collective, so this is a dense array instead of a hash lookup per arrival.
+  struct CommInstances {
+    uint64_t first_seq = 0;
+    std::vector<uint32_t> ids;  // kNoInstance where not seen yet
+  };
+  static constexpr uint32_t kNoInstance = 0xffffffffu;
+  // nullptr for a sequence number absurdly far from the others (a corrupt record).
+  uint32_t* instance_slot(uint32_t comm, uint64_t seq);
+  std::vector<CommInstances> by_comm_;  // by global comm name id
   std::vector<std::vector<Record>> records_;  // by rank
 };
 

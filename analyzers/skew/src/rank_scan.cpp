@@ -147,7 +147,9 @@ void RankScan::on_step(const format::StepRecord& step) {
                                         [&](uint32_t a) { return a != step_range_ && present(a); });
     if (outermost) {
       busy += total_ns_[r];
-      const uint32_t top = names_.id(top_level_range(local_names_[r]));
+      grow(top_level_global_, size_t(r) + 1, kNoName);
+      if (top_level_global_[r] == kNoName) top_level_global_[r] = names_.id(top_level_range(local_names_[r]));
+      const uint32_t top = top_level_global_[r];
       grow(top_level_sum_, size_t(top) + 1, 0.0);
       top_level_sum_[top] += double(total_ns_[r]) / kNsPerMs;
     }

@@ -69,6 +69,7 @@ class RankScan : public format::EventStreamVisitor {
   std::vector<uint32_t> local_to_global_;
   std::vector<std::vector<uint32_t>> ancestors_;  // computed on first use
   std::vector<bool> ancestors_ready_;
+  std::vector<uint32_t> top_level_global_;  // by local range id: global id of its first component
   uint32_t step_range_ = kNoName;  // local id of a range named "step", if any
 
   // Per-step scratch, indexed by local id; `stamp_` marks what the current step touched.

@@ -64,17 +64,28 @@ std::string fmt_value(double v) {
   return std::abs(v - std::round(v)) < 1e-6 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
 
-// Per-step wait of `rank` at the collectives of communicators other than `comm` (site medians).
-double wait_elsewhere(const SkewReport& report, int rank, const std::string& comm) {
-  double sum = 0;
-  for (const CollectiveSite& site : report.collectives) {
-    if (site.comm == comm) continue;
-    for (const SiteRank& sr : site.ranks) {
-      if (sr.rank == rank) sum += sr.wait_ms;
+// Per-step wait of each rank at each communicator's collectives (sum of its site medians), so a
+// rank's wait "elsewhere" than one communicator is its total minus that communicator's share.
+class WaitByComm {
+ public:
+  explicit WaitByComm(const SkewReport& report) {
+    for (const CollectiveSite& site : report.collectives) {
+      for (const SiteRank& sr : site.ranks) {
+        total_[sr.rank] += sr.wait_ms;
+        per_comm_[{sr.rank, site.comm}] += sr.wait_ms;
+      }
     }
   }
-  return sum;
-}
+  double elsewhere(int rank, const std::string& comm) const {
+    auto t = total_.find(rank);
+    auto c = per_comm_.find({rank, comm});
+    return (t == total_.end() ? 0.0 : t->second) - (c == per_comm_.end() ? 0.0 : c->second);
+  }
+
+ private:
+  std::map<int, double> total_;
+  std::map<std::pair<int, std::string>, double> per_comm_;
+};
 
 // Findings cheaper than this per step are noise (jitter makes some rank last at every collective).
 double min_cost_ms(const SkewOptions& options, const SkewReport& report) {
@@ -87,6 +98,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
     bool near_cause;
   };
   std::vector<Candidate> found;
+  const WaitByComm waits(report);
   for (const CollectiveSite& site : report.collectives) {
     for (const SiteRank& sr : site.ranks) {
       if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < min_cost_ms(options, report)) continue;
@@ -97,8 +109,8 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const Excess cause = cause_range(report, sr.rank, peers);
       const bool own_cause = !cause.range.empty() && cause.ms >= 0.25 * sr.late_margin_ms;
       std::vector<double> peer_waits;
-      for (int p : peers) peer_waits.push_back(wait_elsewhere(report, p, site.comm));
-      const double extra_wait = wait_elsewhere(report, sr.rank, site.comm) - median(std::move(peer_waits));
+      for (int p : peers) peer_waits.push_back(waits.elsewhere(p, site.comm));
+      const double extra_wait = waits.elsewhere(sr.rank, site.comm) - median(std::move(peer_waits));
       // Late only because it waited for someone else on another communicator first (its TP peer
       // held it up before this DP collective): the root cause has its own finding.
       if (!own_cause && extra_wait >= 0.5 * sr.late_margin_ms) continue;
