@@ -32,6 +32,18 @@ TEST(CudaProbe, ProbeAndFactoryAgree) {
   }
 }
 
+TEST(CudaProbe, ProfilerRangeNeedsADevice) {
+  const DeviceProbe probe = probe_cuda_device(0);
+  if (probe.usable) {
+    EXPECT_TRUE(cuda_profiler_start().ok());
+    EXPECT_TRUE(cuda_profiler_stop().ok());
+  } else {
+    const rankscope::Status s = cuda_profiler_start();
+    EXPECT_FALSE(s.ok()) << "cudaProfilerStart succeeded without a usable device";
+    EXPECT_FALSE(s.message().empty());
+  }
+}
+
 TEST(CudaProbe, OutOfRangeDeviceIsNotUsable) {
   const DeviceProbe probe = probe_cuda_device(4096);
   EXPECT_FALSE(probe.usable);

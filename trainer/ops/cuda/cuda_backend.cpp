@@ -2,6 +2,7 @@
 // Is not: the build without CUDA (cuda_backend_absent.cpp answers the same functions there).
 #include "ops/cuda/cuda_backend.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -128,5 +129,8 @@ rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops) {
   if (c == nullptr) return rankscope::invalid_argument(fmt::format("ops '{}' is not the CUDA backend", ops.name()));
   return c->memory();
 }
+
+rankscope::Status cuda_profiler_start() { return cuda::cuda_status(cudaProfilerStart(), "cudaProfilerStart"); }
+rankscope::Status cuda_profiler_stop() { return cuda::cuda_status(cudaProfilerStop(), "cudaProfilerStop"); }
 
 }  // namespace gpt2

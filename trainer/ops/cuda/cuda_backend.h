@@ -87,4 +87,9 @@ struct CudaMemoryStats {
 // kInvalidArgument when `ops` is not the CUDA backend.
 rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops);
 
+// cudaProfilerStart / cudaProfilerStop, for --profile-steps A-B: `nsys profile -c cudaProfilerApi`
+// then captures just those steps. kUnsupported when built without CUDA.
+rankscope::Status cuda_profiler_start();
+rankscope::Status cuda_profiler_stop();
+
 }  // namespace gpt2

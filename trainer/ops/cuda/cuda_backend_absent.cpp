@@ -26,4 +26,7 @@ rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops) {
   return rankscope::invalid_argument(std::string("ops '") + ops.name() + "' is not the CUDA backend (built without CUDA)");
 }
 
+rankscope::Status cuda_profiler_start() { return rankscope::unsupported(probe_cuda_device(0).reason); }
+rankscope::Status cuda_profiler_stop() { return rankscope::unsupported(probe_cuda_device(0).reason); }
+
 }  // namespace gpt2
