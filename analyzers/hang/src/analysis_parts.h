@@ -51,7 +51,7 @@ struct WaitEdge {
 
 struct WaitGraph {
   std::vector<WaitEdge> edges;
-  std::vector<int> all_entered_waiters;   // waiters whose collective every member entered
+  std::vector<WaitEdge> all_entered;      // collectives every member entered (absent = -1)
   std::vector<int> terminal;              // absent ranks that are not themselves waiting
 };
 

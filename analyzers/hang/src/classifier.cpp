@@ -159,7 +159,7 @@ bool Classifier::try_mismatch(bool with_call_site) {
 std::vector<int> Classifier::waiters_at(const std::string& comm, uint64_t seq) const {
   std::vector<int> out;
   for (const auto& v : views_)
-    if (v.waiting() && !v.dead && v.pending_comm->name == comm && v.pending->seq == seq) out.push_back(v.rank);
+    if (!v.dead && v.inside(comm, seq)) out.push_back(v.rank);
   return out;
 }
 
@@ -202,14 +202,13 @@ void Classifier::blame_stuck() {
   const WaitGraph g = build_wait_graph(views_, groups_);
   if (!g.terminal.empty()) {
     blame_terminal(g);
-  } else if (!g.all_entered_waiters.empty()) {
+  } else if (!g.all_entered.empty()) {
     // Every member is inside and none finished: the collective itself (or the fabric) is stuck.
     d_.kind = Kind::kStuckInCollective;
-    const RankView* inner = nullptr;
-    for (int r : g.all_entered_waiters)
-      if (!inner || innermost_rank(groups_, views_[r].pending_comm->name) < innermost_rank(groups_, inner->pending_comm->name))
-        inner = &views_[r];
-    set_collective(inner->pending_comm->name, inner->pending->seq);
+    const WaitEdge* inner = &g.all_entered.front();
+    for (const auto& e : g.all_entered)
+      if (innermost_rank(groups_, e.comm) < innermost_rank(groups_, inner->comm)) inner = &e;
+    set_collective(inner->comm, inner->seq);
   } else if (!g.edges.empty()) {
     // Everyone waits for someone who waits: ranks are in different collectives (a desync).
     d_.verdict = Verdict::kDesync;

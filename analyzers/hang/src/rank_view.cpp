@@ -17,6 +17,10 @@ const format::CommSnapshot* RankView::comm(const std::string& name) const {
   return nullptr;
 }
 
+bool RankView::inside(const std::string& comm, uint64_t seq) const {
+  return std::any_of(open.begin(), open.end(), [&](const auto& o) { return o.first->name == comm && o.second->seq == seq; });
+}
+
 int64_t RankView::issued(const std::string& name) const {
   const auto* c = comm(name);
   return c ? int64_t(c->next_seq) : -1;
@@ -50,11 +54,13 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
       for (const auto& rec : c.ring) {
         last = std::max({last, rec.enqueue_ns, rec.end_ns});
         const bool open = rec.state == format::CollectiveState::kEnqueued || rec.state == format::CollectiveState::kStarted;
-        if (open && (!v.pending || rec.enqueue_ns < v.pending->enqueue_ns)) {
-          v.pending = &rec;
-          v.pending_comm = &c;
-        }
+        if (open) v.open.emplace_back(&c, &rec);
       }
+    }
+    std::sort(v.open.begin(), v.open.end(), [](const auto& a, const auto& b) { return a.second->enqueue_ns < b.second->enqueue_ns; });
+    if (!v.open.empty()) {
+      v.pending_comm = v.open.front().first;
+      v.pending = v.open.front().second;
     }
     v.last_activity_ns = v.aligned(last);
   }

@@ -30,9 +30,13 @@ struct RankView {
   // The collective the rank is blocked in: the oldest one it entered and that has not completed.
   const format::CommSnapshot* pending_comm = nullptr;
   const format::CollectiveSnapshot* pending = nullptr;
+  // Every collective it entered and that has not completed (a DDP comm thread and the main thread
+  // can each be inside one), oldest first.
+  std::vector<std::pair<const format::CommSnapshot*, const format::CollectiveSnapshot*>> open;
 
   bool readable() const { return snap != nullptr; }
   bool waiting() const { return pending != nullptr; }
+  bool inside(const std::string& comm, uint64_t seq) const;
   const std::string& innermost() const;
   int64_t aligned(int64_t own_ns) const { return own_ns == 0 ? 0 : own_ns + offset_ns; }
   const format::CommSnapshot* comm(const std::string& name) const;

@@ -14,21 +14,23 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
   WaitGraph g;
   for (const auto& w : views) {
     if (!w.waiting() || w.dead) continue;
-    const std::string& comm = w.pending_comm->name;
-    const uint64_t seq = w.pending->seq;
-    const GroupView* group = find_group(groups, comm);
-    bool anyone_absent = false;
-    if (group) {
-      for (int m : group->ranks) {
-        if (m == w.rank || m < 0 || m >= int(views.size())) continue;
-        const RankView& mv = views[m];
-        const int64_t issued = mv.readable() ? mv.issued(comm) : -1;
-        if (issued > int64_t(seq)) continue;  // it entered (or passed) this collective
-        g.edges.push_back({w.rank, m, comm, seq});
-        anyone_absent = true;
+    for (const auto& [comm_snap, rec] : w.open) {
+      const std::string& comm = comm_snap->name;
+      const uint64_t seq = rec->seq;
+      const GroupView* group = find_group(groups, comm);
+      bool anyone_absent = false;
+      if (group) {
+        for (int m : group->ranks) {
+          if (m == w.rank || m < 0 || m >= int(views.size())) continue;
+          const RankView& mv = views[m];
+          const int64_t issued = mv.readable() ? mv.issued(comm) : -1;
+          if (issued > int64_t(seq)) continue;  // it entered (or passed) this collective
+          g.edges.push_back({w.rank, m, comm, seq});
+          anyone_absent = true;
+        }
       }
+      if (!anyone_absent) g.all_entered.push_back({w.rank, -1, comm, seq});
     }
-    if (!anyone_absent) g.all_entered_waiters.push_back(w.rank);
   }
   for (const auto& e : g.edges) {
     const RankView& a = views[e.absent];
