@@ -73,6 +73,20 @@ TEST_F(CudaOpsTest, MemoryIsZeroFilledAndCopiesRoundTrip) {
   for (int i = 0; i < 1000; i++) EXPECT_EQ(back[i], (i >= 10 && i < 30) ? 0.0f : x[i]) << i;
 }
 
+TEST_F(CudaOpsTest, MemoryCountersFollowAllocAndRelease) {
+  const CudaMemoryStats before = *cuda_ops_memory(*gpu_);
+  void* p = gpu_->alloc(1000);  // rounded up to 1024
+  const CudaMemoryStats during = *cuda_ops_memory(*gpu_);
+  EXPECT_EQ(during.allocated_bytes, before.allocated_bytes + 1024);
+  EXPECT_GE(during.peak_allocated_bytes, during.allocated_bytes);
+  gpu_->release(p);
+  const CudaMemoryStats after = *cuda_ops_memory(*gpu_);
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(after.peak_allocated_bytes, during.peak_allocated_bytes);
+  EXPECT_GT(after.device_used_bytes, 0u);
+  EXPECT_FALSE(cuda_ops_memory(*cpu_).ok()) << "the CPU backend has no CUDA memory counters";
+}
+
 TEST_F(CudaOpsTest, EmbeddingLookupMasksForeignIdsAndCountsOwned) {
   const int B = 4, T = 16, N = B * T, C = 40, maxT = 32;
   auto ids = random_ids(N, 1000, 2);
