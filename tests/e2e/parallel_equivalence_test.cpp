@@ -5,6 +5,8 @@
 // Kept small for CI (2 cores): the tiny preset with a 1024-token vocabulary, T=32, on zipf data.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <regex>
 
@@ -43,7 +45,11 @@ void expect_same_curve(const std::vector<double>& ref, const std::vector<double>
 
 class ParallelEquivalence : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { reference_ = new std::vector<double>(run_losses("equiv_tp1", 0, {}, 4)); }
+  // ctest runs each test in its own process, possibly in parallel: each computes its reference
+  // in a directory of its own.
+  static void SetUpTestSuite() {
+    reference_ = new std::vector<double>(run_losses("equiv_tp1_" + std::to_string(getpid()), 0, {}, 4));
+  }
   static void TearDownTestSuite() { delete reference_; }
   static std::vector<double>* reference_;
 };

@@ -82,6 +82,8 @@ void DdpReducer::comm_loop() {
       queue_.pop_front();
     }
     const DdpBucket& bucket = buckets_[b];
+    // A range on this thread, so the recorder and the event stream say what the collective is for.
+    rankscope::probe::ScopedRange range(probe_, "grad_sync/bucket");
     Status s = dp_.all_reduce(params_.grads() + bucket.offset, bucket.numel, DataType::kFloat32,
                               ReduceOp::kSum);
     {
