@@ -26,6 +26,10 @@ namespace {
 // recorder's phase when they open; finer ranges do not, to keep the per-range cost flat.
 constexpr uint32_t kPhaseDepth = 3;
 
+// An empty name with a non-null data pointer: the flight recorder memcpy()s names, and memcpy from
+// a null pointer is undefined even for zero bytes (UBSan says so).
+constexpr std::string_view kNoName{""};
+
 // The only mutable thread_local of the probe: which ThreadState this thread uses in which probe.
 // `owner_created_ns` tells a new probe at a recycled address from the old one.
 struct ThreadCache {
@@ -112,7 +116,7 @@ const NameTable::Entry* Probe::Impl::intern(format::NameKind kind, std::string_v
 
 std::string_view Probe::Impl::name_of(uint32_t index) const {
   const NameTable::Entry* e = names.entry(index);
-  return e ? std::string_view(e->name) : std::string_view{};
+  return e ? std::string_view(e->name) : kNoName;
 }
 
 uint32_t Probe::Impl::stream_id_of(uint32_t index) const {
@@ -470,7 +474,7 @@ void Probe::pop_range() {
     if (p.in_step) p.aggregates.add(name, now - begin);
     // The phase is updated on push only (half the cost); it is cleared when the main thread
     // leaves its outermost range, so an idle rank does not claim to be in its last phase.
-    if (d == 0) p.flight->set_phase(std::string_view{});
+    if (d == 0) p.flight->set_phase(kNoName);
   }
   if (name != NameTable::kNone && p.capturing.load(std::memory_order_relaxed)) {
     format::TraceRange t{};
@@ -509,7 +513,7 @@ CollectiveHandle Probe::collective_enqueue(CommHandle comm, const format::Collec
   Impl& p = *impl_;
   int64_t now = now_unix_ns();
   uint32_t inner = p.innermost(p.thread_state());
-  std::string_view range = inner == NameTable::kNone ? std::string_view{} : p.name_of(inner);
+  std::string_view range = p.name_of(inner);
   int64_t step = p.step.load(std::memory_order_relaxed);
   uint64_t seq = p.flight->collective_enqueue(comm.index, desc, step, range, now);
   uint64_t index = p.collectives.add(comm.index, seq, desc.op, desc.dtype,

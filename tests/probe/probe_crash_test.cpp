@@ -99,5 +99,49 @@ TEST(ProbeCrash, SigkilledInsideCollectiveLeavesAReadableFlightRecorder) {
   EXPECT_EQ(es->steps[1].step, 1);
 }
 
+TEST(ProbeCrash, WatchdogAbortRaisesSigabrtAfterRecordingTheEvent) {
+  testing::ScratchDir dir;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Options o = testing::test_options(dir.path());
+    o.watchdog_timeout_s = 0.3;
+    o.watchdog_abort = true;
+    o.watchdog_stacks = false;  // keeps the test fast; stacks are covered by the watchdog tests
+    auto created = Probe::create(o);
+    if (!created.ok()) ::_exit(3);
+    (*created)->begin_step(9);
+    (*created)->push_range("optimizer");
+    for (int i = 0; i < 100; ++i) ::usleep(100'000);  // the watchdog must end this within 10 s
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  auto fr = format::read_flight_recorder(format::flight_recorder_path(dir.path(), 0));
+  ASSERT_TRUE(fr.ok()) << fr.status().to_string();
+  EXPECT_EQ(fr->live.process_state, format::ProcessState::kAborted);
+  EXPECT_EQ(fr->watchdog.kind, format::WatchdogKind::kRangeTimeout);
+  EXPECT_EQ(fr->watchdog.range, "optimizer");
+  EXPECT_EQ(fr->live.step, 9);
+}
+
+TEST(ProbeCrash, MarkAbortedSurvivesShutdown) {
+  testing::ScratchDir dir;
+  {
+    auto created = Probe::create(testing::test_options(dir.path()));
+    ASSERT_TRUE(created.ok());
+    (*created)->begin_step(0);
+    (*created)->mark_aborted();
+  }  // destructor: shutdown() must not turn "aborted" into "finished"
+  auto fr = format::read_flight_recorder(format::flight_recorder_path(dir.path(), 0));
+  ASSERT_TRUE(fr.ok());
+  EXPECT_EQ(fr->live.process_state, format::ProcessState::kAborted);
+  auto es = format::read_event_stream(format::event_stream_path(dir.path(), 0));
+  ASSERT_TRUE(es.ok());
+  EXPECT_EQ(es->steps.size(), 1u);  // the step in progress was written by shutdown
+}
+
 }  // namespace
 }  // namespace rankscope::probe
