@@ -89,6 +89,7 @@ fs::path write_sweep(bool with_index) {
     };
     spec.training = {{"seq_len", T}, {"batch", 4}};
     spec.model = {{"layers", 2}, {"heads", 4}, {"channels", 128}, {"vocab_size", 50257}};
+    spec.kernel_fraction = 0.5;  // as if on a GPU: half of each range is kernel time
     const fs::path dir = sweep / sweep_point_dir_name(T);
     testing::write_fake_run(dir, spec);
     points.push_back({T, dir});
@@ -138,6 +139,10 @@ TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {
     EXPECT_GT(s.value(), 0.8);
     EXPECT_LT(s.value(), 1.2);
   }
+  const ScalingRange* kernels = find_range(*report, "forward/block*/attn [gpu kernels]");
+  ASSERT_NE(kernels, nullptr);
+  EXPECT_NEAR(kernels->fit.b, 0.5 * attn->fit.b, 1e-8);
+  EXPECT_GT(kernels->slopes.back().value(), 1.5);
   const ScalingRange* one_block = find_range(*report, "forward/block1/attn");
   ASSERT_NE(one_block, nullptr);
   EXPECT_FALSE(one_block->aggregated);

@@ -211,7 +211,8 @@ void write_fake_run(const fs::path& dir, const FakeRunSpec& spec) {
       rs.rec.end_ns = own(rs, rs.t);
       for (const auto& name : rs.range_order) {
         const auto& [count, total] = rs.ranges[name];
-        rs.rec.ranges.push_back({rs.writer->intern(NameKind::kRange, name), count, total, 0});
+        rs.rec.ranges.push_back({rs.writer->intern(NameKind::kRange, name), count, total,
+                                 int64_t(spec.kernel_fraction * double(total))});
       }
       if (spec.counters) {
         for (const auto& [name, v] : spec.counters(r, step)) {

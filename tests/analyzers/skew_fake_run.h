@@ -36,6 +36,7 @@ struct FakeRunSpec {
   nlohmann::json training = nlohmann::json::object();
   int64_t trace_first = -1, trace_last = -1;         // capture window: also write TraceRanges
   double idle_ms_before_step = 0.0;                  // gap between steps (not in any step)
+  double kernel_fraction = 0.0;                      // RangeAggregate.kernel_ns = this x total (a GPU run)
 };
 
 // The scripted step of the brief: data, forward/embed, block0 attn and mlp (each ending with a TP

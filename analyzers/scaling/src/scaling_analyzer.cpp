@@ -17,6 +17,8 @@
 namespace rankscope::analyzers {
 namespace {
 
+constexpr std::string_view kKernelSuffix = " [gpu kernels]";
+
 // One point reduced: step time and one time per range (median over ranks).
 struct PointTimes {
   std::map<std::string, double> ranges;  // individual and block* aggregates
@@ -29,11 +31,14 @@ PointTimes reduce_point(const SkewReport& skew) {
   for (const RankSkew& r : skew.ranks) {
     if (r.steps == 0) continue;
     std::map<std::string, double> sums;  // this rank's block* sums
-    for (const auto& [name, ms] : r.range_ms) {
+    auto add = [&](const std::string& name, double ms) {
       per_range[name].push_back(ms);
       const std::string agg = block_wildcard(name);
       if (agg != name) sums[agg] += ms;
-    }
+    };
+    for (const auto& [name, ms] : r.range_ms) add(name, ms);
+    // On a GPU, the kernels under a range scale on their own (the host may only enqueue them).
+    for (const auto& [name, ms] : r.range_kernel_ms) add(name + std::string(kKernelSuffix), ms);
     for (const auto& [name, ms] : sums) per_aggregate[name].push_back(ms);
   }
   for (auto& [name, v] : per_range) out.ranges[name] = median(std::move(v)), out.aggregated[name] = false;

@@ -5,6 +5,7 @@
 // it (a TP group splits the vocabulary). Is not: the finding text (skew_findings.cpp).
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "skew_parts.h"
 
@@ -69,12 +70,12 @@ void compute_counter_skew(const format::RunMetadata* meta, const SkewOptions& op
     }
     double worst = 0;
     for (const auto& g : per_group) worst = std::max(worst, g.imbalance);
+    // Order of preference: smaller group, then not "world" (with TP 2 and DP 1, tp0 and world are
+    // the same ranks; tp0 says why), then the larger imbalance.
+    auto rank_key = [](const CounterGroupImbalance& g) { return std::make_tuple(g.size, g.group == "world", -g.imbalance); };
     for (const auto& g : per_group) {
       if (g.imbalance < 0.95 * worst) continue;
-      if (!cs.worst_group || g.size < cs.worst_group->size ||
-          (g.size == cs.worst_group->size && g.imbalance > cs.worst_group->imbalance)) {
-        cs.worst_group = g;
-      }
+      if (!cs.worst_group || rank_key(g) < rank_key(*cs.worst_group)) cs.worst_group = g;
     }
     // How many groups of the same kind (tp0, tp1, ... share "tp") are past the threshold.
     if (cs.worst_group) {

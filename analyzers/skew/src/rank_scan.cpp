@@ -83,6 +83,13 @@ void RankScan::on_step(const format::StepRecord& step) {
   grow(range_compute_samples_, n_names, std::vector<double>());
   grow(range_total_samples_, n_names, std::vector<double>());
 
+  // GPU kernel time launched under each range (CUPTI; zero on CPU), also from entries of ranges
+  // that did not run in this step on the main thread (count 0).
+  grow(range_kernel_samples_, n_names, std::vector<double>());
+  for (const auto& r : step.ranges) {
+    if (r.kernel_ns > 0 && is_range(r.name_id)) range_kernel_samples_[r.name_id].push_back(double(r.kernel_ns) / kNsPerMs);
+  }
+
   // Ranges present in this step.
   std::vector<uint32_t> touched;
   for (const auto& r : step.ranges) {
@@ -200,6 +207,9 @@ RankScanResult RankScan::finish() {
     if (range_compute_samples_[l].empty()) continue;
     s.range_compute_ms[local_names_[l]] = median_inplace(range_compute_samples_[l]);
     s.range_ms[local_names_[l]] = median_inplace(range_total_samples_[l]);
+  }
+  for (size_t l = 0; l < range_kernel_samples_.size(); ++l) {
+    if (!range_kernel_samples_[l].empty()) s.range_kernel_ms[local_names_[l]] = median_inplace(range_kernel_samples_[l]);
   }
   for (size_t l = 0; l < counter_steps_.size(); ++l) {
     if (counter_steps_[l] == 0 || l >= local_names_.size()) continue;

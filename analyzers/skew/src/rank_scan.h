@@ -79,6 +79,7 @@ class RankScan : public format::EventStreamVisitor {
 
   // Samples of this rank, reduced in finish().
   std::vector<std::vector<double>> range_compute_samples_, range_total_samples_;  // by local id
+  std::vector<std::vector<double>> range_kernel_samples_;  // GPU kernel time, steps that had any
   std::vector<double> counter_sum_, counter_max_;
   std::vector<int64_t> counter_steps_;
   std::vector<double> top_level_sum_;  // by global id of the top-level component

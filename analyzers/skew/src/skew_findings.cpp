@@ -191,7 +191,8 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
       f.cost_ms_per_step += std::max(0.0, ms - mean(v));
       if (f.range.empty()) f.range = range;
     }
-    const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : "unbounded";
+    // "20:1"; a rank with none of it reads "244:0".
+    const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : fmt::format("{}:0", fmt_value(g.max));
     f.text = fmt::format("{} imbalance {} across {} (rank {}: {}, rank {}: {} per step)", cs.name, ratio, g.group,
                          g.max_rank, fmt_value(g.max), g.min_rank, fmt_value(g.min));
     // gpt2-train records the sharding in run.json's model object; older runs had it in training.

@@ -2,7 +2,8 @@
 //
 // Is: for each point of a sweep (sweep.h), the skew analyzer's per-rank figures reduced to one
 // number per range (median over ranks of each rank's median step); then per range, and per range
-// aggregated over blocks ("forward/block*/attn" = the sum over blocks), the fit c + aT + bT^2 with
+// aggregated over blocks ("forward/block*/attn" = the sum over blocks), and on a GPU the kernel time
+// under each range ("forward/block*/attn [gpu kernels]", from CUPTI), the fit c + aT + bT^2 with
 // R^2, log-log slopes between adjacent points and the crossover a/b; the FLOP model's attention
 // share; findings for superlinear ranges and throughput cliffs. Is not: the sweep driver (the
 // trainer's --sweep-seq-len) or rendering.

@@ -38,6 +38,7 @@ struct RankSkew {
   std::map<std::string, double> top_level_ms;        // mean per step of each top-level range
   std::map<std::string, double> range_compute_ms;    // every range: median per step, collectives excluded
   std::map<std::string, double> range_ms;            // every range: median per step, inclusive
+  std::map<std::string, double> range_kernel_ms;     // GPU kernel time under each range (CUPTI)
   std::map<std::string, double> counters;            // mean per step
   std::map<std::string, double> counters_max;        // largest value of any step
 };
