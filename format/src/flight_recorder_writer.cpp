@@ -20,7 +20,7 @@ namespace {
 template <size_t N>
 void copy_name(char (&dst)[N], std::string_view src) {
   const size_t n = std::min(src.size(), N - 1);
-  std::memcpy(dst, src.data(), n);
+  if (n > 0) std::memcpy(dst, src.data(), n);  // an empty string_view may carry a null data()
   std::memset(dst + n, 0, N - n);
 }
 
