@@ -42,7 +42,7 @@ Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::
   fh.rank = header.rank;
   fh.world_size = header.world_size;
   fh.created_ns = header.created_ns;
-  std::memcpy(fh.run_id, header.run_id.data(), std::min(header.run_id.size(), sizeof(fh.run_id) - 1));
+  header.run_id.copy(fh.run_id, sizeof(fh.run_id) - 1);
   put(w->buffer_, fh);
   RS_RETURN_IF_ERROR(w->flush());
   return w;
