@@ -124,6 +124,8 @@ TEST(TrainRun, BadFlagsFailClearly) {
                         Case{{"--inject", "explode:rank=0"}, "unknown fault kind 'explode'"},
                         Case{{"--inject", "stall:rank=0,range=step,step=1,when=now"}, "unknown key 'when'"},
                         Case{{"--steps", "many"}, "--steps"},
+                        Case{{"--inject", "crash:rank=5,step=1", "--steps", "1"}, "rank 5 does not exist"},
+                        Case{{"--inject", "drop-grad:rank=0,param=h.0.nope", "--steps", "1"}, "no parameter 'h.0.nope'"},
                         Case{{"--data", "/nonexistent/shard.bin", "--steps", "1"}, "no such file"},
                         Case{{"--frobnicate"}, "unknown flag --frobnicate"}}) {
     std::string out;

@@ -190,6 +190,16 @@ Status Trainer::setup_model() {
   reducer_ = std::make_unique<DdpReducer>(model_->params(), *groups_.dp, probe_.get(),
                                           [faults](std::string_view p) { return faults->drop_grad(p); });
   schedule_ = {o_.lr, o_.warmup, o_.steps, o_.min_lr_frac};
+  // Faults that can never fire are mistakes on the command line: say so before training starts.
+  for (const FaultSpec& f : o_.inject) {
+    if (f.rank >= L.world_size)
+      return rankscope::invalid_argument(fmt::format("--inject {}: rank {} does not exist (world size {})",
+                                                     f.text, f.rank, L.world_size));
+    if (f.kind == FaultKind::kDropGrad && model_->params().index_of(f.param) < 0)
+      return rankscope::invalid_argument(fmt::format(
+          "--inject {}: no parameter '{}' (names as in Hugging Face GPT-2, e.g. wte.weight, "
+          "h.0.mlp.c_fc.weight, ln_f.bias)", f.text, f.param));
+  }
 
   if (!o_.resume.empty()) {
     RS_ASSIGN_OR_RETURN(auto dir, find_checkpoint(o_.resume));
