@@ -101,13 +101,16 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
   const WaitByComm waits(report);
   for (const CollectiveSite& site : report.collectives) {
     for (const SiteRank& sr : site.ranks) {
-      if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < min_cost_ms(options, report)) continue;
+      // Last in most steps, costly on average, and by a typical margin that matters too (a mean
+      // made of one slow step is not a pattern).
+      const double floor_ms = min_cost_ms(options, report);
+      if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < floor_ms || sr.late_margin_ms < floor_ms) continue;
       std::vector<int> peers;
       for (const SiteRank& other : site.ranks) {
         if (other.rank != sr.rank) peers.push_back(other.rank);
       }
       const Excess cause = cause_range(report, sr.rank, peers);
-      const bool own_cause = !cause.range.empty() && cause.ms >= 0.25 * sr.late_margin_ms;
+      const bool own_cause = !cause.range.empty() && cause.ms >= std::max(0.25 * sr.late_margin_ms, floor_ms);
       std::vector<double> peer_waits;
       for (int p : peers) peer_waits.push_back(waits.elsewhere(p, site.comm));
       const double extra_wait = waits.elsewhere(sr.rank, site.comm) - median(std::move(peer_waits));
