@@ -139,7 +139,8 @@ void Probe::Impl::report_stuck(format::WatchdogKind kind, int comm_index, uint64
         format::watchdog_kind_name(kind), event.message, event.range, now_ns);
     Result<StackCaptureResult> captured = capture_native_stacks(request);
     if (captured.ok()) {
-      logger.info(LogSubsys::kWatchdog, "stacks written by {} in {:.3f} s", captured->tool, captured->elapsed_s);
+      logger.info(LogSubsys::kWatchdog, "stacks written by {} in {:.3f} s ({:.3f} s with the detail pass)",
+                  captured->tool, captured->elapsed_s, captured->total_s);
     } else {
       event.message += fmt::format(" (stack capture failed: {})", captured.status().message());
       flight->record_watchdog(event);

@@ -46,8 +46,13 @@ std::vector<std::string> tool_argv(const std::string& tool, const std::string& e
   if (base == "gdb") {
     return {exe, "-p", p, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"};
   }
-  // eu-stack: -i adds inlined frames and -s source lines where DWARF is present.
-  return {exe, "-i", "-s", "-p", p};
+  // Plain eu-stack names functions from the symbol tables in tens of milliseconds even with the
+  // CUDA libraries mapped; the DWARF pass (inlined frames, source lines) comes after, as detail.
+  return {exe, "-p", p};
+}
+
+std::vector<std::string> detail_argv(const std::string& exe, int pid) {
+  return {exe, "-i", "-s", "-p", std::to_string(pid)};
 }
 
 bool append_text(const std::filesystem::path& file, const std::string& text) {
@@ -127,6 +132,12 @@ Result<StackCaptureResult> capture_native_stacks(const StackCaptureRequest& requ
       StackCaptureResult result;
       result.tool = tool;
       result.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (request.detail && std::filesystem::path(tool).filename() == "eu-stack") {
+        append_text(request.output, "\n# detail: eu-stack -i -s (inlined frames, source lines)\n");
+        Result<int> detail = run_tool(detail_argv(exe, request.pid), request.output, request.time_limit_s);
+        if (!detail.ok()) append_text(request.output, fmt::format("\n# detail pass failed: {}\n", detail.status().message()));
+      }
+      result.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return result;
     }
     std::string why = rc.ok() ? fmt::format("exit status {}", *rc) : rc.status().message();

@@ -66,7 +66,12 @@ TEST(ProbeStackCapture, DefaultToolNamesTheFunctions) {
   std::string text = read_text(req.output);
   EXPECT_EQ(text.rfind("# test header\n", 0), 0u);
   EXPECT_NE(text.find("rankscope_test_child_waits_forever"), std::string::npos) << text;
-  std::printf("[ stacks ] %s took %.3f s\n", r->tool.c_str(), r->elapsed_s);
+  if (r->tool == "eu-stack") {
+    EXPECT_NE(text.find("# detail: eu-stack -i -s"), std::string::npos) << text;
+  }
+  EXPECT_LE(r->elapsed_s, r->total_s);
+  std::printf("[ stacks ] %s: symbolized stacks after %.3f s, with the detail pass %.3f s\n", r->tool.c_str(),
+              r->elapsed_s, r->total_s);
 }
 
 TEST(ProbeStackCapture, FallsBackToGdbWhenTheFirstToolIsMissing) {

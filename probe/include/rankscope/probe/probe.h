@@ -36,7 +36,7 @@ struct Options {
   int world_size = 1;
   int local_rank = 0;
   bool enabled = true;            // RANKSCOPE_DISABLE=1 turns every call into a no-op
-  double watchdog_timeout_s = 300;    // RANKSCOPE_WATCHDOG_TIMEOUT
+  double watchdog_timeout_s = 300;    // RANKSCOPE_WATCHDOG_TIMEOUT; <= 0 keeps only the heartbeat
   double watchdog_poll_s = 0.1;       // RANKSCOPE_WATCHDOG_POLL
   bool watchdog_abort = false;        // RANKSCOPE_WATCHDOG_ABORT=1: SIGABRT self after evidence
   bool watchdog_stacks = true;        // RANKSCOPE_WATCHDOG_STACKS=0 disables stack capture
@@ -135,8 +135,11 @@ class Probe {
   Status align_clocks(ClockExchange& exchange, int samples = 16);
 
   // --- steps and ranges ---
+  // A main-thread range counts in the step in which it closes; counters set outside a step are
+  // dropped; collectives issued between two steps land in the next one. Other threads' ranges go
+  // to the flight recorder and, inside the capture window, to the trace — not to the aggregates.
   void begin_step(int64_t step);
-  void end_step();  // writes the step's record and flushes the event stream
+  void end_step();  // writes the step's record and flushes the event stream (one write(2))
   void push_range(std::string_view name);
   void pop_range();
 
