@@ -147,6 +147,19 @@ std::vector<int> Classifier::find_dead() {
 bool Classifier::try_mismatch(bool with_call_site) {
   auto m = find_mismatch(views_, groups_, with_call_site);
   if (!m) return false;
+  if (!with_call_site) {
+    // A skipped collective shifts every later call of the skipping rank: op and size may agree for
+    // a while and disagree only later. The first call-site disagreement on the same communicator
+    // is where the desync began.
+    auto earlier = find_mismatch(views_, groups_, true);
+    if (earlier && earlier->at.comm == m->at.comm && earlier->at.seq < m->at.seq) {
+      std::string values;
+      for (const auto& [r, v] : m->mismatch.values_by_rank) values += fmt::format("{}rank {}: {}", values.empty() ? "" : ", ", r, v);
+      facts_.later = fmt::format(" From there on its calls are shifted: at #{} on {} the {} differs too ({}).", m->at.seq,
+                                 m->at.comm, m->mismatch.field, values);
+      m = std::move(earlier);
+    }
+  }
   d_.verdict = Verdict::kDesync;
   d_.kind = Kind::kCollectiveMismatch;
   d_.culprit_ranks = m->culprits;

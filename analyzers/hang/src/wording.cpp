@@ -106,6 +106,7 @@ void word_mismatch(Diagnosis& d, const WordingFacts& f) {
   }
   d.explanation = fmt::format("Ranks disagree on the {} of collective #{} on {} ({}). The majority is taken as healthy.",
                               m.field, c.seq, c.comm, values_text(m));
+  d.explanation += f.later;
   if (f.ambiguous)
     d.explanation += " It is a tie that the ranks' previous steps could not break: either side may be at fault.";
   else if (healthy.size() <= d.culprit_ranks.size())
