@@ -183,6 +183,9 @@ int main(int argc, char** argv) {
   }
   // Steps alternate on/off one by one; each is timed on the wall clock and on this thread's CPU
   // clock (which a busy shared machine disturbs less: preemption does not count).
+  std::error_code ec;
+  const std::filesystem::path events_file = dir / "rank00000.events";
+  const uint64_t events_before = std::filesystem::file_size(events_file, ec);
   std::vector<double> on_wall, off_wall, on_cpu, off_cpu;
   for (int i = 0; i < 2 * steps; ++i) {
     bool probe_on = i % 2 == 0;
@@ -194,9 +197,8 @@ int main(int argc, char** argv) {
     (probe_on ? on_wall : off_wall).push_back(wall_ms);
     (probe_on ? on_cpu : off_cpu).push_back(cpu_ms);
   }
+  const uint64_t events_bytes = std::filesystem::file_size(events_file, ec) - events_before;
   on.shutdown();
-  std::error_code ec;
-  uint64_t events_bytes = std::filesystem::file_size(dir / "rank00000.events", ec);
   std::filesystem::remove_all(dir, ec);
 
   double step_on = median(on_wall), step_off = median(off_wall);
@@ -220,6 +222,6 @@ int main(int argc, char** argv) {
   std::printf("  modeled from the micro numbers: %.1f us per step = %.3f%% of the step (budget <= 1%%)\n",
               modeled_us, modeled_us / (step_off * 1e3) * 100);
   std::printf("event stream: %.0f bytes per step always-on\n",
-              static_cast<double>(events_bytes) / static_cast<double>(step - 10));
+              static_cast<double>(events_bytes) / static_cast<double>(steps));
   return 0;
 }
