@@ -36,9 +36,9 @@ PointTimes reduce_point(const SkewReport& skew) {
       const std::string agg = block_wildcard(name);
       if (agg != name) sums[agg] += ms;
     };
-    for (const auto& [name, ms] : r.range_ms) add(name, ms);
+    for (const auto& [name, ms] : r.range_ms_min) add(name, ms);
     // On a GPU, the kernels under a range scale on their own (the host may only enqueue them).
-    for (const auto& [name, ms] : r.range_kernel_ms) add(name + std::string(kKernelSuffix), ms);
+    for (const auto& [name, ms] : r.range_kernel_ms_min) add(name + std::string(kKernelSuffix), ms);
     for (const auto& [name, ms] : sums) per_aggregate[name].push_back(ms);
   }
   for (auto& [name, v] : per_range) out.ranges[name] = median(std::move(v)), out.aggregated[name] = false;
@@ -121,7 +121,11 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
     ScalingPoint point;
     point.seq_len = p.seq_len;
     point.run_dir = p.run_dir.string();
-    point.step_ms = skew->step_ms_median;
+    std::vector<double> fastest;  // each rank's fastest step
+    for (const RankSkew& r : skew->ranks) {
+      if (r.steps > 0) fastest.push_back(r.step_ms_min);
+    }
+    point.step_ms = median(std::move(fastest));
     for (const RankSkew& r : skew->ranks) {
       if (auto it = r.counters_max.find(std::string(kPeakMemoryCounter)); it != r.counters_max.end()) {
         point.peak_mem_bytes = std::max(point.peak_mem_bytes.value_or(0.0), it->second);

@@ -194,6 +194,7 @@ RankScanResult RankScan::finish() {
   s.step_ms_median = percentile(step_ms_, 50);
   s.step_ms_p90 = percentile(step_ms_, 90);
   s.step_ms_max = *std::max_element(step_ms_.begin(), step_ms_.end());
+  s.step_ms_min = *std::min_element(step_ms_.begin(), step_ms_.end());
   s.compute_ms = compute_ms_sum_ / n;
   s.idle_ms = idle_ms_sum_ / n;
   result_.collective_ms_mean = collective_ms_sum_ / n;
@@ -207,9 +208,13 @@ RankScanResult RankScan::finish() {
     if (range_compute_samples_[l].empty()) continue;
     s.range_compute_ms[local_names_[l]] = median_inplace(range_compute_samples_[l]);
     s.range_ms[local_names_[l]] = median_inplace(range_total_samples_[l]);
+    s.range_ms_min[local_names_[l]] = *std::min_element(range_total_samples_[l].begin(), range_total_samples_[l].end());
   }
   for (size_t l = 0; l < range_kernel_samples_.size(); ++l) {
-    if (!range_kernel_samples_[l].empty()) s.range_kernel_ms[local_names_[l]] = median_inplace(range_kernel_samples_[l]);
+    auto& v = range_kernel_samples_[l];
+    if (v.empty()) continue;
+    s.range_kernel_ms[local_names_[l]] = median_inplace(v);
+    s.range_kernel_ms_min[local_names_[l]] = *std::min_element(v.begin(), v.end());
   }
   for (size_t l = 0; l < counter_steps_.size(); ++l) {
     if (counter_steps_[l] == 0 || l >= local_names_.size()) continue;

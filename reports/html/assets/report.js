@@ -231,7 +231,7 @@
         data: r.times_ms.map(function (t, k) { return t === null || t <= 0 ? null : { x: pts[k].seq_len, y: t }; }).filter(function (p) { return p !== null; })
       };
     });
-    chart(panel('Time per step vs sequence length T (log-log)', 'slope 1 = linear in T, slope 2 = quadratic; ms per step, median over ranks', 1100, 460), {
+    chart(panel('Time per step vs sequence length T (log-log)', 'slope 1 = linear in T, slope 2 = quadratic; ms in the fastest step, median over ranks', 1100, 460), {
       type: 'scatter',
       data: { datasets: datasets },
       options: {

@@ -1,7 +1,9 @@
 // scaling_analyzer.h — `rankscope scaling`: how step time and each range grow with seq len T.
 //
 // Is: for each point of a sweep (sweep.h), the skew analyzer's per-rank figures reduced to one
-// number per range (median over ranks of each rank's median step); then per range, and per range
+// number per range: the median over ranks of each rank's fastest step. A sweep measures what a
+// range costs at each T; its steps are few, and on a shared machine noise only ever adds time, so
+// the fastest step estimates the cost and the median would estimate the noise. Then per range, and per range
 // aggregated over blocks ("forward/block*/attn" = the sum over blocks), and on a GPU the kernel time
 // under each range ("forward/block*/attn [gpu kernels]", from CUPTI), the fit c + aT + bT^2 with
 // R^2, log-log slopes between adjacent points and the crossover a/b; the FLOP model's attention
@@ -27,8 +29,8 @@ inline constexpr std::string_view kPeakMemoryCounter = "mem.peak_bytes";
 struct ScalingPoint {
   int64_t seq_len = 0;
   std::string run_dir;
-  double step_ms = 0;
-  double tokens_per_s = 0;                     // 0 when run.json lacks training.batch
+  double step_ms = 0;                          // fastest step (median over ranks)
+  double tokens_per_s = 0;                     // at step_ms; 0 when run.json lacks training.batch
   std::optional<double> peak_mem_bytes;        // max over ranks of mem.peak_bytes
   std::optional<double> attention_share_flops; // forward/block*/attn share by the FLOP model
   std::optional<double> attention_share_measured;  // (forward+backward)/block*/attn over step time

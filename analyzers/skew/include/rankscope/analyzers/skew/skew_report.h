@@ -39,6 +39,11 @@ struct RankSkew {
   std::map<std::string, double> range_compute_ms;    // every range: median per step, collectives excluded
   std::map<std::string, double> range_ms;            // every range: median per step, inclusive
   std::map<std::string, double> range_kernel_ms;     // GPU kernel time under each range (CUPTI)
+  // The fastest step's figures: what a range costs when nothing else gets in its way (scaling
+  // sweeps use them; on a shared machine noise only ever adds time).
+  double step_ms_min = 0;
+  std::map<std::string, double> range_ms_min;
+  std::map<std::string, double> range_kernel_ms_min;
   std::map<std::string, double> counters;            // mean per step
   std::map<std::string, double> counters_max;        // largest value of any step
 };
