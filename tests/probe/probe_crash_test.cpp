@@ -127,6 +127,40 @@ TEST(ProbeCrash, WatchdogAbortRaisesSigabrtAfterRecordingTheEvent) {
   EXPECT_EQ(fr->live.step, 9);
 }
 
+// A sink that kills the process when a range opens, as a fault injector may: the range it was
+// opened in must already be in the flight recorder.
+class KillOnRange final : public RangeSink {
+ public:
+  void push(std::string_view name) override {
+    if (name == "forward/block3/attn") ::kill(::getpid(), SIGKILL);
+  }
+  void pop() override {}
+};
+
+TEST(ProbeCrash, RangeIsRecordedBeforeSinksSeeIt) {
+  testing::ScratchDir dir;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto created = Probe::create(testing::test_options(dir.path()));
+    if (!created.ok()) ::_exit(3);
+    (*created)->add_range_sink(std::make_unique<KillOnRange>());
+    (*created)->begin_step(1);
+    (*created)->push_range("step");
+    (*created)->push_range("forward/block3/attn");
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto fr = format::read_flight_recorder(format::flight_recorder_path(dir.path(), 0));
+  ASSERT_TRUE(fr.ok());
+  ASSERT_NE(fr->main_thread(), nullptr);
+  ASSERT_EQ(fr->main_thread()->stack.size(), 2u);
+  EXPECT_EQ(fr->main_thread()->stack[1].name, "forward/block3/attn");
+  EXPECT_EQ(fr->live.phase, "forward/block3/attn");
+}
+
 TEST(ProbeCrash, MarkAbortedSurvivesShutdown) {
   testing::ScratchDir dir;
   {
