@@ -133,13 +133,14 @@ struct Verdict {
 };
 
 // `hangdoctor RUN_DIR [--wait S] --json FILE`, in process, with the real process table.
-Verdict hangdoctor(const std::filesystem::path& run_dir, bool wait) {
+Verdict hangdoctor(const std::filesystem::path& run_dir, bool wait, bool stacks = false) {
   const auto json_file = run_dir.parent_path() / "diagnosis.json";
   std::vector<std::string> argv = {run_dir.string(), "--json", json_file.string()};
   if (wait) {
     argv.push_back("--wait");
     argv.push_back(std::to_string(kQuietS));
   }
+  if (stacks) argv.push_back("--stacks");
   char* buf = nullptr;
   size_t len = 0;
   std::FILE* out = open_memstream(&buf, &len);
@@ -177,19 +178,31 @@ void expect_verdict(const Verdict& v, const std::string& verdict, const std::str
   EXPECT_EQ(v.code, 1);
 }
 
+// The verdict's collective is (comm, seq, op).
+void expect_collective(const Verdict& v, const std::string& comm, uint64_t seq, const std::string& op = "allreduce_sum") {
+  ASSERT_TRUE(v.j.at("collective").is_object()) << v.text;
+  const auto& c = v.j.at("collective");
+  EXPECT_EQ(c.at("comm"), comm) << v.text;
+  EXPECT_EQ(c.at("seq"), seq) << v.text;
+  EXPECT_EQ(c.at("op"), op) << v.text;
+}
+
 TEST(E2eHang, StallInEmbeddingTp2) {
   const auto base = scratch();
   Job job(base, 2, 2, 20, {"--inject", "stall:rank=1,range=forward/embed,step=2"});
-  const Verdict v = hangdoctor(job.run_dir(), true);
+  const Verdict v = hangdoctor(job.run_dir(), true, /*stacks=*/true);
   expect_verdict(v, "hang", "lagging_rank", {1});
+  expect_collective(v, "tp0", issued_on(job.run_dir(), 1, "tp0"));
   const auto& c = v.j.at("collective");
-  EXPECT_EQ(c.at("comm"), "tp0");
-  EXPECT_EQ(c.at("op"), "allreduce_sum");
-  EXPECT_EQ(c.at("seq"), issued_on(job.run_dir(), 1, "tp0"));
   EXPECT_EQ(v.j.at("ranks")[1].at("range"), "forward/embed");
   EXPECT_EQ(v.j.at("ranks")[0].at("state"), "waiting");
   EXPECT_EQ(v.j.at("ranks")[0].at("seq"), c.at("seq"));
   EXPECT_EQ(v.text.rfind("HANG: rank 1 never entered allreduce #", 0), 0u) << job.log();
+  // --stacks: the culprit's native stacks, with function names, stored as run-directory evidence.
+  ASSERT_TRUE(v.j.at("ranks")[1].contains("stacks_file")) << v.text;
+  std::ifstream in(job.run_dir() / v.j.at("ranks")[1].at("stacks_file").get<std::string>());
+  const std::string stacks(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(stacks.find("on_range_enter"), std::string::npos) << stacks;  // the injected stall's frame
 }
 
 TEST(E2eHang, StallInBackwardTp2Dp2) {
@@ -197,9 +210,7 @@ TEST(E2eHang, StallInBackwardTp2Dp2) {
   Job job(base, 4, 2, 20, {"--inject", "stall:rank=3,range=backward/block1/mlp,step=2"});
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "lagging_rank", {3});
-  const auto& c = v.j.at("collective");
-  EXPECT_EQ(c.at("comm"), "tp1");  // the innermost stuck group, not the DP ranks downstream
-  EXPECT_EQ(c.at("seq"), issued_on(job.run_dir(), 3, "tp1"));
+  expect_collective(v, "tp1", issued_on(job.run_dir(), 3, "tp1"));  // innermost, not the DP ranks downstream
   EXPECT_EQ(v.j.at("ranks")[3].at("range"), "backward/block1/mlp");
 }
 
@@ -208,10 +219,7 @@ TEST(E2eHang, StallInDataIsAHostStallDp2) {
   Job job(base, 2, 1, 20, {"--inject", "stall:rank=1,range=data,step=2"});
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "host_stall", {1});
-  const auto& c = v.j.at("collective");
-  EXPECT_EQ(c.at("comm"), "dp0");
-  EXPECT_EQ(c.at("op"), "allreduce_sum");
-  EXPECT_EQ(c.at("seq"), issued_on(job.run_dir(), 1, "dp0"));
+  expect_collective(v, "dp0", issued_on(job.run_dir(), 1, "dp0"));
   EXPECT_EQ(v.j.at("ranks")[1].at("range"), "data");
 }
 
@@ -222,10 +230,8 @@ TEST(E2eHang, SkipTp2) {
   Job job(base, 2, 2, 20, {"--inject", "skip:rank=1,comm=tp0,seq=15"});
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "desync", "collective_mismatch", {1});
+  expect_collective(v, "tp0", 15);
   const auto& c = v.j.at("collective");
-  EXPECT_EQ(c.at("comm"), "tp0");
-  EXPECT_EQ(c.at("seq"), 15);
-  EXPECT_EQ(c.at("op"), "allreduce_sum");
   ASSERT_TRUE(v.j.at("mismatch").is_object()) << v.text;
   EXPECT_EQ(v.j.at("mismatch").at("field"), "range");
   const auto& by_rank = v.j.at("mismatch").at("values_by_rank");
@@ -238,10 +244,8 @@ TEST(E2eHang, ResizeTp2) {
   Job job(base, 2, 2, 20, {"--inject", "resize:rank=1,comm=tp0,seq=15,factor=2"});
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "desync", "collective_mismatch", {1});
+  expect_collective(v, "tp0", 15);
   const auto& c = v.j.at("collective");
-  EXPECT_EQ(c.at("comm"), "tp0");
-  EXPECT_EQ(c.at("seq"), 15);
-  EXPECT_EQ(c.at("op"), "allreduce_sum");
   EXPECT_EQ(v.j.at("mismatch").at("field"), "count");
   const auto& by_rank = v.j.at("mismatch").at("values_by_rank");
   EXPECT_EQ(std::stoull(by_rank.at("1").get<std::string>()), 2 * std::stoull(by_rank.at("0").get<std::string>()));
@@ -254,9 +258,7 @@ TEST(E2eHang, CrashTp2Dp2) {
   Job job(base, 4, 2, 20, {"--inject", "crash:rank=2,step=2"}, /*keep_survivors=*/true);
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "crash", "rank_dead", {2});
-  ASSERT_TRUE(v.j.at("collective").is_object()) << v.text;
-  EXPECT_EQ(v.j.at("collective").at("comm"), "tp1");
-  EXPECT_EQ(v.j.at("collective").at("seq"), issued_on(job.run_dir(), 2, "tp1"));
+  expect_collective(v, "tp1", issued_on(job.run_dir(), 2, "tp1"));
   EXPECT_EQ(v.j.at("ranks")[2].at("alive"), "gone");
   EXPECT_EQ(v.j.at("ranks")[2].at("range"), "step");  // it died entering the step
 }
@@ -266,8 +268,7 @@ TEST(E2eHang, DropGradDp2) {
   Job job(base, 2, 1, 20, {"--inject", "drop-grad:rank=1,param=h.0.mlp.c_fc.weight,step=2"});
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "missing_gradient", {1});
-  EXPECT_EQ(v.j.at("collective").at("comm"), "dp0");
-  EXPECT_EQ(v.j.at("collective").at("seq"), issued_on(job.run_dir(), 1, "dp0"));
+  expect_collective(v, "dp0", issued_on(job.run_dir(), 1, "dp0"));
   ASSERT_EQ(v.j.at("missing_gradients").size(), 1u) << v.text;
   const auto& g = v.j.at("missing_gradients")[0];
   EXPECT_EQ(g.at("rank"), 1);

@@ -71,7 +71,13 @@ void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
   if (!r.stacks.empty()) {
     out += "    stacks:\n";
     size_t start = 0;
+    int lines = 0;
+    constexpr int kMaxLines = 40;  // the whole text is in the evidence file
     while (start < r.stacks.size()) {
+      if (++lines > kMaxLines) {
+        out += "      ... (see the stacks file for the rest)\n";
+        break;
+      }
       size_t end = r.stacks.find('\n', start);
       if (end == std::string::npos) end = r.stacks.size();
       out += "      " + r.stacks.substr(start, end - start) + "\n";
