@@ -79,6 +79,28 @@ TEST(Faults, StallLeavesThePeerWaitingInTheNextCollective) {
   EXPECT_TRUE(seen) << "rank 0 should wait in tp0's collective that the stalled rank 1 never reached\n" << log;
 }
 
+TEST(Faults, StallIsReportedByThePeersWatchdog) {
+  auto dir = e2e::fresh_run_dir("fault_stall_watchdog");
+  auto args = small_args(dir, 6);
+  // The later --watchdog-timeout wins over small_args' 600 s.
+  args.insert(args.end(), {"--tp", "2", "--watchdog-timeout", "2", "--inject",
+                           "stall:rank=1,range=backward/block1/mlp,step=2"});
+  e2e::Job job(e2e::train_command(2, args), dir / "job.log", dir);
+  bool seen = wait_for(job, dir, 120s, [](const auto& r0, const auto&) {
+    return r0.watchdog.kind == rankscope::format::WatchdogKind::kCollectiveTimeout;
+  });
+  std::string log = job.output();
+  job.kill_all();
+  ASSERT_TRUE(seen) << log;
+  auto r0 = recorder(dir, 0);
+  ASSERT_TRUE(r0.has_value());
+  ASSERT_GE(r0->watchdog.comm_index, 0);
+  const auto* tp0 = r0->comm("tp0");
+  ASSERT_NE(tp0, nullptr);
+  EXPECT_EQ(r0->watchdog.comm_index, tp0->index);
+  EXPECT_GE(r0->watchdog.waited_ns, 2'000'000'000);
+}
+
 TEST(Faults, DelaySlowsTheRangeOnlyWhereAsked) {
   auto dir = e2e::fresh_run_dir("fault_delay");
   auto args = small_args(dir, 3);
