@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/format/event_stream.h"
+#include "rankscope/format/run_directory_layout.h"
+#include "rankscope/format/run_metadata.h"
 #include "skew_fake_run.h"
 
 namespace rankscope::analyzers {
@@ -136,6 +139,57 @@ TEST(ChromeTrace, StepWindow) {
   EXPECT_EQ(events(x.trace, "X", "step").size(), 4u);
   EXPECT_EQ(events(x.trace, "s").size(), 2u * 5u);
   for (const auto& e : events(x.trace, "X", "range")) EXPECT_EQ(e["args"]["step"], 3);
+}
+
+TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
+  // One rank written by hand: a step with a traced range and two kernels launched under it.
+  const fs::path dir = testing::fresh_temp_dir("trace-kernels");
+  format::RunMetadata meta;
+  meta.run_id = "kernels";
+  meta.created_ns = 1'000'000'000;
+  meta.world_size = 1;
+  ASSERT_TRUE(format::write_run_metadata(dir, meta).ok());
+  format::EventStreamHeader h;
+  h.world_size = 1;
+  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, 0), h);
+  ASSERT_TRUE(w.ok());
+  auto& writer = **w;
+  const uint32_t attn = writer.intern(format::NameKind::kRange, "forward/block0/attn");
+  const uint32_t gemm = writer.intern(format::NameKind::kKernel, "sm90_gemm_bf16");
+  format::StepRecord step;
+  step.step = 7;
+  step.begin_ns = 1'000'000'000 + 1'000'000;  // 1 ms after the run started
+  step.end_ns = step.begin_ns + 5'000'000;
+  step.ranges.push_back({attn, 1, 4'000'000, 3'000'000});
+  writer.write_step(step);
+  const format::TraceRange range{attn, 42, step.begin_ns, step.begin_ns + 4'000'000, 0, 0};
+  writer.write_trace_ranges(7, std::span(&range, 1));
+  const format::TraceKernel kernels[] = {{gemm, attn, 3, 0, step.begin_ns + 500'000, step.begin_ns + 2'000'000},
+                                         {gemm, attn, 3, 0, step.begin_ns + 2'000'000, step.begin_ns + 3'500'000}};
+  writer.write_trace_kernels(7, kernels);
+  writer.write_end(step.end_ns);
+  ASSERT_TRUE(writer.flush().ok());
+  w->reset();
+
+  std::ostringstream out;
+  auto summary = export_chrome_trace(dir, out);
+  ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+  const json trace = json::parse(out.str());
+  const auto ks = events(trace, "X", "kernel");
+  ASSERT_EQ(ks.size(), 2u);
+  for (const auto& k : ks) {
+    EXPECT_EQ(k["name"], "sm90_gemm_bf16");
+    EXPECT_EQ(k["args"]["range"], "forward/block0/attn");
+    EXPECT_DOUBLE_EQ(k["dur"].get<double>(), 1500.0);
+    EXPECT_EQ(k["tid"], ks[0]["tid"]);  // one stream, one track
+  }
+  EXPECT_DOUBLE_EQ(ks[0]["ts"].get<double>(), 1500.0);  // us since run.json's created_ns
+  bool named = false;
+  for (const auto& m : events(trace, "M")) named |= m["name"] == "thread_name" && m["args"]["name"] == "gpu 0 stream 3";
+  EXPECT_TRUE(named);
+  const auto rs = events(trace, "X", "range");
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0]["tid"], 42);
 }
 
 TEST(ChromeTrace, MissingRunDirectoryIsAnError) {
