@@ -157,3 +157,46 @@ TEST(HangFixture, OpMismatchBeatsEverythingElse) {
 
 }  // namespace
 }  // namespace rankscope::hang
+
+namespace rankscope::hang {
+namespace {
+
+TEST(HangFixture, KilledJobBlamesTheRankThatAbortedOnItsOwnError) {
+  const auto dir = scratch("fx");
+  auto ranks = make_ranks(dir, 3);
+  for (int s = 0; s < 3; ++s)
+    for (auto& r : ranks) allreduce(r, s, kT0 + s * 100 * kMs, true);
+  allreduce(ranks[0], 3, kT0 + 300 * kMs, false);
+  allreduce(ranks[1], 3, kT0 + 300 * kMs, false);
+  ranks[2].w->set_process_state(format::ProcessState::kAborted);  // exited on an error
+  for (auto& r : ranks) r.w->heartbeat(kT0 + 301 * kMs);          // then the launcher killed all
+  auto run = format::open_run_directory(dir);
+  ASSERT_TRUE(run.ok());
+  FakeProcessTable procs;
+  for (int r = 0; r < 3; ++r) procs.table[{"elsewhere", 4000 + r}] = Liveness::kGone;
+  const Diagnosis d = diagnose(*run, procs);
+  EXPECT_EQ(d.verdict, Verdict::kCrash) << d.headline;
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{2});
+  EXPECT_EQ(d.collective->seq, 3u);
+  EXPECT_EQ(d.ranks[2].state, RankState::kAborted);
+}
+
+TEST(HangFixture, AJobWhoseProcessesAreAllGoneIsNeverHealthy) {
+  const auto dir = scratch("fx");
+  auto ranks = make_ranks(dir, 2);
+  for (auto& r : ranks) allreduce(r, 0, kT0, true);
+  allreduce(ranks[0], 1, kT0 + 100 * kMs, false);
+  ranks[1].w->push_range(ranks[1].slot, "forward/embed", kT0 + 90 * kMs);
+  for (auto& r : ranks) r.w->heartbeat(kT0 + 150 * kMs);  // killed 50 ms into the wait
+  auto run = format::open_run_directory(dir);
+  ASSERT_TRUE(run.ok());
+  FakeProcessTable procs;
+  for (int r = 0; r < 2; ++r) procs.table[{"elsewhere", 4000 + r}] = Liveness::kGone;
+  const Diagnosis d = diagnose(*run, procs);
+  EXPECT_EQ(d.verdict, Verdict::kHang) << d.headline;
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1});
+  EXPECT_NE(d.explanation.find("process is gone"), std::string::npos) << d.explanation;
+}
+
+}  // namespace
+}  // namespace rankscope::hang

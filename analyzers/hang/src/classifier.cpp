@@ -63,6 +63,7 @@ class Classifier {
   std::vector<GroupView> groups_;
   Diagnosis d_;
   WordingFacts facts_;
+  bool job_gone_ = false;  // every unfinished rank's process is gone: nothing will progress again
 };
 
 Diagnosis Classifier::run() {
@@ -82,7 +83,7 @@ Diagnosis Classifier::run() {
     d_.verdict = Verdict::kFinished;
   } else {
     const std::vector<int> dead = find_dead();
-    const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty();
+    const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_;
     if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
     } else if (!dead.empty()) {
@@ -129,16 +130,31 @@ std::vector<int> Classifier::find_dead() {
     dead = candidates;
   } else {
     // Everyone is gone (the launcher killed the job, or someone did later): only ranks that fell
-    // silent well before the others, or died abruptly while the others were shut down (marked
-    // aborted), are the first failure. Otherwise the snapshot is simply the state at death.
+    // silent well before the others, or exited on an error of their own, are the first failure.
+    // Otherwise the snapshot is simply the state at death.
     for (int r : candidates)
       if (views_[r].heartbeat_ns + stale < freshest) dead.push_back(r);
     if (dead.empty()) {
-      const bool some_aborted = std::any_of(candidates.begin(), candidates.end(), [&](int r) { return views_[r].aborted; });
+      // A rank that marked itself aborted exited on an error of its own; the others were killed
+      // after it (by the launcher).
+      const bool all_aborted = std::all_of(candidates.begin(), candidates.end(), [&](int r) { return views_[r].aborted; });
       for (int r : candidates)
-        if (some_aborted && !views_[r].aborted) dead.push_back(r);
+        if (!all_aborted && views_[r].aborted) dead.push_back(r);
     }
-    facts_.all_gone = dead.empty();
+    if (dead.empty()) {
+      // A live rank's heartbeat keeps ticking (the probe's watchdog thread) until it is killed, so
+      // it is never much older than anyone's progress. One that stopped before others still made
+      // progress died first; the launcher then killed the rest.
+      constexpr int64_t kTickSlack = 200'000'000;
+      for (int r : candidates) {
+        int64_t others = 0;
+        for (int o : candidates)
+          if (o != r) others = std::max(others, views_[o].last_activity_ns);
+        if (views_[r].heartbeat_ns + kTickSlack < others) dead.push_back(r);
+      }
+    }
+    facts_.all_gone = true;
+    job_gone_ = true;
   }
   for (int r : dead) views_[r].dead = true;
   return dead;

@@ -222,7 +222,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
     }
   }
   if (f.all_gone)
-    d.explanation += " Every rank's process is gone (the job was killed): this is their state when they died.";
+    d.explanation += " Every rank's process is gone (the job was killed or aborted): this is their state when they died.";
 }
 
 }  // namespace rankscope::hang
