@@ -103,7 +103,9 @@ int synth_command(Args args) {
   if (o.local_host) o.live_pid = int(::getppid());  // alive after we exit, unlike our own pid
   auto summary = synth::write_synthetic_run(out, o);
   if (!summary.ok()) {
-    std::fprintf(stderr, "rankscope synth: %s\n", summary.status().to_string().c_str());
+    const Status& st = summary.status();  // a bad option needs no breadcrumb, an I/O failure does
+    std::fprintf(stderr, "rankscope synth: %s\n",
+                 (st.code() == StatusCode::kInvalidArgument ? st.message() : st.to_string()).c_str());
     return 2;
   }
   std::printf("wrote %s: %d ranks (tp %d x dp %d), %s, %.1f MiB\n", out.c_str(), o.ranks, o.tp, o.ranks / o.tp,
