@@ -158,8 +158,8 @@ void check_renders(const nlohmann::json& data, const std::string& name, int min_
 }
 
 TEST(HtmlReport, SkewRendersInChromium) {
-  // breakdown, heatmap, arrival skew, one counter chart
-  check_renders(skew_json(), "html_report_skew", 4);
+  // breakdown, top-level ranges, heatmap, arrival skew, one counter chart
+  check_renders(skew_json(), "html_report_skew", 5);
 }
 
 TEST(HtmlReport, ScalingRendersInChromium) {

@@ -1,7 +1,7 @@
 // report.js — draws the rankscope report from the JSON embedded in the page (Chart.js 3).
 //
-// Is: the charts and tables of the skew report (per-rank breakdown, rank x step heatmap, arrival
-// skew at one step's collectives, counters) and of the scaling report (time vs T on log-log axes,
+// Is: the charts and tables of the skew report (per-rank breakdown, time per top-level range,
+// rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling report (time vs T on log-log axes,
 // tokens/s). When done it marks <body> with data-rankscope-rendered="yes" and the number of charts
 // and points drawn, and counts script errors in data-rankscope-errors, so a headless browser can
 // tell that the report rendered. Is not: analysis; every number comes from the JSON.
@@ -100,6 +100,24 @@
         labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
         datasets: parts.map(function (p, i) {
           return { label: p[1], backgroundColor: color(i), data: ranks.map(function (r) { return r.breakdown_ms[p[0]]; }) };
+        })
+      },
+      options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
+    });
+  }
+
+  function topLevel(data) {
+    var ranks = data.ranks.filter(function (r) { return r.present; });
+    var names = {};
+    ranks.forEach(function (r) { Object.keys(r.top_level_ms || {}).forEach(function (n) { names[n] = true; }); });
+    var list = Object.keys(names).sort();
+    if (!list.length) return;
+    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included', 1100, 300), {
+      type: 'bar',
+      data: {
+        labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+        datasets: list.map(function (n, i) {
+          return { label: n, backgroundColor: color(i + 2), data: ranks.map(function (r) { return (r.top_level_ms || {})[n] || 0; }) };
         })
       },
       options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
@@ -206,6 +224,7 @@
     findings(data.findings);
     if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
     breakdown(data);
+    topLevel(data);
     heatmap(data);
     arrivals(data);
     counters(data);

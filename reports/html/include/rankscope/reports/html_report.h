@@ -3,7 +3,7 @@
 // Is: the template (assets/report.html) with Chart.js, the report script and its style inlined and
 // the report's JSON embedded as an application/json script block (every '<' escaped, so no data
 // can close the block). The script draws the charts that fit the report's "kind":
-//   rankscope.skew:    per-rank stacked breakdown, rank x step heatmap, arrival skew at the
+//   rankscope.skew:    per-rank stacked breakdown, time per top-level range, rank x step heatmap, arrival skew at the
 //                      collectives of one step, counters per rank, findings and a rank table;
 //   rankscope.scaling: time vs T per range on log-log axes, tokens/s vs T, findings and fits.
 // When it has drawn, the script sets data-rankscope-rendered="yes", data-rankscope-charts and
