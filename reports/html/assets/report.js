@@ -1,8 +1,8 @@
 // report.js — draws the rankscope report from the JSON embedded in the page (Chart.js 3).
 //
 // Is: the charts and tables of the skew report (per-rank breakdown, time per top-level range,
-// rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling report (time vs T on log-log axes,
-// tokens/s). When done it marks <body> with data-rankscope-rendered="yes" and the number of charts
+// rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
+// report (time vs T on log-log axes, tokens/s). When done it marks <body> with data-rankscope-rendered="yes" and the number of charts
 // and points drawn, and counts script errors in data-rankscope-errors, so a headless browser can
 // tell that the report rendered. Is not: analysis; every number comes from the JSON.
 (function () {
