@@ -2,9 +2,10 @@
 //
 // Is: the charts and tables of the skew report (per-rank breakdown, time per top-level range,
 // rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
-// report (time vs T on log-log axes, tokens/s). When done it marks <body> with data-rankscope-rendered="yes" and the number of charts
-// and points drawn, and counts script errors in data-rankscope-errors, so a headless browser can
-// tell that the report rendered. Is not: analysis; every number comes from the JSON.
+// report (time vs T on log-log axes, tokens/s). When done it marks <body> with
+// data-rankscope-rendered="yes" and the number of charts and points drawn, and counts script
+// errors in data-rankscope-errors, so a headless browser can tell that the report rendered.
+// Is not: analysis; every number comes from the JSON.
 (function () {
   'use strict';
   var state = { charts: 0, points: 0, errors: [] };
