@@ -202,7 +202,10 @@ void Classifier::set_collective(const std::string& comm, uint64_t seq) {
       return;
     }
   }
-  d_.collective = CollectiveRef{comm, seq};
+  CollectiveRef unknown;  // no readable recorder holds it any more: name it by (comm, seq) only
+  unknown.comm = comm;
+  unknown.seq = seq;
+  d_.collective = unknown;
 }
 
 std::optional<WaitEdge> Classifier::innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const {
