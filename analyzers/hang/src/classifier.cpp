@@ -3,10 +3,12 @@
 #include "rankscope/analyzers/hang/classifier.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "analysis_parts.h"
+#include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 
 namespace rankscope::hang {
@@ -56,6 +58,7 @@ class Classifier {
   std::vector<int> waiters_at(const std::string& comm, uint64_t seq) const;
   void set_collective(const std::string& comm, uint64_t seq);
   void fill_ranks();
+  std::string progress_on(const std::string& comm) const;
 
   const format::RunDirectory& run_;
   ClassifyOptions o_;
@@ -95,7 +98,10 @@ Diagnosis Classifier::run() {
     }
   }
   fill_ranks();
-  if (d_.collective) facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
+  if (d_.collective) {
+    facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
+    facts_.progress = progress_on(d_.collective->comm);
+  }
   compose_wording(d_, facts_);
   return std::move(d_);
 }
@@ -329,6 +335,19 @@ void Classifier::blame_least_progress() {
   for (const auto& v : views_)
     if (v.readable() && !v.finished && progress(v) == *least) d_.culprit_ranks.push_back(v.rank);
   classify_live_culprits(d_.culprit_ranks, nullptr);
+}
+
+// "ranks 0,2-7: 58; rank 1: 57": collectives issued on `comm`, by member, least first.
+std::string Classifier::progress_on(const std::string& comm) const {
+  const GroupView* g = find_group(groups_, comm);
+  if (!g) return "";
+  std::map<int64_t, std::vector<int>> by_issued;
+  for (int r : g->ranks)
+    if (r >= 0 && r < int(views_.size()) && views_[r].readable()) by_issued[views_[r].issued(comm)].push_back(r);
+  std::string out;
+  for (const auto& [n, ranks] : by_issued)
+    out += fmt::format("{}{} {}: {}", out.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks), n);
+  return out;
 }
 
 void Classifier::fill_ranks() {

@@ -210,8 +210,9 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
         const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
         d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
                                  host, waiters);
-        d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it.", culprits,
-                                    d.collective->comm, d.collective->seq) +
+        d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
+                                    "(collectives issued: {}).",
+                                    culprits, d.collective->comm, d.collective->seq, f.progress) +
                         (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
                                                       "pipeline, the file system or the host, not at the network."
                                                     : "") +

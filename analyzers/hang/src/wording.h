@@ -17,6 +17,7 @@ struct WordingFacts {
   bool all_gone = false;      // every rank's process is gone: the snapshot is the state at death
   bool ambiguous = false;     // a mismatch tie that history could not break
   std::vector<int> waiters;   // live ranks inside the verdict's collective
+  std::string progress;       // collectives issued on the verdict's communicator, by rank
   std::string later;          // a later, harder disagreement that followed from the first one
 };
 
