@@ -12,7 +12,6 @@
 
 #include "communicator.h"
 #include "rankscope/format/status.h"
-#include "rankscope/format/flight_recorder_writer.h"  // format::CollectiveDesc used by probe.h
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {

@@ -14,7 +14,6 @@
 
 #include "collective_interceptor.h"
 #include "communicator.h"
-#include "rankscope/format/flight_recorder_writer.h"  // format::CollectiveDesc used by probe.h
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {

@@ -20,7 +20,6 @@
 #include "comm/collective_interceptor.h"
 #include "fault_spec.h"
 #include "loss_model.h"
-#include "rankscope/format/flight_recorder_writer.h"  // format::CollectiveDesc used by probe.h
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {

@@ -20,7 +20,6 @@
 #include "comm/communicator.h"
 #include "model/parameters.h"
 #include "parallel/ddp_buckets.h"
-#include "rankscope/format/flight_recorder_writer.h"  // format::CollectiveDesc used by probe.h
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {
