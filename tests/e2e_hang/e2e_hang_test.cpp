@@ -190,6 +190,7 @@ void expect_collective(const Verdict& v, const std::string& comm, uint64_t seq, 
 TEST(E2eHang, StallInEmbeddingTp2) {
   const auto base = scratch();
   Job job(base, 2, 2, 20, {"--inject", "stall:rank=1,range=forward/embed,step=2"});
+  ASSERT_TRUE(job.wait_step(1, 2, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true, /*stacks=*/true);
   expect_verdict(v, "hang", "lagging_rank", {1});
   expect_collective(v, "tp0", issued_on(job.run_dir(), 1, "tp0"));
@@ -208,6 +209,7 @@ TEST(E2eHang, StallInEmbeddingTp2) {
 TEST(E2eHang, StallInBackwardTp2Dp2) {
   const auto base = scratch();
   Job job(base, 4, 2, 20, {"--inject", "stall:rank=3,range=backward/block1/mlp,step=2"});
+  ASSERT_TRUE(job.wait_step(1, 4, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "lagging_rank", {3});
   expect_collective(v, "tp1", issued_on(job.run_dir(), 3, "tp1"));  // innermost, not the DP ranks downstream
@@ -217,6 +219,7 @@ TEST(E2eHang, StallInBackwardTp2Dp2) {
 TEST(E2eHang, StallInDataIsAHostStallDp2) {
   const auto base = scratch();
   Job job(base, 2, 1, 20, {"--inject", "stall:rank=1,range=data,step=2"});
+  ASSERT_TRUE(job.wait_step(1, 2, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "host_stall", {1});
   expect_collective(v, "dp0", issued_on(job.run_dir(), 1, "dp0"));
@@ -228,6 +231,7 @@ TEST(E2eHang, StallInDataIsAHostStallDp2) {
 TEST(E2eHang, SkipTp2) {
   const auto base = scratch();
   Job job(base, 2, 2, 20, {"--inject", "skip:rank=1,comm=tp0,seq=15"});
+  ASSERT_TRUE(job.wait_step(1, 2, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "desync", "collective_mismatch", {1});
   expect_collective(v, "tp0", 15);
@@ -242,6 +246,7 @@ TEST(E2eHang, SkipTp2) {
 TEST(E2eHang, ResizeTp2) {
   const auto base = scratch();
   Job job(base, 2, 2, 20, {"--inject", "resize:rank=1,comm=tp0,seq=15,factor=2"});
+  ASSERT_TRUE(job.wait_step(1, 2, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "desync", "collective_mismatch", {1});
   expect_collective(v, "tp0", 15);
@@ -256,6 +261,7 @@ TEST(E2eHang, ResizeTp2) {
 TEST(E2eHang, CrashTp2Dp2) {
   const auto base = scratch();
   Job job(base, 4, 2, 20, {"--inject", "crash:rank=2,step=2"}, /*keep_survivors=*/true);
+  ASSERT_TRUE(job.wait_step(1, 4, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "crash", "rank_dead", {2});
   expect_collective(v, "tp1", issued_on(job.run_dir(), 2, "tp1"));
@@ -266,6 +272,7 @@ TEST(E2eHang, CrashTp2Dp2) {
 TEST(E2eHang, DropGradDp2) {
   const auto base = scratch();
   Job job(base, 2, 1, 20, {"--inject", "drop-grad:rank=1,param=h.0.mlp.c_fc.weight,step=2"});
+  ASSERT_TRUE(job.wait_step(1, 2, 120)) << job.log();  // past start-up, which makes no progress
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "hang", "missing_gradient", {1});
   expect_collective(v, "dp0", issued_on(job.run_dir(), 1, "dp0"));
