@@ -200,3 +200,59 @@ TEST(HangFixture, AJobWhoseProcessesAreAllGoneIsNeverHealthy) {
 
 }  // namespace
 }  // namespace rankscope::hang
+
+namespace rankscope::hang {
+namespace {
+
+TEST(HangFixture, ARankThatFinishedWhileOthersWaitForItLeftACollectiveOut) {
+  const auto dir = scratch("fx");
+  auto ranks = make_ranks(dir, 2);
+  for (int s = 0; s < 9; ++s) allreduce(ranks[0], s, kT0 + s * 100 * kMs, true);
+  for (int s = 0; s < 9; ++s) allreduce(ranks[1], s, kT0 + s * 100 * kMs, true);  // and stops there
+  allreduce(ranks[0], 9, kT0 + 900 * kMs, false);
+  ranks[1].w->set_process_state(format::ProcessState::kFinished);
+  for (auto& r : ranks) r.w->heartbeat(kT0 + 60 * kS);
+  const Diagnosis d = diagnose_dir(dir);
+  EXPECT_EQ(d.verdict, Verdict::kDesync) << d.headline;
+  EXPECT_EQ(d.kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1});
+  EXPECT_EQ(d.collective->seq, 9u);
+  ASSERT_TRUE(d.mismatch);
+  EXPECT_EQ(d.mismatch->field, "issued");
+  EXPECT_EQ(d.mismatch->values_by_rank.at(1), "9");
+  EXPECT_EQ(d.mismatch->values_by_rank.at(0), "10");
+}
+
+TEST(HangFixture, WaitingForEachOtherOnDifferentCommunicatorsIsADesync) {
+  // Rank 0 waits on "tp0" #3 for rank 1; rank 1 skipped it and waits on "dp0" #0 for rank 0.
+  const auto dir = scratch("fx");
+  format::RunMetadata meta;
+  meta.world_size = 2;
+  meta.groups = {{"tp0", {0, 1}}, {"dp0", {0, 1}}};
+  ASSERT_TRUE(format::write_run_metadata(dir, meta).ok());
+  std::unique_ptr<format::FlightRecorderWriter> w[2];
+  int tp[2], dp[2];
+  for (int r = 0; r < 2; ++r) {
+    auto created = format::FlightRecorderWriter::create(format::flight_recorder_path(dir, r),
+                                                        {r, 2, r, 4000 + r, "elsewhere", "fx", kT0});
+    ASSERT_TRUE(created.ok());
+    w[r] = std::move(created).value();
+    tp[r] = w[r]->register_comm("tp0", 2, r);
+    dp[r] = w[r]->register_comm("dp0", 2, r);
+    w[r]->set_process_state(format::ProcessState::kRunning);
+    CollectiveDesc d{CollectiveOp::kAllReduceSum, DataType::kFloat32, 8, 32, -1};
+    for (int s = 0; s < 3; ++s) w[r]->collective_complete(tp[r], w[r]->collective_enqueue(tp[r], d, s, "", kT0 + s * kMs), kT0 + s * kMs + 1);
+  }
+  CollectiveDesc d{CollectiveOp::kAllReduceSum, DataType::kFloat32, 8, 32, -1};
+  w[0]->collective_enqueue(tp[0], d, 3, "", kT0 + 10 * kMs);
+  w[1]->collective_enqueue(dp[1], d, 3, "", kT0 + 10 * kMs);
+  for (auto& x : w) x->heartbeat(kT0 + 60 * kS);
+  const Diagnosis diag = diagnose_dir(dir);
+  EXPECT_EQ(diag.verdict, Verdict::kDesync) << diag.headline;
+  EXPECT_EQ(diag.kind, Kind::kCollectiveMismatch);
+  ASSERT_TRUE(diag.collective);
+  EXPECT_EQ(diag.collective->comm, "tp0");  // innermost of the two
+}
+
+}  // namespace
+}  // namespace rankscope::hang
