@@ -75,6 +75,8 @@ TEST(HangReport, JsonHasTheSchemaAndEveryListedField) {
   EXPECT_EQ(j.at("ranks")[2].at("range"), "grad_sync");
   EXPECT_EQ(j.at("ranks")[2].at("range_stack"), nlohmann::json::array({"step", "grad_sync"}));
   EXPECT_EQ(j.at("ranks")[0].at("state"), "waiting");
+  EXPECT_TRUE(j.at("ranks")[0].at("alive").is_null());  // synth-node0 is not this host
+  EXPECT_EQ(j.at("ranks")[0].at("liveness"), "unknown");
   EXPECT_TRUE(j.at("ranks")[0].at("waited_s").is_number());
   ASSERT_EQ(j.at("missing_gradients").size(), 1u);
   EXPECT_EQ(j.at("missing_gradients")[0], (nlohmann::json{{"rank", 2}, {"param", "wpe.weight"}, {"bucket", 1}}));

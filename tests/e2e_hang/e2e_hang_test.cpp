@@ -265,7 +265,8 @@ TEST(E2eHang, CrashTp2Dp2) {
   const Verdict v = hangdoctor(job.run_dir(), true);
   expect_verdict(v, "crash", "rank_dead", {2});
   expect_collective(v, "tp1", issued_on(job.run_dir(), 2, "tp1"));
-  EXPECT_EQ(v.j.at("ranks")[2].at("alive"), "gone");
+  EXPECT_EQ(v.j.at("ranks")[2].at("alive"), false);
+  EXPECT_EQ(v.j.at("ranks")[3].at("alive"), true);
   EXPECT_EQ(v.j.at("ranks")[2].at("range"), "step");  // it died entering the step
 }
 

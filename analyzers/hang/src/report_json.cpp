@@ -29,7 +29,9 @@ nlohmann::json render_json(const Diagnosis& d) {
     json x = {{"rank", r.rank},
               {"host", r.host},
               {"pid", r.pid},
-              {"alive", std::string(analyzers::liveness_name(r.alive))},
+              // true / false when this host could check the pid, null when it could not (another host)
+              {"alive", r.alive == Liveness::kUnknown ? json(nullptr) : json(r.alive == Liveness::kAlive)},
+              {"liveness", std::string(analyzers::liveness_name(r.alive))},
               {"state", std::string(rank_state_name(r.state))},
               {"step", r.step},
               {"range", r.range},

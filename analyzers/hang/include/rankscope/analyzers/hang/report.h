@@ -4,7 +4,8 @@
 // allreduce #57 on tp0 since 31 s"), then the evidence (open ranges, last completed collectives,
 // stacks). JSON (schema_version 1): verdict, kind, culprit_ranks, collective {comm, seq, op, dtype,
 // count, bytes}, ranks[] {rank, host, pid, alive, state, step, range, range_stack, comm, seq,
-// waited_s, last_completed_seq}, missing_gradients[] {rank, param, bucket}, mismatch {field,
+// waited_s, last_completed_seq} (alive: true/false where the pid could be checked on this host, null
+// elsewhere; liveness: alive|gone|unknown), missing_gradients[] {rank, param, bucket}, mismatch {field,
 // values_by_rank}, explanation, plus headline, problems and timing. Fields are only ever added.
 #pragma once
 
