@@ -1,6 +1,9 @@
 // plugins.cpp — attach_default_plugins: the NVTX sink and the CUPTI tracer when compiled in.
 #include "rankscope/probe/plugins.h"
 
+#include <string>
+#include <vector>
+
 #if RANKSCOPE_PROBE_HAVE_NVTX
 #include "rankscope/probe/nvtx_range_sink.h"
 #endif
@@ -14,17 +17,18 @@ PluginReport attach_default_plugins(Probe& probe) {
   PluginReport report;
   if (!probe.enabled()) return report;
   const Options& options = probe.options();
-  const Logger& log = probe.logger();
+  // One line for the job (rank 0 speaks for all ranks, which run the same build).
+  std::vector<std::string> off;
 
 #if RANKSCOPE_PROBE_HAVE_NVTX
   if (options.nvtx) {
     probe.add_range_sink(make_nvtx_range_sink());
     report.nvtx = true;
   } else {
-    log.notice("NVTX ranges off (RANKSCOPE_NVTX=0)");
+    off.push_back("NVTX ranges off (RANKSCOPE_NVTX=0)");
   }
 #else
-  if (options.nvtx) log.notice("NVTX ranges unavailable (built without the CUDA toolkit)");
+  if (options.nvtx) off.push_back("NVTX ranges unavailable (built without the CUDA toolkit)");
 #endif
 
 #if RANKSCOPE_PROBE_HAVE_CUPTI
@@ -32,11 +36,16 @@ PluginReport attach_default_plugins(Probe& probe) {
     // On failure set_kernel_tracer prints "GPU kernel timing unavailable (...)" itself.
     report.cupti = probe.set_kernel_tracer(make_cupti_kernel_tracer()).ok();
   } else {
-    log.notice("GPU kernel timing off (RANKSCOPE_CUPTI=0)");
+    off.push_back("GPU kernel timing off (RANKSCOPE_CUPTI=0)");
   }
 #else
-  if (options.cupti) log.notice("GPU kernel timing unavailable (built without CUDA/CUPTI)");
+  if (options.cupti) off.push_back("GPU kernel timing unavailable (built without CUDA/CUPTI)");
 #endif
+  if (!off.empty() && probe.rank() == 0) {
+    std::string line;
+    for (const auto& o : off) line += (line.empty() ? "" : "; ") + o;
+    probe.logger().notice(line);
+  }
   return report;
 }
 

@@ -10,6 +10,7 @@
 
 #include "bootstrap.h"
 #include "checkpoint.h"
+#include "cpu_threads.h"
 #include "comm/probed_communicator.h"
 #include "comm/process_groups.h"
 #include "data/data_loader.h"
@@ -22,6 +23,7 @@
 #include "ops/cpu/cpu_ops.h"
 #include "parallel/ddp_reducer.h"
 #include "rankscope/format/clock.h"
+#include "rankscope/probe/plugins.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train_options.h"
 
@@ -150,6 +152,7 @@ Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
       po.trace_step_end = window.second;
     }
     RS_ASSIGN_OR_RETURN(probe_, Probe::create(po));
+    rankscope::probe::attach_default_plugins(*probe_);  // NVTX ranges, CUPTI kernel timing when built in
   }
   faults_ = std::make_unique<FaultInjector>(o_.inject, boot_.rank(), probe_.get());
   if (!faults_->empty()) probe_->add_range_sink(faults_->range_sink());
@@ -170,6 +173,7 @@ Status Trainer::setup_model() {
   } else {
     RS_ASSIGN_OR_RETURN(config_, model_config(o_, L.tp));
   }
+  configure_cpu_threads();
   ops_ = make_cpu_ops();
   GPT2::Options mo;
   mo.config = config_;
