@@ -6,7 +6,8 @@
 // count, bytes}, ranks[] {rank, host, pid, alive, state, step, range, range_stack, comm, seq,
 // waited_s, last_completed_seq} (alive: true/false where the pid could be checked on this host, null
 // elsewhere; liveness: alive|gone|unknown), missing_gradients[] {rank, param, bucket}, mismatch {field,
-// values_by_rank}, explanation, plus headline, problems and timing. Fields are only ever added.
+// values_by_rank}, explanation, plus headline, problems and timing; with --wait, the CLI adds
+// wait {quiet_s, samples, stalled, hang_to_verdict_s}. Fields are only ever added.
 #pragma once
 
 #include <string>
