@@ -53,6 +53,16 @@ rankscope::Result<std::unique_ptr<Bootstrap>> Bootstrap::start(int* argc, char**
   return b;
 }
 
+void Bootstrap::renew_world() {
+#if GPT2_HAVE_MPI
+  if (mpi_) {
+    world_ = mpi_->world();
+    return;
+  }
+#endif
+  world_ = std::make_unique<LoopbackCommunicator>("world");
+}
+
 std::string Bootstrap::mpi_version() const { return mpi_ ? mpi_->library_version() : ""; }
 
 rankscope::Result<std::vector<std::string>> Bootstrap::gather_hosts() {

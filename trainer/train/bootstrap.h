@@ -30,6 +30,8 @@ class Bootstrap {
 
   // The world communicator, handed over once (to be wrapped by the probe decorator).
   std::unique_ptr<Communicator> take_world() { return std::move(world_); }
+  // A fresh world communicator (a new MPI_Comm_dup) for the next run of a sweep in this process.
+  void renew_world();
   // Collective: every rank's host name, by rank. Call before take_world().
   rankscope::Result<std::vector<std::string>> gather_hosts();
   // Collective: `requested` if not empty, else runs/<rank 0's date-time>. Call before take_world().

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "seq_len_sweep.h"
+
 namespace gpt2 {
 namespace {
 
@@ -109,6 +111,12 @@ std::vector<Flag> flags(TrainOptions& o) {
          return {};
        }},
       {"trace-steps", "A-B", "full-detail capture window of the probe (e.g. 10-12)", text(o.trace_steps)},
+      {"sweep-seq-len", "T1,T2,..", "one short run per sequence length, each in --run-dir/seq_len_NNNNN "
+                                    "(a sweep directory for rankscope scaling)",
+       [&o](std::string_view v) -> Status {
+         RS_ASSIGN_OR_RETURN(o.sweep_seq_lens, parse_seq_len_list(v));
+         return {};
+       }},
       {"watchdog-timeout", "SECONDS", "report collectives or ranges open longer than this",
        number(o.watchdog_timeout_s, 0.001, 1e9)},
       {"no-probe", "", "run without the probe (for overhead measurements)", on(o.no_probe)},

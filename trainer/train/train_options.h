@@ -51,6 +51,7 @@ struct TrainOptions {
   // probe
   std::vector<FaultSpec> inject;
   std::string trace_steps;              // "A-B"
+  std::vector<int> sweep_seq_lens;      // --sweep-seq-len: one run per T into --run-dir (seq_len_sweep.h)
   double watchdog_timeout_s = -1;       // -1: the probe's default
   bool no_probe = false;
   std::string device = "auto";          // auto | cpu

@@ -1,6 +1,8 @@
 // trainer.cpp — the training loop and everything it is wired to.
 #include "trainer.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,10 +27,18 @@
 #include "rankscope/format/clock.h"
 #include "rankscope/probe/plugins.h"
 #include "tokenizer/gpt2_tokenizer.h"
+#include "seq_len_sweep.h"
 #include "train_options.h"
 
 namespace gpt2 {
 namespace {
+
+// The process's peak resident memory so far, in bytes (ru_maxrss is in KiB on Linux).
+double peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
 
 using rankscope::probe::Probe;
 using rankscope::probe::ScopedRange;
@@ -320,6 +330,7 @@ Status Trainer::train_step(int step, StepMetrics& m) {
       optimizer_->step(m.lr);
     }
   }
+  probe_->counter("mem.peak_bytes", peak_resident_bytes());  // rankscope scaling's peak memory
   probe_->end_step();
   m.step = step;
   m.total_steps = o_.steps;
@@ -388,6 +399,21 @@ Status Trainer::finish() {
 
 }  // namespace
 
+// One training run: setup, the loop, and the exit code (the whole job ends on an error).
+static int train_once(TrainOptions options, Bootstrap& boot) {
+  Trainer trainer(std::move(options), boot);
+  Status s = trainer.setup();
+  if (s.ok()) s = trainer.run();
+  if (!s.ok()) {
+    fmt::print(stderr, "gpt2-train: rank {}: {}\n", boot.rank(), s.to_string());
+    if (trainer.probe()) trainer.probe()->mark_aborted();
+    std::fflush(stderr);
+    boot.abort_job(1);
+    return 1;
+  }
+  return 0;
+}
+
 int run_gpt2_train(int argc, char** argv) {
   auto parsed = parse_train_options(argc, argv);
   if (!parsed.ok()) {
@@ -405,20 +431,8 @@ int run_gpt2_train(int argc, char** argv) {
     fmt::print(stderr, "gpt2-train: {}\n", boot.status().to_string());
     return 1;
   }
-  int code = 0;
-  {
-    Trainer trainer(std::move(parsed).value(), **boot);
-    Status s = trainer.setup();
-    if (s.ok()) s = trainer.run();
-    if (!s.ok()) {
-      fmt::print(stderr, "gpt2-train: rank {}: {}\n", (*boot)->rank(), s.to_string());
-      if (trainer.probe()) trainer.probe()->mark_aborted();
-      std::fflush(stderr);
-      (*boot)->abort_job(1);
-      code = 1;
-    }
-  }
-  return code;
+  if (!parsed->sweep_seq_lens.empty()) return run_seq_len_sweep(*parsed, **boot, train_once);
+  return train_once(std::move(parsed).value(), **boot);
 }
 
 }  // namespace gpt2
