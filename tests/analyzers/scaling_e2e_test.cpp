@@ -34,7 +34,7 @@ TEST(ScalingE2E, TinySweepAttentionIsSuperlinearMlpLinear) {
   setenv("OMP_NUM_THREADS", "1", 1);
   const fs::path sweep = e2e::fresh_run_dir("scaling_sweep_tiny");
   const std::vector<std::string> args = {"--model", "tiny", "--vocab-size", "1024", "--data", "synthetic:zipf",
-                                         "--batch", "4", "--steps", "5", "--quiet", "--sweep-seq-len",
+                                         "--batch", "4", "--steps", "8", "--quiet", "--sweep-seq-len",
                                          "128,256,512,1024", "--run-dir", sweep.string()};
   std::string out;
   ASSERT_EQ(e2e::run_to_end(e2e::train_command(0, args), sweep, 600s, &out), 0) << out;
