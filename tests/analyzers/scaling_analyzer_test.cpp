@@ -153,6 +153,9 @@ TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {
     if (f.kind == "superlinear_range" && f.range == "forward/block*/attn") {
       attn_flagged = true;
       EXPECT_NE(f.text.find("forward/block*/attn grows as T^1.9; at T=1024 it is"), std::string::npos) << f.text;
+      // Beyond linear growth from T=512: 2 blocks x (t(1024) - 2 t(512)) with t = 0.2 + 0.001 T + 2e-5 T^2.
+      auto t = [](double T) { return 0.2 + 0.001 * T + 2e-5 * T * T; };
+      EXPECT_NEAR(f.cost_ms_per_step, 2 * (t(1024) - 2 * t(512)), 0.01);
     }
     if (f.range == "forward/block*/mlp" && f.kind == "superlinear_range") mlp_flagged = true;
     if (f.kind == "throughput_cliff") cliff = true;

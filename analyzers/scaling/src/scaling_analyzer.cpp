@@ -70,7 +70,9 @@ void derive_findings(const ScalingOptions& options, ScalingReport& report) {
     f.range = r.name;
     f.slope = slope;
     f.share_at_max = share;
-    f.cost_ms_per_step = ms;
+    // Cost: what the top point spends beyond linear growth from the point below it.
+    const ScalingPoint& below = report.points[n - 2];
+    f.cost_ms_per_step = std::max(0.0, ms - r.times_ms[n - 2].value_or(0) * double(top.seq_len) / double(below.seq_len));
     f.text = fmt::format("{} grows as T^{:.1f}; at T={} it is {:.0f}% of the step ({:.1f} ms)", r.name, slope,
                          top.seq_len, 100 * share, ms);
     if (auto x = r.fit.crossover()) f.text += fmt::format("; its T^2 term overtakes the linear one at T={:.0f}", *x);
@@ -93,7 +95,7 @@ void derive_findings(const ScalingOptions& options, ScalingReport& report) {
     ScalingFinding f;
     f.kind = "throughput_cliff";
     f.range = culprit;
-    f.cost_ms_per_step = hi.step_ms;
+    f.cost_ms_per_step = std::max(0.0, hi.step_ms - lo.step_ms * double(hi.seq_len) / double(lo.seq_len));
     f.share_at_max = 0;
     f.text = fmt::format("throughput falls {:.1f}x from T={} to T={} ({:.0f} to {:.0f} tokens/s)",
                          lo.tokens_per_s / hi.tokens_per_s, lo.seq_len, hi.seq_len, lo.tokens_per_s, hi.tokens_per_s);

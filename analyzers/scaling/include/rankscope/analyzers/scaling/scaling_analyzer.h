@@ -49,7 +49,7 @@ struct ScalingFinding {
   std::string range;
   double slope = 0;
   double share_at_max = 0;     // of the step, at the largest T
-  double cost_ms_per_step = 0; // the range's time (superlinear) or the step time (cliff) at the top
+  double cost_ms_per_step = 0; // time per step beyond linear growth from the point below
   std::string text;
 };
 
