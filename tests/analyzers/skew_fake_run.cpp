@@ -240,12 +240,21 @@ fs::path fresh_temp_dir(const std::string& prefix) {
   return p;
 }
 
+// The first python3 that has jsonschema: Debian's python3-jsonschema lives under the system
+// interpreter, which a pyenv or venv python3 earlier on PATH does not see.
+static std::optional<std::string> python_with_jsonschema() {
+  for (const char* py : {"/usr/bin/python3", "python3"})
+    if (std::system((std::string(py) + " -c 'import jsonschema' > /dev/null 2>&1").c_str()) == 0) return std::string(py);
+  return std::nullopt;
+}
+
 std::optional<std::string> schema_violation(const nlohmann::json& doc, const std::string& schema_file) {
-  if (std::system("python3 -c 'import jsonschema' > /dev/null 2>&1") != 0) return std::nullopt;
+  const auto python = python_with_jsonschema();
+  if (!python) return std::nullopt;
   const fs::path dir = fresh_temp_dir("schema-check");
   std::ofstream(dir / "doc.json") << doc.dump();
   const fs::path schema = fs::path(RANKSCOPE_SOURCE_DIR) / "reports" / "schemas" / schema_file;
-  const std::string cmd = "python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+  const std::string cmd = *python + " -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
                           "json.load(open(sys.argv[2])))' " + (dir / "doc.json").string() + " " + schema.string() +
                           " > " + (dir / "out.txt").string() + " 2>&1";
   const int rc = std::system(cmd.c_str());

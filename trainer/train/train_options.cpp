@@ -179,7 +179,7 @@ rankscope::Result<TrainOptions> parse_train_options(int argc, const char* const*
       value = argv[++i];
     }
     Status s = flag->set(*value);
-    if (!s.ok()) return s.prefix(fmt::format("--{}: ", name));
+    if (!s.ok()) return s.prefix(fmt::format("--{}", name));  // prefix() adds the ": "
   }
   if (o.help) return o;
   if (o.warmup < 0) o.warmup = o.steps / 10;
