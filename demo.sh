@@ -17,10 +17,11 @@ mpirun -np 2 build/bin/gpt2-train --model tiny --tp 2 --batch 8 --seq-len 64 --s
 echo
 echo "== rankscope inspect $run"
 build/bin/rankscope inspect "$run" --last 2
-if [[ -x build/bin/rankscope ]] && build/bin/rankscope --help | grep -q skew; then
-  echo
-  echo "== rankscope skew $run --html $run/skew.html"
-  build/bin/rankscope skew "$run" --html "$run/skew.html"
-fi
 echo
-echo "run directory: $run (metrics.jsonl has the loss curve)"
+echo "== hangdoctor $run"
+build/bin/hangdoctor "$run" || true
+echo
+echo "== rankscope skew $run --html $run/skew.html"
+build/bin/rankscope skew "$run" --html "$run/skew.html"
+echo
+echo "run directory: $run (metrics.jsonl has the loss curve; open skew.html in a browser)"
