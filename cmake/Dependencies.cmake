@@ -62,5 +62,11 @@ function(rankscope_add_gtest name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     RANKSCOPE_SOURCE_DIR="${RANKSCOPE_SOURCE_ROOT}" RANKSCOPE_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}")
+  # mpirun jobs never overlap: they oversubscribe the cores (timing-sensitive assertions) and some
+  # tests of one binary share a run directory that another process of the same binary cleans up.
+  set(lock "")
+  if("mpi" IN_LIST T_LABELS)
+    set(lock RESOURCE_LOCK mpirun)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}" ${lock})
 endfunction()
