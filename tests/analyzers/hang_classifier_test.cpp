@@ -68,7 +68,7 @@ TEST(HangClassifier, StallInEmbeddingIsTheIncident) {
   EXPECT_NEAR(rank(d, 0).waited_s, 60.0, 1.0);
   EXPECT_EQ(exit_code(d), 1);
   EXPECT_EQ(d.headline.rfind("HANG: rank 1 never entered allreduce #", 0), 0u) << d.headline;
-  EXPECT_NE(d.headline.find("it is in forward/embed at step 3, idle 60 s. Ranks 0 wait in that allreduce since 60 s."),
+  EXPECT_NE(d.headline.find("it is in forward/embed at step 3, idle 60 s. Rank 0 waits in that allreduce since 60 s."),
             std::string::npos)
       << d.headline;
 }

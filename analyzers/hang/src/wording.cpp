@@ -52,7 +52,9 @@ double max_waited(const Diagnosis& d, const std::vector<int>& ranks) {
 
 std::string waiters_sentence(const Diagnosis& d, const WordingFacts& f) {
   if (f.waiters.empty() || !d.collective) return "";
-  return fmt::format(" Ranks {} wait in that {} since {}.", compress_ranks(f.waiters),
+  const bool one = f.waiters.size() == 1;
+  return fmt::format(" {} {} {} in that {} since {}.", one ? "Rank" : "Ranks", compress_ranks(f.waiters),
+                     one ? "waits" : "wait",
                      format::short_op_name(d.collective->op), human_seconds(max_waited(d, f.waiters)));
 }
 

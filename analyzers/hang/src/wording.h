@@ -2,7 +2,7 @@
 //
 // Is: pure formatting over a decided Diagnosis (units, rank lists, the issue's sentence style:
 // "HANG: rank 1 never entered allreduce #57 on tp0 (3.1 MiB fp32); it is in forward/embed at
-// step 2, idle 31 s. Ranks 0 wait in that allreduce since 31 s."). Is not: any decision.
+// step 2, idle 31 s. Rank 0 waits in that allreduce since 31 s."). Is not: any decision.
 #pragma once
 
 #include <string>
