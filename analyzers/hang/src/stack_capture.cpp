@@ -36,9 +36,11 @@ bool has_frames(const std::string& text) {
 
 Result<std::string> ExternalStackCollector::collect(int pid) {
   int status = 0;
-  auto eu = run_command(fmt::format("eu-stack -p {} 2>&1", pid), status);
+  // Time limits (coreutils `timeout`, SIGKILL after the grace period): a debugger that wedges on a
+  // stuck process must not wedge hangdoctor too. Same limits as the probe's watchdog capture.
+  auto eu = run_command(fmt::format("timeout -k 2 10 eu-stack -p {} 2>&1", pid), status);
   if (eu.ok() && status == 0 && has_frames(*eu)) return eu;
-  auto gdb = run_command(fmt::format("gdb -p {} -batch -nx -ex 'thread apply all bt' 2>&1", pid), status);
+  auto gdb = run_command(fmt::format("timeout -k 2 20 gdb -p {} -batch -nx -ex 'thread apply all bt' 2>&1", pid), status);
   if (gdb.ok() && has_frames(*gdb)) return gdb;
   return io_error(fmt::format("neither eu-stack nor gdb could read the stacks of pid {} (hint: are elfutils or gdb "
                               "installed, and may this user ptrace it?): {}",
