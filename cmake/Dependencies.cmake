@@ -1,5 +1,3 @@
-get_filename_component(RANKSCOPE_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-
 # Every third-party dependency is found here, once. Debian packages plus the CUDA toolkit; nothing
 # is downloaded. Targets below link the imported targets named here, never raw paths.
 find_package(Threads REQUIRED)
@@ -15,6 +13,9 @@ find_path(CBLAS_INCLUDE_DIR NAMES cblas.h PATH_SUFFIXES openblas x86_64-linux-gn
 add_library(rankscope_blas INTERFACE)
 target_link_libraries(rankscope_blas INTERFACE ${BLAS_LIBRARIES})
 target_include_directories(rankscope_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
+
+# The repository root, wherever the top-level project is configured from.
+get_filename_component(RANKSCOPE_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 
 # MPI is optional at run time (one process needs none) but required to build the MPI communicator.
 find_package(MPI COMPONENTS CXX)
