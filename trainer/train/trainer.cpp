@@ -130,7 +130,7 @@ Status Trainer::setup() {
 
   // The probe sees every collective from here on: the world is wrapped before it is split.
   auto world = std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get());
-  RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
+  RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp, o_.ep));
   if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1)
     RS_RETURN_IF_ERROR(probe_->align_clocks(*exchange));
 
@@ -227,8 +227,8 @@ Status Trainer::setup_model() {
     if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
   }
   if (leader())
-    fmt::print("model: {} | tp {} dp {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
-               config_.describe(), L.tp, L.dp, o_.batch, o_.seq_len, o_.grad_accum,
+    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
+               config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
                static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
   return {};
 }
@@ -285,6 +285,7 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
   std::vector<std::string> faults;
   for (const auto& f : o_.inject) faults.push_back(f.text);
   meta.training["inject"] = faults;
+  meta.training["ep"] = L.ep;
   meta.versions = {{"rankscope", RANKSCOPE_VERSION}};
   if (boot_.uses_mpi()) meta.versions["mpi"] = boot_.mpi_version();
   return probe_->write_run_metadata(meta);
