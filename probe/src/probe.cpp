@@ -355,6 +355,7 @@ void Probe::begin_step(int64_t step) {
   p.grad_arrivals.clear();
   p.flight->set_step(step, now);
   p.flight->heartbeat(now);
+  p.open_step_begin_ns.store(now, std::memory_order_release);
 }
 
 void Probe::end_step() {
@@ -367,6 +368,11 @@ void Probe::end_step() {
   rec.step = p.step.load(std::memory_order_relaxed);
   rec.begin_ns = p.step_begin_ns;
   rec.end_ns = now;
+  // For the watchdog's learned step bound: the duration, then the count that publishes it.
+  p.open_step_begin_ns.store(0, std::memory_order_relaxed);
+  const uint64_t ended = p.steps_ended.load(std::memory_order_relaxed);
+  p.step_durations_ns[ended % p.step_durations_ns.size()].store(now - p.step_begin_ns, std::memory_order_relaxed);
+  p.steps_ended.store(ended + 1, std::memory_order_release);
   rec.ranges.clear();
   rec.collectives.clear();
   rec.counters.clear();
@@ -517,7 +523,7 @@ CollectiveHandle Probe::collective_enqueue(CommHandle comm, const format::Collec
   int64_t step = p.step.load(std::memory_order_relaxed);
   uint64_t seq = p.flight->collective_enqueue(comm.index, desc, step, range, now);
   uint64_t index = p.collectives.add(comm.index, seq, desc.op, desc.dtype,
-                                     p.stream_id_of(inner),
+                                     p.stream_id_of(inner), inner,
                                      desc.bytes, now);
   return CollectiveHandle{comm.index, seq, index};
 }

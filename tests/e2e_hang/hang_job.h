@@ -187,4 +187,85 @@ inline void expect_collective(const Verdict& v, const std::string& comm, uint64_
   EXPECT_EQ(c.at("op"), op) << v.text;
 }
 
+// `n` processes that spin on a core each until destroyed: a machine at load n for what runs beside.
+class BusyLoad {
+ public:
+  explicit BusyLoad(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;) x = x + 1;
+      }
+      pids_.push_back(pid);
+    }
+  }
+  ~BusyLoad() {
+    for (pid_t p : pids_) {
+      ::kill(p, SIGKILL);
+      ::waitpid(p, nullptr, 0);
+    }
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+inline double load_average_1min() {
+  double l = -1;
+  std::ifstream("/proc/loadavg") >> l;
+  return l;
+}
+
+inline int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The learned-bounds acceptance scenario: tiny TP2, rank 1 stalls in forward/embed at `step`
+// (past the warm-up); hangdoctor with no flags is polled every `poll_s` until it says hang. The time
+// is from the stall's start (rank 1's forward/embed range begin, from its recorder) to the verdict.
+struct StallTiming {
+  Verdict verdict;
+  double stall_to_verdict_s = -1;
+  std::string log;
+};
+inline StallTiming stall_to_verdict(const std::filesystem::path& base, int64_t step = 25, double poll_s = 0.25,
+                                    double give_up_s = 120) {
+  StallTiming out;
+  Job job(base, 2, 2, 100000, {"--inject", "stall:rank=1,range=forward/embed,step=" + std::to_string(step)});
+  if (!job.wait_step(step, 2, give_up_s)) {
+    out.log = job.log();
+    return out;
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(give_up_s);
+  while (std::chrono::steady_clock::now() < end) {
+    const std::filesystem::path json_file = base / "diagnosis.json";
+    std::vector<std::string> argv = {job.run_dir().string(), "--json", json_file.string()};
+    std::vector<std::string_view> args(argv.begin(), argv.end());
+    std::FILE* devnull = std::fopen("/dev/null", "w");
+    HangdoctorEnv env;
+    env.out = devnull;
+    env.err = devnull;
+    const int code = run_hangdoctor(args, env);
+    const int64_t verdict_ns = unix_now_ns();
+    std::fclose(devnull);
+    if (code == 1) {
+      std::ifstream in(json_file);
+      out.verdict.j = json::parse(in, nullptr, false);
+      out.verdict.code = code;
+      if (out.verdict.j.is_object() && out.verdict.j.value("verdict", "") == "hang") {
+        auto run = format::open_run_directory(job.run_dir());
+        const auto* main = run.ok() && run->ranks[1].flight ? run->ranks[1].flight->main_thread() : nullptr;
+        if (main && !main->stack.empty() && main->stack.back().name == "forward/embed")
+          out.stall_to_verdict_s = double(verdict_ns - main->stack.back().begin_ns) * 1e-9;
+        out.verdict.text = out.verdict.j.value("headline", "");
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+  out.log = job.log();
+  return out;
+}
+
 }  // namespace rankscope::hang::e2e

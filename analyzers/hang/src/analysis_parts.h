@@ -26,6 +26,11 @@ std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::
 const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name);
 int innermost_rank(const std::vector<GroupView>& groups, const std::string& name);  // lower = inner
 
+// The first rank (by how far past) whose open collective or step ran past the bound its probe
+// learned, at `reference_ns` (rank 0's clock). A step counts only while the main thread's outermost
+// open range is `step`. Empty when none, or when no recorder carries learned bounds.
+std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns);
+
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
 
 struct MismatchFinding {

@@ -119,8 +119,19 @@ Diagnosis Classifier::run() {
     d_.verdict = Verdict::kFinished;
   } else {
     const std::vector<int> dead = find_dead();
+    std::optional<Detection> past_bound;
+    if (o_.learned_bounds) past_bound = find_past_learned_bound(views_, d_.reference_ns);
     const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_ ||
-                       !frozen_.empty();
+                       !frozen_.empty() || past_bound;
+    auto detected_by = [](std::string by) {
+      Detection x;
+      x.by = std::move(by);
+      return x;
+    };
+    if (!dead.empty() || !frozen_.empty() || job_gone_) d_.detection = detected_by("dead_or_frozen");
+    else if (past_bound) d_.detection = past_bound;
+    else if (o_.no_progress_observed) d_.detection = detected_by("watched");
+    else if (stuck) d_.detection = detected_by("no_progress");
     if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
     } else if (!dead.empty()) {
@@ -131,6 +142,7 @@ Diagnosis Classifier::run() {
       if (!try_mismatch(true)) blame_stuck();
     } else {
       d_.verdict = Verdict::kHealthy;
+      d_.detection.reset();
     }
   }
   fill_ranks();

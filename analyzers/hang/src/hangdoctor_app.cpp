@@ -26,6 +26,9 @@ constexpr const char* kHelp =
     "  --stacks             gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"
     "                       into RUN_DIR/evidence/\n"
     "  --stuck-after SECONDS  without --wait: no progress for this long means stuck (default 10)\n\n"
+    "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
+    "(p95 of recent durations x 10, at least 3 s) makes the job stuck at once; the JSON's detection\n"
+    "says which rule fired.\n\n"
     "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
 
 bool parse_seconds(std::string_view v, double& out) {

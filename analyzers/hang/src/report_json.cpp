@@ -69,6 +69,16 @@ nlohmann::json render_json(const Diagnosis& d) {
   j["reference_ns"] = d.reference_ns;
   j["stuck_for_s"] = d.stuck_for_s;
   j["recompute"] = d.recompute.empty() ? json(nullptr) : json(d.recompute);
+  if (d.detection) {
+    const Detection& x = *d.detection;
+    json det = {{"by", x.by}};
+    if (x.by == "learned_bound")
+      det.update({{"rank", x.rank}, {"what", x.what}, {"open_s", x.open_s}, {"bound_s", x.bound_s},
+                  {"quantile_s", x.quantile_s}, {"samples", x.samples}});
+    j["detection"] = det;
+  } else {
+    j["detection"] = nullptr;
+  }
   return j;
 }
 

@@ -95,6 +95,18 @@ struct Mismatch {
   std::map<int, std::string> values_by_rank;
 };
 
+// What made hangdoctor call the job stuck: a rank's collective or step past the bound its own probe
+// learned (the fast path, no flags needed), or no progress anywhere for --stuck-after / --wait.
+struct Detection {
+  std::string by;          // learned_bound | no_progress | watched | dead_or_frozen
+  int rank = -1;           // learned_bound: the rank whose item ran past its bound
+  std::string what;        // "allreduce #247 on tp0 from forward/embed", "step 20"
+  double open_s = 0;       // how long it has been open at the snapshot
+  double bound_s = 0;      // its learned bound
+  double quantile_s = 0;   // the typical duration it was learned from (p95)
+  uint32_t samples = 0;
+};
+
 struct Diagnosis {
   Verdict verdict = Verdict::kHealthy;
   Kind kind = Kind::kNone;
@@ -111,6 +123,7 @@ struct Diagnosis {
   int64_t reference_ns = 0;                  // "now" of the snapshot (freshest heartbeat, rank 0 clock)
   double stuck_for_s = 0;                    // since the last progress anywhere
   std::string recompute;                     // run.json training.recompute, as words ("" unknown)
+  std::optional<Detection> detection;        // why stuck (absent when healthy or finished)
 };
 
 // 0 healthy or finished, 1 a problem was found.
