@@ -46,7 +46,13 @@ Status ProbedCommunicator::run(CollectiveOp op, DataType dtype, size_t count, in
   }
   ++next_seq_;
   Status status = body(call);
-  if (probe_) probe_->collective_complete(h, !status.ok());
+  if (probe_) {
+    // Asynchronous backends (NCCL) return with the collective only enqueued on a stream.
+    if (auto pending = status.ok() ? inner_->take_pending_completion() : nullptr)
+      probe_->collective_complete_when(h, std::move(pending));
+    else
+      probe_->collective_complete(h, !status.ok());
+  }
   return status;
 }
 
