@@ -20,7 +20,7 @@ constexpr const char* kHelp =
     "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
     "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
     "died, and after the launcher was killed.\n\n"
-    "  --json FILE          also write the diagnosis as JSON (schema_version 1); '-' for stdout\n"
+    "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout\n"
     "  --wait SECONDS       follow a live job until it made no progress for SECONDS (or finished),\n"
     "                       then diagnose; prints the time from the hang to the verdict\n"
     "  --stacks             gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"

@@ -29,6 +29,9 @@ std::string state_key(const RankReport& r) {
     case RankState::kAborted: return fmt::format("aborted at step {}", r.step);
     case RankState::kFinished: return fmt::format("finished at step {}", r.step);
     case RankState::kMissing: return "missing: " + r.note;
+    case RankState::kFrozen:
+      return fmt::format("frozen ({}) in {} at step {}", os_run_state_name(r.os_state), r.range.empty() ? "no range" : r.range,
+                         r.step);
   }
   return "?";
 }

@@ -25,6 +25,8 @@ enum class Kind {
   kMissingGradient,     // a rank never launched a DDP bucket: a gradient never arrived
   kStuckInCollective,   // every member entered, none finished: no rank to blame
   kHostStall,           // the culprit is stuck in host work (data loading), not in a collective
+  kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
+  kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
 };
 
 std::string_view verdict_name(Verdict v);
@@ -38,6 +40,7 @@ enum class RankState {
   kFinished,   // shut down cleanly
   kAborted,    // the program marked itself aborted
   kMissing,    // no readable flight recorder
+  kFrozen,     // its process exists on this host but no thread can run (os_state says why)
 };
 std::string_view rank_state_name(RankState s);
 
@@ -63,6 +66,8 @@ struct RankReport {
   std::string host;
   int pid = 0;
   Liveness alive = Liveness::kUnknown;
+  OsRunState os_state = OsRunState::kUnknown;  // read only for ranks whose heartbeat stopped
+  std::string wchan;                    // kernel function its thread sleeps in, when frozen
   RankState state = RankState::kMissing;
   int64_t step = -1;
   std::string range;                    // innermost open range of the main thread
@@ -70,6 +75,7 @@ struct RankReport {
   std::optional<CollectiveRef> waiting; // the collective it is in (state kWaiting)
   double waited_s = 0;                  // time inside `waiting`
   double idle_s = 0;                    // since its last recorded activity
+  double range_s = 0;                   // since the innermost open range began (0 when none)
   double heartbeat_age_s = 0;           // relative to the freshest heartbeat of the run
   std::optional<uint64_t> last_completed_seq;  // on the verdict's communicator (else its own)
   std::vector<LastCompleted> last_completed;   // newest completed collective per communicator
@@ -104,6 +110,7 @@ struct Diagnosis {
   int world_size = 0;
   int64_t reference_ns = 0;                  // "now" of the snapshot (freshest heartbeat, rank 0 clock)
   double stuck_for_s = 0;                    // since the last progress anywhere
+  std::string recompute;                     // run.json training.recompute, as words ("" unknown)
 };
 
 // 0 healthy or finished, 1 a problem was found.
