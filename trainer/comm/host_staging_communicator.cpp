@@ -20,14 +20,16 @@ size_t v_extent(std::span<const size_t> counts, std::span<const size_t> displs) 
 }  // namespace
 
 HostStagingCommunicator::HostStagingCommunicator(std::unique_ptr<Communicator> inner, Ops& ops,
-                                                 IsDevicePointer on_device)
-    : inner_(std::move(inner)), ops_(ops), on_device_(std::move(on_device)) {}
+                                                 IsDevicePointer on_device, rankscope::probe::Probe* probe)
+    : inner_(std::move(inner)), ops_(ops), on_device_(std::move(on_device)), probe_(probe) {}
 
 void* HostStagingCommunicator::stage_in(int slot, const void* ptr, size_t bytes, bool fill) {
   if (ptr == nullptr || !on_device_(ptr)) return const_cast<void*>(ptr);
   auto& buf = staging_[slot];
   if (buf.size() < bytes) buf.resize(bytes);
   if (fill && bytes > 0) {
+    // Waits for every op before it on the device: where a stuck GPU holds its host.
+    rankscope::probe::ScopedRange wait(probe_, "device_sync");
     ops_.copy_to_host(buf.data(), ptr, bytes);
     staged_bytes_ += bytes;
   }
@@ -112,7 +114,7 @@ Status HostStagingCommunicator::barrier() { return inner_->barrier(); }
 std::unique_ptr<Communicator> HostStagingCommunicator::split(const std::string& name, int color, int key) {
   auto sub = inner_->split(name, color, key);
   if (!sub) return nullptr;
-  return std::make_unique<HostStagingCommunicator>(std::move(sub), ops_, on_device_);
+  return std::make_unique<HostStagingCommunicator>(std::move(sub), ops_, on_device_, probe_);
 }
 
 }  // namespace gpt2

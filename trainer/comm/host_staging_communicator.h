@@ -9,6 +9,9 @@
 // own that memory, so the logic is tested with the CPU backend and a fake predicate.
 // Put it OUTSIDE the probe decorator (Staging(Probed(MPI))): the probe then times the transfer
 // itself, and fault injection (lossy, resize, skip) sees host buffers as it does on the CPU.
+// While the host copies a device buffer off the GPU it sits in the probe range `device_sync`: a
+// GPU that never finishes the work before the collective shows up there, and hangdoctor says the
+// rank's GPU is behind its host (analyzers/hang/src/device_lag.cpp), not that it never arrived.
 // Staging buffers grow to the largest call and are reused; calls are serialised per communicator
 // (the DDP thread and the main thread may share one), which MPI requires of a communicator anyway.
 // Is not: a device-aware transport (that is NCCL: comm/nccl/nccl_communicator.h).
@@ -28,8 +31,10 @@ using IsDevicePointer = std::function<bool(const void*)>;
 
 class HostStagingCommunicator final : public Communicator {
  public:
-  // `ops` owns the device memory and must outlive this communicator and its splits.
-  HostStagingCommunicator(std::unique_ptr<Communicator> inner, Ops& ops, IsDevicePointer on_device);
+  // `ops` owns the device memory and must outlive this communicator and its splits; so must
+  // `probe` (may be null).
+  HostStagingCommunicator(std::unique_ptr<Communicator> inner, Ops& ops, IsDevicePointer on_device,
+                          rankscope::probe::Probe* probe = nullptr);
 
   const std::string& name() const override { return inner_->name(); }
   int rank() const override { return inner_->rank(); }
@@ -60,6 +65,7 @@ class HostStagingCommunicator final : public Communicator {
   std::unique_ptr<Communicator> inner_;
   Ops& ops_;
   IsDevicePointer on_device_;
+  rankscope::probe::Probe* probe_;
   std::mutex mutex_;
   std::vector<unsigned char> staging_[2];  // [0] send / in-place, [1] receive
   size_t staged_bytes_ = 0;

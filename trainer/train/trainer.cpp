@@ -224,7 +224,8 @@ rankscope::Result<std::unique_ptr<Communicator>> Trainer::make_world() {
     // Staging outside the probe: the probe times the host transfer and faults see host buffers.
     auto probed = std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get());
     return std::unique_ptr<Communicator>(
-        std::make_unique<HostStagingCommunicator>(std::move(probed), *ops_, is_cuda_device_pointer));
+        std::make_unique<HostStagingCommunicator>(std::move(probed), *ops_, is_cuda_device_pointer,
+                                                  probe_.get()));
   }
 #if GPT2_HAVE_NCCL
   host_world_ = boot_.take_world();

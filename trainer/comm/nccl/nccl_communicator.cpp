@@ -111,6 +111,12 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
     return rankscope::probe::make_cuda_event_completion(stream_);
   }
 
+  bool stream_ordered() const override { return !options_.host_synchronous; }
+
+  std::unique_ptr<rankscope::probe::CompletionSource> take_pending_start() override {
+    return std::move(pending_start_);
+  }
+
   std::unique_ptr<rankscope::probe::CompletionSource> take_pending_completion() override {
     if (!last_call_async_) return nullptr;
     last_call_async_ = false;
@@ -255,6 +261,12 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
       if (recv_host) drecv = base + recv_off;
       if (in_place) drecv = const_cast<void*>(dsend);
     }
+    if (!options_.host_synchronous && !send_host && !recv_host) {
+      // Fires once the comm stream is past the wait for the compute stream: the device has reached
+      // this collective. A rank whose compute stream never gets there is "behind its host".
+      auto started = rankscope::probe::make_cuda_event_completion(stream_);
+      pending_start_ = started.ok() ? std::move(started).value() : nullptr;
+    }
     RS_RETURN_IF_ERROR(enqueue(dsend, drecv));
     if (recv_host) RS_CUDA_CHECK(cudaMemcpyAsync(recv, drecv, recv_bytes, cudaMemcpyDeviceToHost, stream_));
     RS_CUDA_CHECK(cudaEventRecord(done_, stream_));
@@ -296,6 +308,7 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
   DeviceScratch staging_;
   DeviceScratch barrier_scratch_;
   bool last_call_async_ = false;  // the last call returned before the collective finished
+  std::unique_ptr<rankscope::probe::CompletionSource> pending_start_;
 };
 
 }  // namespace
