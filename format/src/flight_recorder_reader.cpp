@@ -198,6 +198,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
       cs.end_ns = r.end_ns;
       cs.step = r.step;
       cs.range = read_name(r.range);
+      cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
       cs.torn = !consistent || !state_ok;
       if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
       c.ring.push_back(std::move(cs));

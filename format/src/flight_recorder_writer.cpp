@@ -242,6 +242,15 @@ void FlightRecorderWriter::collective_start(int comm, uint64_t seq, int64_t now_
   seqlock::end(r->guard);
 }
 
+void FlightRecorderWriter::collective_host_returned(int comm, uint64_t seq) {
+  if (comm < 0) return;
+  CollectiveRecord* r = ring_record(comm, seq);
+  if (r->seq != seq) return;
+  seqlock::begin(r->guard);
+  r->flags = uint8_t(r->flags | kCollectiveHostReturned);
+  seqlock::end(r->guard);
+}
+
 void FlightRecorderWriter::collective_complete(int comm, uint64_t seq, int64_t now_ns, bool failed) {
   if (comm < 0) return;
   auto* c = reinterpret_cast<CommSlotHeader*>(comm_slot(comm));

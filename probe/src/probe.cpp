@@ -547,9 +547,24 @@ void Probe::collective_complete_when(const CollectiveHandle& h, std::unique_ptr<
     return;
   }
   Impl& p = *impl_;
+  p.flight->collective_host_returned(h.comm, h.seq);
   {
     std::lock_guard<std::mutex> lock(p.pending_mutex);
-    p.pending.push_back(PendingCompletion{h, std::move(source)});
+    p.pending.push_back(PendingCompletion{h, std::move(source), false});
+  }
+  p.watchdog.set_fast(true);
+}
+
+void Probe::collective_start_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source) {
+  if (!impl_ || !h.valid()) return;
+  if (!source) {
+    collective_start(h);
+    return;
+  }
+  Impl& p = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(p.pending_mutex);
+    p.pending.push_back(PendingCompletion{h, std::move(source), true});
   }
   p.watchdog.set_fast(true);
 }

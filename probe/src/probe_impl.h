@@ -103,6 +103,7 @@ struct ParamInfo {
 struct PendingCompletion {
   CollectiveHandle handle;
   std::unique_ptr<CompletionSource> source;
+  bool marks_start = false;  // the source says the collective started on the device, not finished
 };
 
 struct Probe::Impl final : KernelSink {

@@ -48,7 +48,12 @@ void Probe::Impl::poll_pending_completions(int64_t now_ns) {
   std::vector<PendingCompletion> still;
   for (PendingCompletion& pc : polling) {
     if (pc.source->poll_done()) {
-      complete(pc.handle, pc.source->failed(), now_ns);
+      if (pc.marks_start) {
+        flight->collective_start(pc.handle.comm, pc.handle.seq, now_ns);
+        collectives.mark_started(pc.handle.event_index, pc.handle.comm, pc.handle.seq, now_ns);
+      } else {
+        complete(pc.handle, pc.source->failed(), now_ns);
+      }
     } else {
       still.push_back(std::move(pc));
     }

@@ -62,4 +62,13 @@ struct WaitGraph {
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
 
+// device_lag.cpp. The range a trainer opens while its host waits for its own GPU (host staging of
+// a collective's input); see trainer/comm/host_staging_communicator.h.
+inline constexpr std::string_view kDeviceSyncRange = "device_sync";
+bool waits_for_own_device(const RankView& v);
+// Members that enqueued (comm, seq) on a device stream and returned, whose device never started it,
+// while another member's device (or host) got there.
+std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+                                        const std::string& comm, uint64_t seq);
+
 }  // namespace rankscope::hang

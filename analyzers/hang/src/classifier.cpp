@@ -305,6 +305,12 @@ void Classifier::blame_stuck() {
     for (const auto& e : g.all_entered)
       if (innermost_rank(groups_, e.comm) < innermost_rank(groups_, inner->comm)) inner = &e;
     set_collective(inner->comm, inner->seq);
+    // Entered on the host is not reached on the device: a member whose GPU never started it is
+    // to blame after all.
+    if (auto behind = ranks_behind_on_device(views_, groups_, inner->comm, inner->seq); !behind.empty()) {
+      d_.kind = Kind::kGpuBehindHost;
+      d_.culprit_ranks = behind;
+    }
   } else if (!g.edges.empty()) {
     // Everyone waits for someone who waits: ranks are in different collectives (a desync).
     d_.verdict = Verdict::kDesync;
@@ -382,6 +388,10 @@ void Classifier::classify_live_culprits(const std::vector<int>& culprits, const 
     return v.readable() && std::any_of(v.stack.begin(), v.stack.end(), is_host_range);
   });
   if (host) d_.kind = Kind::kHostStall;
+  const bool device = !culprits.empty() && std::all_of(culprits.begin(), culprits.end(), [&](int r) {
+    return views_[r].readable() && waits_for_own_device(views_[r]);
+  });
+  if (device) d_.kind = Kind::kGpuBehindHost;
 }
 
 void Classifier::blame_least_progress() {

@@ -153,6 +153,29 @@ void word_frozen(Diagnosis& d, const WordingFacts& f) {
                   downstream_sentence(d, f);
 }
 
+// The culprit's host went on while its GPU fell behind: it enqueued the collective (or waits for
+// its GPU to hand over the input) and its device never got there.
+void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
+  const CollectiveRef& c = *d.collective;
+  const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+  const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
+  const std::string culprits = who(d.culprit_ranks);
+  if (staging) {
+    d.headline = fmt::format("HANG: {}'s GPU is behind its host: its host waits for the GPU (device_sync) to hand over "
+                             "the input of {} and the GPU never finishes; {}.{}",
+                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, f));
+  } else {
+    d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it: the GPU is behind the host.{}",
+                             culprits, collective_phrase(c), d.culprit_ranks.size() == 1 ? "its" : "their",
+                             waiters_sentence(d, f));
+  }
+  d.explanation = "The host went on while a kernel before this collective on the same device has not finished (a "
+                  "kernel that does not end, a device fault, or a device shared and starved). The peers' devices "
+                  "reached the collective and wait for it. Look at the GPU (nvidia-smi, compute-sanitizer), not at the "
+                  "network." +
+                  downstream_sentence(d, f);
+}
+
 // One process (or every rank equally far) stuck in its own work: nobody to lag behind.
 void word_stuck_alone(Diagnosis& d) {
   const bool host = d.kind == Kind::kHostStall;
@@ -264,6 +287,8 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
       const std::string where = whereabouts(d, d.culprit_ranks);
       if (d.kind == Kind::kRankFrozen) {
         word_frozen(d, f);
+      } else if (d.kind == Kind::kGpuBehindHost && d.collective) {
+        word_gpu_behind_host(d, f);
       } else if (d.kind == Kind::kStuckInCollective) {
         const CollectiveRef& c = *d.collective;
         d.headline = fmt::format("HANG: all {} ranks in {} entered {} and none finished, for {}; no rank is to blame.",

@@ -161,13 +161,19 @@ struct CommSlotHeader {
 static_assert(sizeof(CommSlotHeader) == 64);
 
 // One collective in a communicator's ring; slot = seq % ring_entries. `guard` is the seqlock.
+// CollectiveRecord::flags. kCollectiveHostReturned: the calling thread came back from the call
+// while the collective was still pending on a device stream (NCCL, stream-ordered): the host has
+// moved on; only the device still owes it. With state enqueued it means "launched, never started on
+// the device" (the stream is behind, e.g. a kernel before it never ends).
+inline constexpr uint8_t kCollectiveHostReturned = 1;
+
 struct CollectiveRecord {
   uint64_t guard;
   uint64_t seq;                // per-communicator sequence number, from 0
   uint8_t op;                  // CollectiveOp
   uint8_t dtype;               // DataType
   uint8_t state;               // CollectiveState
-  uint8_t reserved0;
+  uint8_t flags;               // CollectiveFlags bits (0 in files written before they existed)
   int32_t peer;                // root for broadcast, peer for send/recv, -1 otherwise
   uint64_t count;              // elements
   uint64_t bytes;              // payload bytes of this rank's send buffer

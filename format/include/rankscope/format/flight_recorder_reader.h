@@ -34,6 +34,7 @@ struct CollectiveSnapshot {
   int64_t end_ns = 0;
   int64_t step = -1;
   std::string range;
+  bool host_returned = false;  // kCollectiveHostReturned: pending on a device stream, host moved on
   bool torn = false;
 };
 

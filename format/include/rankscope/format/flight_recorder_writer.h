@@ -91,6 +91,8 @@ class FlightRecorderWriter {
   uint64_t collective_enqueue(int comm, const CollectiveDesc& desc, int64_t step,
                               std::string_view range, int64_t now_ns);
   void collective_start(int comm, uint64_t seq, int64_t now_ns);
+  // The caller returned while the collective is still pending on a device stream.
+  void collective_host_returned(int comm, uint64_t seq);
   void collective_complete(int comm, uint64_t seq, int64_t now_ns, bool failed = false);
 
   // --- gradient arrival ---

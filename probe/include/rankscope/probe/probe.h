@@ -156,8 +156,12 @@ class Probe {
   CollectiveHandle collective_enqueue(CommHandle comm, const format::CollectiveDesc& desc);
   void collective_start(const CollectiveHandle& h);
   void collective_complete(const CollectiveHandle& h, bool failed = false);
-  // Completion known later (a CUDA event): the watchdog polls `source` and completes `h`.
+  // Completion known later (a CUDA event): the watchdog polls `source` and completes `h`. The
+  // caller has returned from the call: the recorder marks the collective host_returned.
   void collective_complete_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source);
+  // Start known later (a CUDA event recorded on the stream just before the collective's kernel):
+  // the watchdog marks `h` started when `source` completes. Call it before collective_complete_when.
+  void collective_start_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source);
 
   // --- gradients ---
   ParamHandle register_param(std::string_view name, uint64_t numel, int bucket = -1);

@@ -25,6 +25,7 @@ enum class Kind {
   kMissingGradient,     // a rank never launched a DDP bucket: a gradient never arrived
   kStuckInCollective,   // every member entered, none finished: no rank to blame
   kHostStall,           // the culprit is stuck in host work (data loading), not in a collective
+  kGpuBehindHost,       // the culprit's host moved on but its GPU never reached the collective
   kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
   kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
 };
