@@ -66,7 +66,9 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   std::unique_ptr<FlightRecorderWriter> w(new FlightRecorderWriter());
   w->base_ = static_cast<uint8_t*>(base);
   w->size_ = bytes;
-  w->fd_ = fd;
+  // The mapping keeps the file; the descriptor is not needed after mmap. Closing it lets a
+  // process hold thousands of recorders (rankscope synth --ranks 16384) within its fd limit.
+  ::close(fd);
   w->params_ = params;
 
   // The file is fresh (ftruncate zero-fills), so only non-zero fields need writing.
@@ -110,7 +112,6 @@ FlightRecorderWriter::~FlightRecorderWriter() {
     ::msync(base_, size_, MS_ASYNC);
     ::munmap(base_, size_);
   }
-  if (fd_ >= 0) ::close(fd_);
 }
 
 uint8_t* FlightRecorderWriter::thread_slot(int slot) {

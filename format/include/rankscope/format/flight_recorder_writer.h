@@ -126,7 +126,6 @@ class FlightRecorderWriter {
 
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  int fd_ = -1;
   FlightLayoutParams params_;
 };
 
