@@ -4,6 +4,12 @@
 #include <cstdio>
 #include <string>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "rankscope/analyzers/startup/config_findings.h"
+#include "rankscope/format/run_metadata.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "report_output.h"
@@ -98,7 +104,23 @@ int skew_command(Args args) {
   }
   // With --json - the JSON owns stdout; the text goes to stderr.
   print_text(*report, outputs.json_path == "-");
-  if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope skew: " + run_dir)) return 2;
+  // Settings recorded in run.json that are known to slow a job, or differ across ranks.
+  nlohmann::json json = analyzers::to_json(*report);
+  json["settings_findings"] = nlohmann::json::array();
+  if (auto meta = format::read_run_metadata(run_dir);
+      meta.ok() && meta->extra.contains("config")) {
+    int per_host = 0;
+    std::map<std::string, int> hosts;
+    for (const auto& h : meta->hosts) per_host = std::max(per_host, ++hosts[h]);
+    const auto settings = analyzers::config_findings(meta->extra["config"], meta->world_size, per_host);
+    std::FILE* out = outputs.json_path == "-" ? stderr : stdout;
+    for (size_t i = 0; i < settings.size(); ++i) {
+      std::fprintf(out, "%ssetting: %s\n", i ? "" : "\n", settings[i].text.c_str());
+      json["settings_findings"].push_back({{"setting", settings[i].setting}, {"value", settings[i].value},
+                                           {"ranks", settings[i].ranks}, {"text", settings[i].text}});
+    }
+  }
+  if (!write_report_outputs(json, outputs, "rankscope skew: " + run_dir)) return 2;
   return 0;
 }
 

@@ -15,6 +15,7 @@ namespace rankscope::hang {
 namespace {
 
 constexpr double kNsPerS = 1e9;
+constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
 
 double seconds(int64_t ns) { return double(ns) / kNsPerS; }
 
@@ -119,8 +120,11 @@ Diagnosis Classifier::run() {
     d_.verdict = Verdict::kFinished;
   } else {
     const std::vector<int> dead = find_dead();
+    // A hang still forming: others drain their own work, but a peer already waits for an idle rank.
+    const std::vector<int> forming = forming_hang_culprits(views_, groups_, d_.reference_ns, o_.stuck_after_s);
     const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_ ||
-                       !frozen_.empty();
+                       !frozen_.empty() || !forming.empty();
+    if (!forming.empty() && d_.stuck_for_s < o_.stuck_after_s) facts_.forming = true;
     if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
     } else if (!dead.empty()) {
@@ -164,10 +168,15 @@ std::vector<int> Classifier::find_dead() {
     if (!v.readable() || v.finished) continue;
     ++unfinished;
     const bool stale_beat = v.heartbeat_ns + stale < freshest;
-    if (stale_beat && v.liveness == Liveness::kAlive) {
+    // The watchdog beats every 100 ms: a couple of seconds of silence is already worth asking the
+    // kernel about. A stopped or traced process is frozen whatever the age; uninterruptible sleep
+    // can be a slow disk, so it needs the full staleness.
+    const bool missed_beats = v.heartbeat_ns + kQuickFrozenCheckNs < freshest;
+    if ((stale_beat || missed_beats) && v.liveness == Liveness::kAlive) {
       // The process is here: ask the kernel whether any of its threads can run.
       v.os = processes_.status(v.snap->host, v.snap->pid);
-      if (is_frozen(v.os.state) && v.os.state != OsRunState::kZombie) {
+      const bool stopped = v.os.state == OsRunState::kStopped || v.os.state == OsRunState::kTraced;
+      if ((stale_beat && is_frozen(v.os.state) && v.os.state != OsRunState::kZombie) || stopped) {
         v.frozen = true;
         frozen_.push_back(v.rank);
       }
