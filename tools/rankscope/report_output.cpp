@@ -15,6 +15,8 @@ std::optional<int> parse_report_args(std::span<const std::string_view> args, con
     if (a == "--help" || a == "-h") {
       std::fputs(help, stdout);
       return 0;
+    } else if (a == "--quiet" || a == "-q") {
+      outputs.quiet = true;
     } else if (a == "--json" || a == "--html") {
       if (i + 1 >= args.size()) {
         std::fprintf(stderr, "rankscope %s: %s needs a file name\n", command, std::string(a).c_str());

@@ -14,6 +14,7 @@ namespace rankscope::cli {
 struct ReportOutputs {
   std::string json_path;  // empty: none; "-": stdout
   std::string html_path;  // empty: none
+  bool quiet = false;     // --quiet: no text report (with --json - the text otherwise goes to stderr)
 };
 
 // The common command line of a report command: one input path, --json FILE, --html FILE, --help.

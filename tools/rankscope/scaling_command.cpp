@@ -19,7 +19,8 @@ constexpr const char* kHelp =
     "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
     "flag superlinear ranges and throughput cliffs.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout\n"
-    "  --html FILE   write a self-contained HTML report (opens offline)\n\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --quiet, -q   no text report\n\n"
     "exit status: 0 report made, 2 bad arguments or no readable sweep\n";
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
@@ -54,7 +55,7 @@ int scaling_command(Args args) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());
     return 2;
   }
-  print_text(*report, outputs.json_path == "-");
+  if (!outputs.quiet) print_text(*report, outputs.json_path == "-");
   if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope scaling: " + sweep_dir)) return 2;
   return 0;
 }

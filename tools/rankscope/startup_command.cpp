@@ -22,7 +22,8 @@ constexpr const char* kHelp =
     "oversubscribed cores, debug levels left on) or that differ across ranks.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/startup_report.schema.json);\n"
     "                '-' = stdout, and then the text goes to stderr\n"
-    "  --html FILE   write a self-contained HTML report (opens offline)\n\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --quiet, -q   no text report\n\n"
     "exit status: 0 no findings, 1 findings, 2 bad arguments or no readable start-up\n";
 
 void print_text(const analyzers::StartupReport& r, std::FILE* out) {
@@ -57,7 +58,7 @@ int startup_command(Args args) {
     return 2;
   }
   // With JSON on stdout, stdout carries only JSON.
-  print_text(*report, outputs.json_path == "-" ? stderr : stdout);
+  if (!outputs.quiet) print_text(*report, outputs.json_path == "-" ? stderr : stdout);
   if (!write_report_outputs(analyzers::startup_report_json(*report), outputs, "rankscope startup: " + run_dir)) return 2;
   return report->findings.empty() ? 0 : 1;
 }
