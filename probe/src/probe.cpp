@@ -442,6 +442,26 @@ void Probe::end_step() {
   p.capturing.store(false, std::memory_order_relaxed);
 }
 
+void Probe::record_range(std::string_view name, int64_t begin_ns, int64_t end_ns) {
+  if (!impl_ || end_ns < begin_ns) return;
+  Impl& p = *impl_;
+  const NameTable::Entry* e = p.intern(format::NameKind::kRange, name);
+  if (e == nullptr) return;
+  ThreadState* ts = p.thread_state();
+  if (ts == nullptr || !ts->is_main) return;
+  if (p.in_step) p.aggregates.add(e->index, end_ns - begin_ns);
+  if (p.capturing.load(std::memory_order_relaxed)) {
+    format::TraceRange t{};
+    t.name_id = p.stream_id_of(e->index);
+    t.tid = static_cast<uint32_t>(ts->tid.load(std::memory_order_relaxed));
+    t.begin_ns = begin_ns;
+    t.end_ns = end_ns;
+    t.depth = ts->depth;
+    std::lock_guard<std::mutex> lock(ts->trace_mutex);
+    ts->trace.push_back(t);
+  }
+}
+
 void Probe::push_range(std::string_view name) {
   if (!impl_) return;
   Impl& p = *impl_;

@@ -23,7 +23,7 @@ struct KindGrammar {
 
 const std::vector<KindGrammar>& grammar() {
   static const std::vector<KindGrammar> kinds = {
-      {"stall", FaultKind::kStall, {"rank", "range", "step"}, {}},
+      {"stall", FaultKind::kStall, {"rank", "range"}, {"step"}},
       {"delay", FaultKind::kDelay, {"rank", "range", "ms"}, {"step"}},
       {"gpu-stall", FaultKind::kGpuStall, {"rank", "range", "step", "seconds"}, {}},
       {"skip", FaultKind::kSkip, {"rank", "comm", "seq"}, {}},

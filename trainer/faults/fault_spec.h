@@ -2,7 +2,8 @@
 //
 // Is: the grammar of every fault kind and its keys, table-driven, so an unknown kind, an unknown
 // or missing key, or a malformed value is a clear error naming the allowed alternatives:
-//   stall:rank=R,range=NAME,step=S               block forever on entering NAME at step S
+//   stall:rank=R,range=NAME[,step=S]             block forever on entering NAME (at step S; start-up
+//                                                is step 0, e.g. range=init/model)
 //   delay:rank=R,range=NAME,ms=M[,step=S]        sleep M ms inside NAME (every step unless S)
 //   skip:rank=R,comm=NAME,seq=K                  leave out collective K of communicator NAME
 //   resize:rank=R,comm=NAME,seq=K,factor=F       collective K gets count*F elements on rank R

@@ -2,11 +2,15 @@
 #include "trainer.h"
 
 #include <sys/resource.h>
+#include <unistd.h>  // environ
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
@@ -31,6 +35,7 @@
 #include "rankscope/probe/plugins.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "seq_len_sweep.h"
+#include "startup_facts.h"
 #include "train_options.h"
 #if GPT2_HAVE_NCCL
 #include "comm/nccl/nccl_communicator.h"
@@ -104,7 +109,7 @@ class Trainer {
   rankscope::Result<std::unique_ptr<Communicator>> make_world();
   Status setup_model();
   Status setup_data();
-  Status write_run_metadata(const std::vector<std::string>& hosts);
+  Status write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings);
   Status train_step(int step, StepMetrics& m);
   Status finish();
 
@@ -116,6 +121,10 @@ class Trainer {
   ProcessGroups groups_;
   ModelConfig config_;
   DevicePlan plan_;
+  int omp_threads_ = 1;
+  // run.json's "config": settings the same on every rank, those that differ by rank, and the
+  // trainer's own behaviour-changing choices.
+  nlohmann::json configuration_block(const std::vector<std::string>& per_rank_settings) const;
   std::pair<int64_t, int64_t> profile_steps_{-1, -1};
   std::unique_ptr<Communicator> host_world_;  // NCCL's id transport (MPI world), kept for its life
   std::unique_ptr<Ops> ops_;
@@ -140,23 +149,74 @@ Status Trainer::setup() {
   RS_ASSIGN_OR_RETURN(plan_, plan_device({o_.device, o_.comm, o_.precision}, probe_cuda_device(0),
                                           placement_from_hosts(hosts, boot_.rank(), boot_.uses_mpi())));
   RS_RETURN_IF_ERROR(setup_probe(hosts));
-  RS_RETURN_IF_ERROR(setup_device(hosts));
-
-  // The probe sees every collective from here on: the world is wrapped before it is split.
-  RS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, make_world());
-  RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
-  if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1)
+  // Step 0 is start-up (docs/FORMAT.md): the init/* ranges land in its record, and a rank stuck
+  // here shows its phase in the flight recorder like any range.
+  probe_->begin_step(0);
+  faults_->set_step(0);
+  if (const int64_t launched = process_start_unix_ns(); launched > 0 && launched <= boot_.started_ns()) {
+    probe_->record_range("init/launch", launched, boot_.started_ns());
+    probe_->counter("init.launch_at_ns", static_cast<double>(launched));  // rankscope startup's time zero
+  }
+  probe_->record_range("init/comm", boot_.started_ns(), rankscope::now_unix_ns());  // MPI start, hosts, run dir
+  {
+    ScopedRange r(probe_.get(), "init/device");  // ops before communicators: host staging needs them
+    RS_RETURN_IF_ERROR(setup_device(hosts));
+  }
+  std::vector<std::string> settings;
+  {
+    ScopedRange r(probe_.get(), "init/comm");
+    // The probe sees every collective from here on: the world is wrapped before it is split.
+    RS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, make_world());
+    RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
+    RS_ASSIGN_OR_RETURN(settings, gather_strings(*groups_.world, behaviour_settings(environ, omp_threads_).dump()));
+  }
+  if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1) {
+    ScopedRange r(probe_.get(), "init/clock_align");
     RS_RETURN_IF_ERROR(probe_->align_clocks(*exchange));
+  }
 
   // One line: where this job computes and how its ranks talk (rank 0 speaks for the job).
   if (leader()) fmt::print("{} | {}\n", plan_.device_line, plan_.comm_line);
-  RS_RETURN_IF_ERROR(setup_model());
-  RS_RETURN_IF_ERROR(setup_data());
-  RS_RETURN_IF_ERROR(write_run_metadata(hosts));
-  if (leader()) {
-    RS_ASSIGN_OR_RETURN(metrics_, MetricsLog::open(run_dir_));
+  {
+    ScopedRange r(probe_.get(), "init/model");
+    RS_RETURN_IF_ERROR(setup_model());
   }
+  {
+    ScopedRange r(probe_.get(), "init/data");
+    RS_RETURN_IF_ERROR(setup_data());
+    RS_RETURN_IF_ERROR(write_run_metadata(hosts, settings));
+    if (leader()) {
+      RS_ASSIGN_OR_RETURN(metrics_, MetricsLog::open(run_dir_));
+    }
+  }
+  probe_->end_step();
   return {};
+}
+
+nlohmann::json Trainer::configuration_block(const std::vector<std::string>& per_rank_settings) const {
+  std::vector<nlohmann::json> ranks;
+  for (const auto& s : per_rank_settings) ranks.push_back(nlohmann::json::parse(s, nullptr, false));
+  nlohmann::json common = nlohmann::json::object(), by_rank = nlohmann::json::object();
+  std::set<std::string> keys;
+  for (const auto& r : ranks)
+    if (r.is_object())
+      for (const auto& [k, v] : r.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    const bool same = !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [&](const nlohmann::json& r) {
+      return r.is_object() && r.contains(k) && r[k] == ranks.front()[k];
+    });
+    if (same) {
+      common[k] = ranks.front()[k];
+      continue;
+    }
+    for (size_t i = 0; i < ranks.size(); ++i)
+      by_rank[std::to_string(i)][k] = ranks[i].is_object() && ranks[i].contains(k) ? ranks[i][k] : nlohmann::json(nullptr);
+  }
+  return {{"settings", common}, {"settings_by_rank", by_rank},
+          {"recompute", static_cast<int>(o_.recompute)},
+          {"precision", std::string(cuda_precision_name(plan_.precision))},
+          {"device", plan_.cuda ? "cuda" : "cpu"},
+          {"comm", std::string(comm_backend_name(plan_.comm))}};
 }
 
 Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
@@ -186,7 +246,7 @@ Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
 
 Status Trainer::setup_device(const std::vector<std::string>& hosts) {
   (void)hosts;
-  configure_cpu_threads();
+  omp_threads_ = configure_cpu_threads();
   if (!plan_.cuda) {
     if (faults_->wants_gpu())
       return rankscope::invalid_argument("--inject gpu-stall needs --device cuda (it spins a GPU kernel)");
@@ -292,6 +352,7 @@ Status Trainer::setup_model() {
   }
 
   if (!o_.resume.empty()) {
+    ScopedRange r(probe_.get(), "init/checkpoint");
     RS_ASSIGN_OR_RETURN(auto dir, find_checkpoint(o_.resume));
     RS_ASSIGN_OR_RETURN(TrainState st, read_train_state(dir));
     if (st.world_size != L.world_size || st.tp != L.tp)
@@ -334,7 +395,7 @@ Status Trainer::setup_data() {
   return {};
 }
 
-Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
+Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings) {
   const GroupLayout& L = groups_.layout;
   rankscope::format::RunMetadata meta;
   meta.run_id = probe_->run_id();
@@ -366,6 +427,7 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
   for (const auto& f : o_.inject) faults.push_back(f.text);
   meta.training["inject"] = faults;
   meta.versions = {{"rankscope", RANKSCOPE_VERSION}};
+  meta.extra["config"] = configuration_block(settings);
   if (boot_.uses_mpi()) meta.versions["mpi"] = boot_.mpi_version();
   return probe_->write_run_metadata(meta);
 }

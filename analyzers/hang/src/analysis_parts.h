@@ -62,6 +62,11 @@ struct WaitGraph {
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
 
+// forming_hang.cpp. Ranks idle for at least `idle_after_s` (on the reference clock) that a peer
+// already waits for, though other ranks may still be busy.
+std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+                                       int64_t reference_ns, double idle_after_s);
+
 // device_lag.cpp. The range a trainer opens while its host waits for its own GPU (host staging of
 // a collective's input); see trainer/comm/host_staging_communicator.h.
 inline constexpr std::string_view kDeviceSyncRange = "device_sync";

@@ -15,6 +15,7 @@ namespace rankscope::hang {
 namespace {
 
 constexpr double kNsPerS = 1e9;
+constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
 
 double seconds(int64_t ns) { return double(ns) / kNsPerS; }
 
@@ -121,8 +122,11 @@ Diagnosis Classifier::run() {
     const std::vector<int> dead = find_dead();
     std::optional<Detection> past_bound;
     if (o_.learned_bounds) past_bound = find_past_learned_bound(views_, d_.reference_ns);
+    // A hang still forming: others drain their own work, but a peer already waits for an idle rank.
+    const std::vector<int> forming = forming_hang_culprits(views_, groups_, d_.reference_ns, o_.stuck_after_s);
     const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_ ||
-                       !frozen_.empty() || past_bound;
+                       !frozen_.empty() || !forming.empty() || past_bound;
+    if (!forming.empty() && d_.stuck_for_s < o_.stuck_after_s) facts_.forming = true;
     auto detected_by = [](std::string by) {
       Detection x;
       x.by = std::move(by);
@@ -131,6 +135,7 @@ Diagnosis Classifier::run() {
     if (!dead.empty() || !frozen_.empty() || job_gone_) d_.detection = detected_by("dead_or_frozen");
     else if (past_bound) d_.detection = past_bound;
     else if (o_.no_progress_observed) d_.detection = detected_by("watched");
+    else if (facts_.forming) d_.detection = detected_by("forming");
     else if (stuck) d_.detection = detected_by("no_progress");
     if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
@@ -176,10 +181,15 @@ std::vector<int> Classifier::find_dead() {
     if (!v.readable() || v.finished) continue;
     ++unfinished;
     const bool stale_beat = v.heartbeat_ns + stale < freshest;
-    if (stale_beat && v.liveness == Liveness::kAlive) {
+    // The watchdog beats every 100 ms: a couple of seconds of silence is already worth asking the
+    // kernel about. A stopped or traced process is frozen whatever the age; uninterruptible sleep
+    // can be a slow disk, so it needs the full staleness.
+    const bool missed_beats = v.heartbeat_ns + kQuickFrozenCheckNs < freshest;
+    if ((stale_beat || missed_beats) && v.liveness == Liveness::kAlive) {
       // The process is here: ask the kernel whether any of its threads can run.
       v.os = processes_.status(v.snap->host, v.snap->pid);
-      if (is_frozen(v.os.state) && v.os.state != OsRunState::kZombie) {
+      const bool stopped = v.os.state == OsRunState::kStopped || v.os.state == OsRunState::kTraced;
+      if ((stale_beat && is_frozen(v.os.state) && v.os.state != OsRunState::kZombie) || stopped) {
         v.frozen = true;
         frozen_.push_back(v.rank);
       }

@@ -312,8 +312,16 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                         "was never reduced there." + downstream_sentence(d, f);
       } else {
         const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
-        d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
-                                 host, waiters);
+        const RankReport* only = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+        if (only && only->range.rfind("init/", 0) == 0) {
+          // Start-up (step 0): say the phase first; that is what the user has to look at.
+          d.headline = fmt::format("HANG: {} is stuck in start-up phase {} for {} and never entered {}.{}", culprits,
+                                   only->range, human_seconds(only->range_s > 0 ? only->range_s : only->idle_s),
+                                   collective_phrase(*d.collective), waiters);
+        } else {
+          d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
+                                   host, waiters);
+        }
         d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
                                     "(collectives issued: {}).",
                                     culprits, d.collective->comm, d.collective->seq, f.progress) +
@@ -321,6 +329,18 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                                       "pipeline, the file system or the host, not at the network."
                                                     : "") +
                         downstream_sentence(d, f);
+      }
+      if (f.forming) {
+        std::vector<int> running;
+        for (const auto& r : d.ranks)
+          if (r.state == RankState::kRunning &&
+              std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r.rank) == d.culprit_ranks.end())
+            running.push_back(r.rank);
+        d.explanation += running.empty()
+                             ? " The hang is still forming: other ranks made progress recently, but a peer already waits."
+                             : fmt::format(" The hang is still forming: {} still run work that does not need {} yet, and "
+                                           "will wait too at their next collective with {}.",
+                                           who(running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
       }
       d.explanation += missing_note;
       break;

@@ -149,6 +149,11 @@ class Probe {
   void begin_step(int64_t step);
   void end_step();  // writes the step's record and flushes the event stream (one write(2))
   void push_range(std::string_view name);
+  // A main-thread range that is already over, timed by the caller on this clock (now_unix_ns):
+  // phases that ran before the probe existed (init/launch from the process's start, the MPI
+  // start in init/comm). Counted in the current step and the capture window like a closed range;
+  // range sinks (NVTX, fault injection) are not told: it is history.
+  void record_range(std::string_view name, int64_t begin_ns, int64_t end_ns);
   void pop_range();
 
   // --- collectives ---
