@@ -125,13 +125,22 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
       f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
                            site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
-      if (own_cause) {
+      const SlowdownShape shape = classify_slowdown(report, sr.rank, peers, own_cause);
+      f.cls = shape.cls;
+      if (shape.cls == "uniform_slowdown") {
         f.range = cause.range;
-        f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+        f.slowdown_factor = shape.factor;
+        f.text += shape.text;
+      } else if (own_cause) {
+        f.range = cause.range;
+        f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers' (class range-specific)", cause.range, cause.ms);
+      } else if (shape.cls == "communication") {
+        f.range = site.range;
+        f.text += shape.text;
       } else {
         f.range = site.range;
-        f.text += "; no range of its own takes longer than its peers' (look at time outside ranges: "
-                  "data loading, the host, the network)";
+        f.text += "; no range of its own takes longer than its peers' (class outside ranges; look at time outside "
+                  "ranges: data loading, the host, the network)";
       }
       // Where a delay shows at several collectives, the one inside (or around) the cause names it best.
       const bool near_cause = own_cause && !site.range.empty() &&
@@ -248,7 +257,16 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
     f.text = fmt::format("rank {} is a straggler: its step without communication takes {:.1f} ms, {:.1f} ms more "
                          "than the median rank (relative score {:.2f}, individual {:.2f})",
                          rs.rank, rs.noncomm_ms_median, cost, rs.relative_score, rs.individual_score);
-    if (!cause.range.empty()) f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+    const SlowdownShape shape = classify_slowdown(report, rs.rank, peers, !cause.range.empty());
+    f.cls = shape.cls;
+    if (shape.cls == "uniform_slowdown") {
+      f.slowdown_factor = shape.factor;
+      f.text += shape.text;
+    } else if (!cause.range.empty()) {
+      f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers' (class range-specific)", cause.range, cause.ms);
+    } else {
+      f.text += shape.text.empty() ? "; class outside ranges" : shape.text;
+    }
     report.findings.push_back(std::move(f));
   }
 }
