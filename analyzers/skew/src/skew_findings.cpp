@@ -193,6 +193,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
       for (const RankSkew& rs : report.ranks) group_ranks.push_back(rs.rank);
     }
     const auto& busiest = report.ranks[size_t(g.max_rank)].range_compute_ms;
+    double range_excess = 0;
     for (const auto& [range, ms] : busiest) {
       if (!has_component(range, subject)) continue;
       const std::string_view parent = parent_range(range);
@@ -202,8 +203,30 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
         const auto& m = report.ranks[size_t(r)].range_compute_ms;
         if (auto it = m.find(range); it != m.end()) v.push_back(it->second);
       }
-      f.cost_ms_per_step += std::max(0.0, ms - mean(v));
-      if (f.range.empty()) f.range = range;
+      const double excess = std::max(0.0, ms - mean(v));
+      f.cost_ms_per_step += excess;
+      // Named: the range that costs most; on a tie, the forward one (where the work is first done).
+      if (f.range.empty() || excess > range_excess ||
+          (excess == range_excess && range.rfind("forward/", 0) == 0 && f.range.rfind("forward/", 0) != 0)) {
+        f.range = range;
+        range_excess = excess;
+      }
+    }
+    // What the counted work costs here: its range on the busiest and on the lightest rank.
+    std::string measured;
+    if (!f.range.empty()) {
+      const auto& lightest = report.ranks[size_t(g.min_rank)].range_compute_ms;
+      const double busy_ms = busiest.at(f.range);
+      const double light_ms = lightest.count(f.range) ? lightest.at(f.range) : 0.0;
+      if (f.cost_ms_per_step >= min_cost_ms(options, report))
+        measured = fmt::format("; it costs {:.1f} ms per step in {} ({:.2f} ms on rank {} vs {:.2f} ms on rank {})",
+                               f.cost_ms_per_step, f.range, busy_ms, g.max_rank, light_ms, g.min_rank);
+      else
+        measured = fmt::format("; the imbalance is real but costs nothing measurable here: {} takes {:.2f} ms on rank "
+                               "{} and {:.2f} ms on rank {}",
+                               f.range, busy_ms, g.max_rank, light_ms, g.min_rank);
+    } else {
+      measured = fmt::format("; no range named after '{}' was recorded, so its cost cannot be measured", subject);
     }
     // "20:1"; a rank with none of it reads "244:0".
     const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : fmt::format("{}:0", fmt_value(g.max));
@@ -223,6 +246,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
       f.text += fmt::format(" ({} of {} such groups are past {:.2f}x)", cs.groups_over_threshold, cs.groups_of_kind,
                             options.counter_imbalance_threshold);
     }
+    f.text += measured;
     report.findings.push_back(std::move(f));
   }
 }
