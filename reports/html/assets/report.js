@@ -77,6 +77,7 @@
       var li = el('li');
       li.appendChild(el('span', { 'class': 'cost' }, fmt(f.cost_ms_per_step, 1) + ' ms/step'));
       li.appendChild(el('span', { 'class': 'kind' }, f.kind));
+      if (f['class']) li.appendChild(el('span', { 'class': 'kind' }, f['class'].replace(/_/g, ' ')));
       li.appendChild(document.createTextNode(f.text));
       ol.appendChild(li);
     });
