@@ -78,7 +78,7 @@ TEST(FaultSpec, ClearErrors) {
     const char* needle;
   };
   for (const Case& c : {Case{"boom:rank=1", "unknown fault kind 'boom' (known: stall, delay"},
-                        Case{"stall:rank=1,range=step", "stall needs step="},
+                        Case{"stall:rank=1", "stall needs range="},
                         Case{"stall:rank=1,range=step,step=2,color=red", "unknown key 'color' for stall (allowed: rank, range, step)"},
                         Case{"delay:rank=x,range=step,ms=3", "rank=x is not an integer"},
                         Case{"skip:rank=0,comm=tp0,seq=1,seq=2", "given twice"},
