@@ -97,6 +97,9 @@ std::vector<Flag> flags(TrainOptions& o) {
       {"grad-clip", "NORM", "clip the global gradient norm to this (0: off) [1.0]", number(o.grad_clip, 0.0f, 1e9f)},
       {"seed", "N", "seed of weights, synthetic data, shuffling and sampling [1337]", number<uint64_t>(o.seed, 0, UINT64_MAX)},
       {"tp", "N", "tensor-parallel degree; data parallelism is world size / N [1]", number(o.tp, 1, 4096)},
+      {"ep", "N", "expert-parallel degree: groups of N data-parallel ranks form ep{k} communicators "
+                  "(expert-data-parallel groups edp{m} hold the same experts); must divide the "
+                  "data-parallel degree [1]", number(o.ep, 1, 4096)},
       {"vocab-shard", "KIND", "contiguous (Megatron; skewed on real text) or strided [contiguous]",
        [&o](std::string_view v) -> Status {
          RS_ASSIGN_OR_RETURN(o.vocab_shard, parse_vocab_shard(v));

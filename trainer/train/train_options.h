@@ -33,6 +33,7 @@ struct TrainOptions {
   uint64_t seed = 1337;
   // parallelism
   int tp = 1;
+  int ep = 1;                           // expert-parallel degree, carved out of the DP ranks
   VocabShard vocab_shard = VocabShard::kContiguous;
   Recompute recompute = Recompute::kNone;
   // data

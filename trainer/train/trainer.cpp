@@ -167,7 +167,7 @@ Status Trainer::setup() {
     ScopedRange r(probe_.get(), "init/comm");
     // The probe sees every collective from here on: the world is wrapped before it is split.
     RS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, make_world());
-    RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
+    RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp, o_.ep));
     RS_ASSIGN_OR_RETURN(settings, gather_strings(*groups_.world, behaviour_settings(environ, omp_threads_).dump()));
   }
   if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1) {
@@ -364,8 +364,8 @@ Status Trainer::setup_model() {
     if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
   }
   if (leader())
-    fmt::print("model: {} | tp {} dp {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
-               config_.describe(), L.tp, L.dp, o_.batch, o_.seq_len, o_.grad_accum,
+    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
+               config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
                static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
   return {};
 }
@@ -426,6 +426,7 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const 
   std::vector<std::string> faults;
   for (const auto& f : o_.inject) faults.push_back(f.text);
   meta.training["inject"] = faults;
+  meta.training["ep"] = L.ep;
   meta.versions = {{"rankscope", RANKSCOPE_VERSION}};
   meta.extra["config"] = configuration_block(settings);
   if (boot_.uses_mpi()) meta.versions["mpi"] = boot_.mpi_version();
