@@ -275,11 +275,34 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
     ::close(fd);
     return parse_flight_recorder({}, file.string());
   }
-  void* m = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  // One pread of the whole file into a reused buffer, not a mapping: at 16K ranks, mapping and
+  // unmapping every recorder costs seconds in TLB shootdowns. A copy can catch a writer mid-update
+  // (a section whose sequence word is odd in the copy), so a copy with a torn section is taken
+  // again, a few times, before the tear is believed.
+  thread_local std::vector<uint8_t> buffer;
+  const size_t size = size_t(st.st_size);
+  buffer.resize(size);
+  Result<FlightRecorderSnapshot> result = corrupt(file.string() + ": not read");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pread(fd, buffer.data() + done, size - done, off_t(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += size_t(n);
+    }
+    if (done < size) {
+      const int e = errno;
+      ::close(fd);
+      return io_error(fmt::format("{}: cannot read: {}", file.string(), std::strerror(e)));
+    }
+    result = parse_flight_recorder({buffer.data(), size}, file.string());
+    const bool torn = result.ok() && std::any_of(result->warnings.begin(), result->warnings.end(), [](const std::string& w) {
+                        return w.find("torn") != std::string::npos;
+                      });
+    if (!torn) break;
+  }
   ::close(fd);
-  if (m == MAP_FAILED) return io_error(fmt::format("{}: cannot map: {}", file.string(), std::strerror(errno)));
-  auto result = parse_flight_recorder({static_cast<const uint8_t*>(m), size_t(st.st_size)}, file.string());
-  ::munmap(m, size_t(st.st_size));
   return result;
 }
 

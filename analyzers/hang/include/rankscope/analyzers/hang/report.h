@@ -13,7 +13,7 @@
 // (stopped|traced|uninterruptible|zombie|runnable) and wchan; ranks stuck with no rank ahead of
 // them (one process) are kind "stuck_in_compute" (was "lagging_rank"); ranks[].range_s (time in the
 // innermost open range), top-level recompute (run.json's recompute setting in words, or null) and
-// detection {by: learned_bound|no_progress|watched|dead_or_frozen; for learned_bound also rank,
+// detection {by: learned_bound|forming|no_progress|watched|dead_or_frozen; for learned_bound also rank,
 // what, open_s, bound_s, quantile_s, samples}, null when healthy or finished.
 #pragma once
 
