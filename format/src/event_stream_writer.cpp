@@ -29,7 +29,7 @@ void put_array(std::vector<uint8_t>& out, std::span<const T> items) {
 }  // namespace
 
 Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::filesystem::path& file,
-                                                                     const EventStreamHeader& header) {
+                                                                     const EventStreamHeader& header, FdPolicy policy) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(fmt::format("cannot create {}: {}", file.string(), std::strerror(errno)));
   std::unique_ptr<EventStreamWriter> w(new EventStreamWriter());
@@ -45,14 +45,16 @@ Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::
   header.run_id.copy(fh.run_id, sizeof(fh.run_id) - 1);
   put(w->buffer_, fh);
   RS_RETURN_IF_ERROR(w->flush());
+  if (policy == FdPolicy::kOpenPerFlush) {
+    ::close(w->fd_);
+    w->fd_ = -1;
+  }
   return w;
 }
 
 EventStreamWriter::~EventStreamWriter() {
-  if (fd_ >= 0) {
-    (void)flush();
-    ::close(fd_);
-  }
+  (void)flush();
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void EventStreamWriter::append_record(RecordType type, std::span<const uint8_t> payload) {
@@ -125,17 +127,25 @@ void EventStreamWriter::write_end(int64_t end_ns) {
 }
 
 Status EventStreamWriter::flush() {
+  if (buffer_.empty()) return {};
+  int fd = fd_;
+  if (fd < 0) {  // kOpenPerFlush
+    fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return io_error(fmt::format("{}: cannot open to append: {}", path_, std::strerror(errno)));
+  }
   size_t done = 0;
   while (done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    const ssize_t n = ::write(fd, buffer_.data() + done, buffer_.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
       buffer_.erase(buffer_.begin(), buffer_.begin() + long(done));
+      if (fd != fd_) ::close(fd);
       return io_error(fmt::format("{}: write failed: {}", path_, std::strerror(e)));
     }
     done += size_t(n);
   }
+  if (fd != fd_) ::close(fd);
   bytes_written_ += done;
   buffer_.clear();
   return {};

@@ -125,7 +125,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
 
   WatchdogRecord wd;
   s.watchdog.torn = !seqlock::read(&h->watchdog, &wd, sizeof(wd), &h->watchdog.seq);
-  s.watchdog.kind = wd.kind <= uint32_t(WatchdogKind::kRangeTimeout) ? WatchdogKind(wd.kind) : WatchdogKind::kNone;
+  s.watchdog.kind = wd.kind <= uint32_t(WatchdogKind::kSuspectedHang) ? WatchdogKind(wd.kind) : WatchdogKind::kNone;
   s.watchdog.time_ns = wd.time_ns;
   s.watchdog.comm_index = wd.comm_index;
   s.watchdog.comm_seq = wd.comm_seq;
@@ -198,6 +198,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
       cs.end_ns = r.end_ns;
       cs.step = r.step;
       cs.range = read_name(r.range);
+      cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
       cs.torn = !consistent || !state_ok;
       if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
       c.ring.push_back(std::move(cs));
@@ -217,7 +218,45 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
     out.order = ps.order;
     s.params.push_back(std::move(out));
   }
+
+  // Learned bounds: absent (zeros) in files written before the section existed.
+  const BoundsDirectory& bd = h->bounds;
+  if (bd.bounds_offset != 0) {
+    if (bd.bound_slot_bytes != sizeof(BoundSlot) || bd.max_bounds > 4096 ||
+        !checked_span(bd.bounds_offset, bd.max_bounds, sizeof(BoundSlot), limit)) {
+      s.warnings.push_back("learned-bounds section inconsistent: ignored");
+    } else {
+      const auto* slots = reinterpret_cast<const BoundSlot*>(base + bd.bounds_offset);
+      for (uint32_t i = 0; i < bd.max_bounds; ++i) {
+        BoundSlot b;
+        const bool ok = seqlock::read(&slots[i], &b, sizeof(b), &slots[i].seq);
+        if (!ok) {
+          s.warnings.push_back(fmt::format("learned bound {} torn", i));
+          continue;
+        }
+        if (b.kind != uint32_t(BoundKind::kCollective) && b.kind != uint32_t(BoundKind::kStep)) continue;
+        BoundSnapshot out;
+        out.kind = BoundKind(b.kind);
+        out.comm = read_name(b.comm);
+        out.site = read_name(b.site);
+        out.samples = b.samples;
+        out.warmup = b.warmup;
+        out.quantile_ns = b.quantile_ns;
+        out.bound_ns = b.bound_ns;
+        out.updated_ns = b.updated_ns;
+        out.quantile_permille = b.quantile_permille;
+        out.window = b.window;
+        s.bounds.push_back(std::move(out));
+      }
+    }
+  }
   return s;
+}
+
+const BoundSnapshot* FlightRecorderSnapshot::bound(BoundKind kind, std::string_view comm_name, std::string_view site) const {
+  for (const auto& b : bounds)
+    if (b.kind == kind && (kind == BoundKind::kStep || (b.comm == comm_name && b.site == site))) return &b;
+  return nullptr;
 }
 
 Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path& file) {
@@ -236,11 +275,34 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
     ::close(fd);
     return parse_flight_recorder({}, file.string());
   }
-  void* m = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  // One pread of the whole file into a reused buffer, not a mapping: at 16K ranks, mapping and
+  // unmapping every recorder costs seconds in TLB shootdowns. A copy can catch a writer mid-update
+  // (a section whose sequence word is odd in the copy), so a copy with a torn section is taken
+  // again, a few times, before the tear is believed.
+  thread_local std::vector<uint8_t> buffer;
+  const size_t size = size_t(st.st_size);
+  buffer.resize(size);
+  Result<FlightRecorderSnapshot> result = corrupt(file.string() + ": not read");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pread(fd, buffer.data() + done, size - done, off_t(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += size_t(n);
+    }
+    if (done < size) {
+      const int e = errno;
+      ::close(fd);
+      return io_error(fmt::format("{}: cannot read: {}", file.string(), std::strerror(e)));
+    }
+    result = parse_flight_recorder({buffer.data(), size}, file.string());
+    const bool torn = result.ok() && std::any_of(result->warnings.begin(), result->warnings.end(), [](const std::string& w) {
+                        return w.find("torn") != std::string::npos;
+                      });
+    if (!torn) break;
+  }
   ::close(fd);
-  if (m == MAP_FAILED) return io_error(fmt::format("{}: cannot map: {}", file.string(), std::strerror(errno)));
-  auto result = parse_flight_recorder({static_cast<const uint8_t*>(m), size_t(st.st_size)}, file.string());
-  ::munmap(m, size_t(st.st_size));
   return result;
 }
 

@@ -42,7 +42,7 @@ void publish(uint32_t& claimed) { std::atomic_ref<uint32_t>(claimed).store(1, st
 
 uint64_t flight_file_bytes(const FlightLayoutParams& p) {
   return sizeof(FlightHeader) + p.max_threads * thread_slot_bytes(p) + p.max_comms * comm_slot_bytes(p) +
-         uint64_t(p.max_params) * sizeof(ParamSlot);
+         uint64_t(p.max_params) * sizeof(ParamSlot) + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot);
 }
 
 Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
@@ -66,7 +66,9 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   std::unique_ptr<FlightRecorderWriter> w(new FlightRecorderWriter());
   w->base_ = static_cast<uint8_t*>(base);
   w->size_ = bytes;
-  w->fd_ = fd;
+  // The mapping keeps the file; the descriptor is not needed after mmap. Closing it lets a
+  // process hold thousands of recorders (rankscope synth --ranks 16384) within its fd limit.
+  ::close(fd);
   w->params_ = params;
 
   // The file is fresh (ftruncate zero-fills), so only non-zero fields need writing.
@@ -82,6 +84,9 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   h->threads_offset = sizeof(FlightHeader);
   h->comms_offset = h->threads_offset + params.max_threads * thread_slot_bytes(params);
   h->params_offset = h->comms_offset + params.max_comms * comm_slot_bytes(params);
+  h->bounds.bounds_offset = h->params_offset + uint64_t(params.max_params) * sizeof(ParamSlot);
+  h->bounds.max_bounds = kDefaultMaxBounds;
+  h->bounds.bound_slot_bytes = sizeof(BoundSlot);
   h->rank = id.rank;
   h->world_size = id.world_size;
   h->local_rank = id.local_rank;
@@ -107,7 +112,6 @@ FlightRecorderWriter::~FlightRecorderWriter() {
     ::msync(base_, size_, MS_ASYNC);
     ::munmap(base_, size_);
   }
-  if (fd_ >= 0) ::close(fd_);
 }
 
 uint8_t* FlightRecorderWriter::thread_slot(int slot) {
@@ -239,6 +243,15 @@ void FlightRecorderWriter::collective_start(int comm, uint64_t seq, int64_t now_
   seqlock::end(r->guard);
 }
 
+void FlightRecorderWriter::collective_host_returned(int comm, uint64_t seq) {
+  if (comm < 0) return;
+  CollectiveRecord* r = ring_record(comm, seq);
+  if (r->seq != seq) return;
+  seqlock::begin(r->guard);
+  r->flags = uint8_t(r->flags | kCollectiveHostReturned);
+  seqlock::end(r->guard);
+}
+
 void FlightRecorderWriter::collective_complete(int comm, uint64_t seq, int64_t now_ns, bool failed) {
   if (comm < 0) return;
   auto* c = reinterpret_cast<CommSlotHeader*>(comm_slot(comm));
@@ -312,6 +325,24 @@ void FlightRecorderWriter::record_watchdog(const WatchdogEventDesc& e) {
   copy_name(w.message, e.message);
   copy_name(w.stacks_file, e.stacks_file);
   seqlock::end(w.seq);
+}
+
+void FlightRecorderWriter::write_bound(int slot, const BoundDesc& b) {
+  if (slot < 0 || uint32_t(slot) >= header()->bounds.max_bounds) return;
+  auto* out = reinterpret_cast<BoundSlot*>(base_ + header()->bounds.bounds_offset) + slot;
+  seqlock::begin(out->seq);
+  out->kind = uint32_t(b.kind);
+  out->comm_index = b.comm_index;
+  out->samples = b.samples;
+  out->warmup = b.warmup;
+  out->quantile_ns = b.quantile_ns;
+  out->bound_ns = b.bound_ns;
+  out->updated_ns = b.updated_ns;
+  out->quantile_permille = b.quantile_permille;
+  out->window = b.window;
+  copy_name(out->comm, b.comm);
+  copy_name(out->site, b.site);
+  seqlock::end(out->seq);
 }
 
 void FlightRecorderWriter::sync() {

@@ -91,6 +91,7 @@ std::string_view watchdog_kind_name(WatchdogKind k) {
     case WatchdogKind::kNone: return "none";
     case WatchdogKind::kCollectiveTimeout: return "collective_timeout";
     case WatchdogKind::kRangeTimeout: return "range_timeout";
+    case WatchdogKind::kSuspectedHang: return "suspected_hang";
   }
   return "unknown";
 }

@@ -26,6 +26,7 @@ struct CollectiveView {
   format::DataType dtype = format::DataType::kUnknown;
   format::CollectiveState state = format::CollectiveState::kEmpty;
   uint32_t range_id = 0;  // event-stream name id of the innermost range at enqueue, 0 none
+  uint32_t site = 0xffffffffu;  // the same range as a NameTable index (the call site), kNone none
   uint64_t bytes = 0;
   int64_t enqueue_ns = 0;
   int64_t start_ns = 0;
@@ -41,7 +42,7 @@ class CollectiveTable {
 
   // Records a new collective; returns its event index.
   uint64_t add(int comm, uint64_t seq, format::CollectiveOp op, format::DataType dtype,
-               uint32_t range_id, uint64_t bytes, int64_t enqueue_ns) {
+               uint32_t range_id, uint32_t site, uint64_t bytes, int64_t enqueue_ns) {
     uint64_t index = next_.fetch_add(1, std::memory_order_relaxed);
     Slot& s = slots_[index % kCapacity];
     s.ticket.store(0, std::memory_order_relaxed);  // invalid while being rewritten
@@ -52,6 +53,7 @@ class CollectiveTable {
     s.dtype.store(static_cast<uint8_t>(dtype), std::memory_order_relaxed);
     s.state.store(static_cast<uint8_t>(format::CollectiveState::kEnqueued), std::memory_order_relaxed);
     s.range_id.store(range_id, std::memory_order_relaxed);
+    s.site.store(site, std::memory_order_relaxed);
     s.bytes.store(bytes, std::memory_order_relaxed);
     s.enqueue_ns.store(enqueue_ns, std::memory_order_relaxed);
     s.start_ns.store(0, std::memory_order_relaxed);
@@ -101,6 +103,7 @@ class CollectiveTable {
     v.dtype = static_cast<format::DataType>(s.dtype.load(std::memory_order_relaxed));
     v.state = static_cast<format::CollectiveState>(s.state.load(std::memory_order_acquire));
     v.range_id = s.range_id.load(std::memory_order_relaxed);
+    v.site = s.site.load(std::memory_order_relaxed);
     v.bytes = s.bytes.load(std::memory_order_relaxed);
     v.enqueue_ns = s.enqueue_ns.load(std::memory_order_relaxed);
     v.start_ns = s.start_ns.load(std::memory_order_relaxed);
@@ -121,6 +124,7 @@ class CollectiveTable {
     std::atomic<uint8_t> state{0};
     std::atomic<bool> reported{false};
     std::atomic<uint32_t> range_id{0};
+    std::atomic<uint32_t> site{0xffffffffu};
     std::atomic<uint64_t> bytes{0};
     std::atomic<int64_t> enqueue_ns{0};
     std::atomic<int64_t> start_ns{0};

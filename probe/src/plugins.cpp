@@ -13,7 +13,7 @@
 
 namespace rankscope::probe {
 
-PluginReport attach_default_plugins(Probe& probe) {
+PluginReport attach_default_plugins(Probe& probe, bool gpu_in_use) {
   PluginReport report;
   if (!probe.enabled()) return report;
   const Options& options = probe.options();
@@ -32,14 +32,16 @@ PluginReport attach_default_plugins(Probe& probe) {
 #endif
 
 #if RANKSCOPE_PROBE_HAVE_CUPTI
-  if (options.cupti) {
+  if (options.cupti && !gpu_in_use) {
+    // A CPU run: no kernels to time, and nothing to say.
+  } else if (options.cupti) {
     // On failure set_kernel_tracer prints "GPU kernel timing unavailable (...)" itself.
     report.cupti = probe.set_kernel_tracer(make_cupti_kernel_tracer()).ok();
   } else {
     off.push_back("GPU kernel timing off (RANKSCOPE_CUPTI=0)");
   }
 #else
-  if (options.cupti) off.push_back("GPU kernel timing unavailable (built without CUDA/CUPTI)");
+  if (options.cupti && gpu_in_use) off.push_back("GPU kernel timing unavailable (built without CUDA/CUPTI)");
 #endif
   if (!off.empty() && probe.rank() == 0) {
     std::string line;

@@ -355,6 +355,7 @@ void Probe::begin_step(int64_t step) {
   p.grad_arrivals.clear();
   p.flight->set_step(step, now);
   p.flight->heartbeat(now);
+  p.open_step_begin_ns.store(now, std::memory_order_release);
 }
 
 void Probe::end_step() {
@@ -367,6 +368,11 @@ void Probe::end_step() {
   rec.step = p.step.load(std::memory_order_relaxed);
   rec.begin_ns = p.step_begin_ns;
   rec.end_ns = now;
+  // For the watchdog's learned step bound: the duration, then the count that publishes it.
+  p.open_step_begin_ns.store(0, std::memory_order_relaxed);
+  const uint64_t ended = p.steps_ended.load(std::memory_order_relaxed);
+  p.step_durations_ns[ended % p.step_durations_ns.size()].store(now - p.step_begin_ns, std::memory_order_relaxed);
+  p.steps_ended.store(ended + 1, std::memory_order_release);
   rec.ranges.clear();
   rec.collectives.clear();
   rec.counters.clear();
@@ -434,6 +440,26 @@ void Probe::end_step() {
   p.step_first_collective = last;
   p.in_step = false;
   p.capturing.store(false, std::memory_order_relaxed);
+}
+
+void Probe::record_range(std::string_view name, int64_t begin_ns, int64_t end_ns) {
+  if (!impl_ || end_ns < begin_ns) return;
+  Impl& p = *impl_;
+  const NameTable::Entry* e = p.intern(format::NameKind::kRange, name);
+  if (e == nullptr) return;
+  ThreadState* ts = p.thread_state();
+  if (ts == nullptr || !ts->is_main) return;
+  if (p.in_step) p.aggregates.add(e->index, end_ns - begin_ns);
+  if (p.capturing.load(std::memory_order_relaxed)) {
+    format::TraceRange t{};
+    t.name_id = p.stream_id_of(e->index);
+    t.tid = static_cast<uint32_t>(ts->tid.load(std::memory_order_relaxed));
+    t.begin_ns = begin_ns;
+    t.end_ns = end_ns;
+    t.depth = ts->depth;
+    std::lock_guard<std::mutex> lock(ts->trace_mutex);
+    ts->trace.push_back(t);
+  }
 }
 
 void Probe::push_range(std::string_view name) {
@@ -517,7 +543,7 @@ CollectiveHandle Probe::collective_enqueue(CommHandle comm, const format::Collec
   int64_t step = p.step.load(std::memory_order_relaxed);
   uint64_t seq = p.flight->collective_enqueue(comm.index, desc, step, range, now);
   uint64_t index = p.collectives.add(comm.index, seq, desc.op, desc.dtype,
-                                     p.stream_id_of(inner),
+                                     p.stream_id_of(inner), inner,
                                      desc.bytes, now);
   return CollectiveHandle{comm.index, seq, index};
 }
@@ -541,9 +567,24 @@ void Probe::collective_complete_when(const CollectiveHandle& h, std::unique_ptr<
     return;
   }
   Impl& p = *impl_;
+  p.flight->collective_host_returned(h.comm, h.seq);
   {
     std::lock_guard<std::mutex> lock(p.pending_mutex);
-    p.pending.push_back(PendingCompletion{h, std::move(source)});
+    p.pending.push_back(PendingCompletion{h, std::move(source), false});
+  }
+  p.watchdog.set_fast(true);
+}
+
+void Probe::collective_start_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source) {
+  if (!impl_ || !h.valid()) return;
+  if (!source) {
+    collective_start(h);
+    return;
+  }
+  Impl& p = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(p.pending_mutex);
+    p.pending.push_back(PendingCompletion{h, std::move(source), true});
   }
   p.watchdog.set_fast(true);
 }

@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collective_table.h"
+#include "learned_bounds.h"
 #include "name_table.h"
 #include "periodic_thread.h"
 #include "rankscope/format/event_stream.h"
@@ -101,6 +103,7 @@ struct ParamInfo {
 struct PendingCompletion {
   CollectiveHandle handle;
   std::unique_ptr<CompletionSource> source;
+  bool marks_start = false;  // the source says the collective started on the device, not finished
 };
 
 struct Probe::Impl final : KernelSink {
@@ -158,6 +161,28 @@ struct Probe::Impl final : KernelSink {
   int64_t reported_range_begin_ns = 0;    // watchdog thread only: the range already reported
   uint32_t reported_range_name = NameTable::kNone;
 
+  // --- learned bounds (watchdog thread only, except the three atomics the main thread writes) ---
+  struct LearnedSite {
+    int comm = -1;
+    uint32_t name = NameTable::kNone;  // call site
+    int slot = -1;                     // flight recorder BoundSlot, -1 when they ran out
+    DurationBound bound;
+    bool dirty = false;
+  };
+  std::vector<LearnedSite> learned_sites;   // tens per job: a linear search is fine
+  std::optional<DurationBound> step_bound;  // created on the first tick
+  bool step_bound_dirty = false;
+  int step_bound_slot = -1;
+  int next_bound_slot = 0;
+  uint64_t learn_cursor = 0;                // first collective-table index not yet learned
+  uint64_t steps_seen = 0;                  // steps_ended already consumed
+  std::vector<uint64_t> suspected_events;   // open collectives already reported as suspected
+  int64_t suspected_step_begin_ns = 0;      // the step already reported as suspected
+  std::atomic<int64_t> open_step_begin_ns{0};  // main thread: begin of the step in progress, 0 between
+  // main thread: durations of finished steps, step k in [k % size]; steps_ended publishes them.
+  std::array<std::atomic<int64_t>, 64> step_durations_ns{};
+  std::atomic<uint64_t> steps_ended{0};
+
   // Returns this thread's state, claiming one on first use; nullptr when all are taken.
   ThreadState* thread_state();
   ThreadState* claim_thread_state(int tid, std::string_view thread_name, bool is_main);
@@ -173,8 +198,14 @@ struct Probe::Impl final : KernelSink {
   void watchdog_tick();
   void poll_pending_completions(int64_t now_ns);
   void detect_stuck(int64_t now_ns);
+  // `limit` says what was exceeded ("the 300.000 s watchdog timeout", "its learned bound ...").
   void report_stuck(format::WatchdogKind kind, int comm_index, uint64_t comm_seq, int64_t since_ns,
-                    int64_t now_ns, const std::string& what);
+                    int64_t now_ns, const std::string& what, const std::string& limit, double limit_s);
+  // learned_bounds.cpp
+  void learn_bounds(int64_t now_ns);
+  void detect_past_bounds(int64_t now_ns);
+  LearnedSite* learned_site(int comm, uint32_t name);
+  void publish_bounds(int64_t now_ns);
 
   // KernelSink
   void on_launch(uint32_t correlation_id) override;

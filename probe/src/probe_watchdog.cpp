@@ -31,6 +31,10 @@ void Probe::Impl::watchdog_tick() {
   int64_t now = now_unix_ns();
   flight->heartbeat(now);
   poll_pending_completions(now);
+  if (options.learned_bounds) {
+    learn_bounds(now);
+    detect_past_bounds(now);
+  }
   if (options.watchdog_timeout_s > 0) detect_stuck(now);
 }
 
@@ -44,7 +48,12 @@ void Probe::Impl::poll_pending_completions(int64_t now_ns) {
   std::vector<PendingCompletion> still;
   for (PendingCompletion& pc : polling) {
     if (pc.source->poll_done()) {
-      complete(pc.handle, pc.source->failed(), now_ns);
+      if (pc.marks_start) {
+        flight->collective_start(pc.handle.comm, pc.handle.seq, now_ns);
+        collectives.mark_started(pc.handle.event_index, pc.handle.comm, pc.handle.seq, now_ns);
+      } else {
+        complete(pc.handle, pc.source->failed(), now_ns);
+      }
     } else {
       still.push_back(std::move(pc));
     }
@@ -81,7 +90,8 @@ void Probe::Impl::detect_stuck(int64_t now_ns) {
     std::string what = fmt::format("{} #{} on '{}' ({} bytes, {})", format::op_name(v.op), v.seq,
                                    comm_names[static_cast<size_t>(v.comm)], v.bytes, format::state_name(v.state));
     if (newly_stuck > 1) what += fmt::format(" and {} more", newly_stuck - 1);
-    report_stuck(format::WatchdogKind::kCollectiveTimeout, v.comm, v.seq, v.enqueue_ns, now_ns, what);
+    report_stuck(format::WatchdogKind::kCollectiveTimeout, v.comm, v.seq, v.enqueue_ns, now_ns, what,
+                 fmt::format("the {:.3f} s watchdog timeout", options.watchdog_timeout_s), options.watchdog_timeout_s);
     return;
   }
   if (any_stuck_open) return;
@@ -97,11 +107,13 @@ void Probe::Impl::detect_stuck(int64_t now_ns) {
   reported_range_begin_ns = begin;
   reported_range_name = name;
   report_stuck(format::WatchdogKind::kRangeTimeout, -1, 0, begin, now_ns,
-               fmt::format("range '{}' of the main thread", name_of(name)));
+               fmt::format("range '{}' of the main thread", name_of(name)),
+               fmt::format("the {:.3f} s watchdog timeout", options.watchdog_timeout_s), options.watchdog_timeout_s);
 }
 
 void Probe::Impl::report_stuck(format::WatchdogKind kind, int comm_index, uint64_t comm_seq,
-                               int64_t since_ns, int64_t now_ns, const std::string& what) {
+                               int64_t since_ns, int64_t now_ns, const std::string& what,
+                               const std::string& limit, double limit_s) {
   format::WatchdogEventDesc event;
   event.kind = kind;
   event.time_ns = now_ns;
@@ -109,8 +121,7 @@ void Probe::Impl::report_stuck(format::WatchdogKind kind, int comm_index, uint64
   event.comm_seq = comm_seq;
   event.waited_ns = now_ns - since_ns;
   event.range = std::string(name_of(innermost(&threads[0])));
-  event.message = fmt::format("{} open for {:.3f} s, past the {:.3f} s watchdog timeout", what,
-                              static_cast<double>(event.waited_ns) * 1e-9, options.watchdog_timeout_s);
+  event.message = fmt::format("{} open for {:.3f} s, past {}", what, static_cast<double>(event.waited_ns) * 1e-9, limit);
   std::filesystem::path stacks_file;
   if (options.watchdog_stacks) {
     stacks_file = format::evidence_path(options.run_dir, options.rank, "watchdog", now_ns / 1'000'000);
@@ -147,11 +158,12 @@ void Probe::Impl::report_stuck(format::WatchdogKind kind, int comm_index, uint64
       logger.warn(LogSubsys::kWatchdog, "stack capture failed: {}", captured.status().to_string());
     }
   }
-  // Latency from "became stuck" (since + timeout) to "evidence complete"; the budget is 1 s.
-  logger.info(LogSubsys::kWatchdog, "evidence complete {:.3f} s after the timeout expired",
-              static_cast<double>(now_unix_ns() - since_ns) * 1e-9 - options.watchdog_timeout_s);
+  // Latency from "became stuck" (since + limit) to "evidence complete"; the budget is 1 s.
+  logger.info(LogSubsys::kWatchdog, "evidence complete {:.3f} s after the limit expired",
+              static_cast<double>(now_unix_ns() - since_ns) * 1e-9 - limit_s);
 
-  if (options.watchdog_abort) {
+  // A suspicion is evidence, not a verdict: only the fixed timeout (the ceiling) may abort.
+  if (options.watchdog_abort && kind != format::WatchdogKind::kSuspectedHang) {
     aborted.store(true);
     flight->set_process_state(format::ProcessState::kAborted);
     flight->sync();

@@ -104,13 +104,13 @@ TEST(HangCli, ExitCodesAndJsonFile) {
   EXPECT_NE(o.out.find("missing: "), std::string::npos) << o.out;  // rank 1 reported, rest diagnosed
   std::ifstream in(json_file);
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("schema_version"), 2);
   EXPECT_EQ(j.at("verdict"), "hang");
   EXPECT_EQ(j.at("culprit_ranks"), nlohmann::json::array({2}));
   EXPECT_EQ(j.at("ranks")[1].at("state"), "missing");
 
   auto to_stdout = hangdoctor({stuck.dir.string(), "--json", "-"});
-  EXPECT_NE(to_stdout.out.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(to_stdout.out.find("\"schema_version\": 2"), std::string::npos);
 }
 
 int run_binary(const std::string& command) {

@@ -34,6 +34,15 @@ class FakeProcessTable final : public ProcessTable {
     return it == table.end() ? Liveness::kUnknown : it->second;
   }
   std::string local_host() override { return host; }
+  // (host, pid) -> what /proc would say; absent: liveness only.
+  std::map<std::pair<std::string, int>, ProcessStatus> statuses;
+  ProcessStatus status(const std::string& h, int pid) override {
+    auto it = statuses.find({h, pid});
+    if (it != statuses.end()) return it->second;
+    ProcessStatus s;
+    s.alive = liveness(h, pid);
+    return s;
+  }
 };
 
 struct SynthRun {

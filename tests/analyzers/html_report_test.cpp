@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
 #include "rankscope/analyzers/scaling/sweep.h"
@@ -160,6 +161,35 @@ void check_renders(const nlohmann::json& data, const std::string& name, int min_
 TEST(HtmlReport, SkewRendersInChromium) {
   // breakdown, top-level ranges, heatmap, arrival skew, one counter chart
   check_renders(skew_json(), "html_report_skew", 5);
+}
+
+// A start-up report of 4 ranks, rank 1 late in init/data (what `rankscope startup` makes of it).
+nlohmann::json startup_json() {
+  analyzers::StartupReport r;
+  r.run_dir = "runs/startup";
+  r.world_size = 4;
+  r.median_to_first_step_s = 5.0;
+  for (int rank = 0; rank < 4; ++rank) {
+    analyzers::RankStartup x;
+    x.rank = rank;
+    x.readable = true;
+    const double data_ms = rank == 1 ? 3000 : 40;
+    x.phases = {{"init/launch", 2400, 1}, {"init/comm", 300, 2}, {"init/device", 5, 1},
+                {"init/clock_align", 20, 1}, {"init/model", 900, 1}, {"init/data", data_ms, 1}};
+    x.launch_at_s = 0.01 * rank;
+    x.to_first_step_s = 3.7 + data_ms / 1000;
+    x.first_step_at_s = *x.launch_at_s + *x.to_first_step_s;
+    x.slowest_phase = rank == 1 ? "init/data" : "init/launch";
+    x.slowest_phase_ms = rank == 1 ? 3000 : 2400;
+    r.ranks.push_back(x);
+  }
+  r.findings.push_back({"late_rank", 1, "init/data", "", 2960, "rank 1 reached step 1 3.0 s after the others: init/data took 3.0 s (others 0.0 s)"});
+  return analyzers::startup_report_json(r);
+}
+
+TEST(HtmlReport, StartupRendersInChromium) {
+  // phases per rank
+  check_renders(startup_json(), "html_report_startup", 1);
 }
 
 TEST(HtmlReport, ScalingRendersInChromium) {

@@ -113,9 +113,32 @@ TEST(SkewAnalyzer, ContiguousVocabShardsGiveACounterFinding) {
   EXPECT_NE(it->text.find("embed.local_tokens imbalance 20:1 across tp0 (rank 0: 3900, rank 1: 196 per step): "
                           "vocab shards are contiguous and real token ids are skewed; use --vocab-shard strided"),
             std::string::npos) << it->text;
+  // Lookups cost the same on both ranks here: say so, with the range and its times.
+  EXPECT_NE(it->text.find("the imbalance is real but costs nothing measurable here: forward/embed takes"),
+            std::string::npos) << it->text;
   ASSERT_EQ(report->counters.size(), 1u);
   EXPECT_NEAR(report->counters[0].imbalance, 3900.0 / ((3900.0 + 196.0) / 2), 1e-9);
   EXPECT_EQ(report->counters[0].max_rank, 0);
+}
+
+TEST(SkewAnalyzer, CounterImbalanceWhoseRangeCostsMoreIsGivenThatCost) {
+  // Rank 0 routes 4x the MLP tokens and its forward/block0/mlp takes 12 ms more per step.
+  FakeRunSpec spec = tp2_delay_spec(0.0, 1, 1, "strided");
+  spec.script = testing::standard_step(2, [](int r, int64_t) { return r == 0 ? 12.0 : 0.0; });
+  spec.counters = [](int r, int64_t) {
+    return std::vector<std::pair<std::string, double>>{{"mlp.tokens", r == 0 ? 4000.0 : 1000.0}};
+  };
+  const fs::path dir = testing::fresh_temp_dir("skew-counter-cost");
+  testing::write_fake_run(dir, spec);
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  auto it = std::find_if(report->findings.begin(), report->findings.end(),
+                         [](const Finding& f) { return f.kind == "counter_imbalance"; });
+  ASSERT_NE(it, report->findings.end());
+  EXPECT_EQ(it->range, "forward/block0/mlp") << it->text;
+  EXPECT_NEAR(it->cost_ms_per_step, 6.0, 1.0) << it->text;  // beyond the group's mean: half the 12 ms
+  EXPECT_NE(it->text.find("it costs"), std::string::npos) << it->text;
+  EXPECT_NE(it->text.find("on rank 0 vs"), std::string::npos) << it->text;
 }
 
 TEST(SkewAnalyzer, BalancedRunHasNoFindings) {

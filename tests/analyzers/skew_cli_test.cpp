@@ -110,17 +110,21 @@ TEST(RankscopeCli, SkewWritesTextJsonAndHtml) {
   EXPECT_EQ(nlohmann::json::parse(text)["schema_version"], 1);
 }
 
-TEST(RankscopeCli, ExportAndScaling) {
-  const fs::path run = delayed_run();
-  const fs::path out = fresh_temp_dir("cli-export");
-  const Outcome e = rankscope_cli("export " + run.string() + " --chrome " + (out / "trace.json").string() + " --steps 1-2");
-  ASSERT_EQ(e.code, 0) << e.output;
-  EXPECT_NE(e.output.find("2 ranks"), std::string::npos) << e.output;
-  const auto trace = nlohmann::json::parse(read(out / "trace.json"));
-  EXPECT_FALSE(trace["traceEvents"].empty());
-  EXPECT_FALSE(fs::exists(out / "trace.json.tmp"));
+// stdout alone (stderr dropped) of a command of the build tree, and its exit code.
+Outcome stdout_of(const std::string& binary, const std::string& args) {
+  const std::string cmd = std::string(RANKSCOPE_BINARY_DIR) + "/bin/" + binary + " " + args + " 2>/dev/null";
+  Outcome o;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return o;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
+  const int status = pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
 
-  // A two-point sweep of the same fake run is enough to exercise the command end to end.
+fs::path two_point_sweep() {
   const fs::path sweep = fresh_temp_dir("cli-sweep");
   std::vector<rankscope::analyzers::SweepPoint> points;
   for (int64_t T : {64, 128}) {
@@ -133,7 +137,46 @@ TEST(RankscopeCli, ExportAndScaling) {
     rankscope::testing::write_fake_run(sweep / rankscope::analyzers::sweep_point_dir_name(T), spec);
     points.push_back({T, sweep / rankscope::analyzers::sweep_point_dir_name(T)});
   }
-  ASSERT_TRUE(rankscope::analyzers::write_sweep_index(sweep, points).ok());
+  EXPECT_TRUE(rankscope::analyzers::write_sweep_index(sweep, points).ok());
+  return sweep;
+}
+
+// `--json -` is for pipes (| jq): stdout must carry the JSON and nothing else.
+TEST(RankscopeCli, JsonOnStdoutIsJsonOnly) {
+  const fs::path run = delayed_run();
+  const fs::path synth = fresh_temp_dir("cli-synth") / "run";
+  ASSERT_EQ(rankscope_cli("synth --ranks 4 --tp 2 --steps 5 --fault stall:rank=1,step=3 -o " + synth.string()).code, 0);
+  struct Case {
+    std::string binary, args;
+  };
+  for (const Case& c : {Case{"rankscope", "skew " + run.string() + " --json -"},
+                        Case{"rankscope", "scaling " + two_point_sweep().string() + " --json -"},
+                        Case{"rankscope", "inspect " + synth.string() + " --json"},
+                        Case{"hangdoctor", synth.string() + " --json -"},
+                        Case{"hangdoctor", synth.string() + " --json - --quiet"}}) {
+    const Outcome o = stdout_of(c.binary, c.args);
+    EXPECT_LE(o.code, 1) << c.binary << " " << c.args;
+    const auto j = nlohmann::json::parse(o.output, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << c.binary << " " << c.args << " printed more than JSON:\n" << o.output.substr(0, 400);
+  }
+  // --quiet: no text anywhere, stderr included.
+  const Outcome quiet = rankscope_cli("skew " + run.string() + " --json " + (fresh_temp_dir("cli-q") / "s.json").string() + " --quiet");
+  EXPECT_EQ(quiet.code, 0);
+  EXPECT_EQ(quiet.output, "");
+}
+
+TEST(RankscopeCli, ExportAndScaling) {
+  const fs::path run = delayed_run();
+  const fs::path out = fresh_temp_dir("cli-export");
+  const Outcome e = rankscope_cli("export " + run.string() + " --chrome " + (out / "trace.json").string() + " --steps 1-2");
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("2 ranks"), std::string::npos) << e.output;
+  const auto trace = nlohmann::json::parse(read(out / "trace.json"));
+  EXPECT_FALSE(trace["traceEvents"].empty());
+  EXPECT_FALSE(fs::exists(out / "trace.json.tmp"));
+
+  // A two-point sweep of the same fake run is enough to exercise the command end to end.
+  const fs::path sweep = two_point_sweep();
   const Outcome s = rankscope_cli("scaling " + sweep.string() + " --json " + (out / "scaling.json").string());
   ASSERT_EQ(s.code, 0) << s.output;
   EXPECT_EQ(nlohmann::json::parse(read(out / "scaling.json"))["points"].size(), 2u);

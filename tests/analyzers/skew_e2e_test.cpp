@@ -81,7 +81,7 @@ TEST(SkewE2E, ExportOfTheDelayedRunHasBothRanksAndFlows) {
     flows += e["ph"] == "s";
   }
   EXPECT_EQ(pids, (std::set<int>{0, 1}));
-  EXPECT_EQ(steps, 2 * 12);
+  EXPECT_EQ(steps, 2 * (12 + 1));  // 12 training steps and start-up (step 0) per rank
   EXPECT_GT(ranges, 0);  // the capture window, steps 5-6
   EXPECT_GT(flows, 12);  // at least one TP all-reduce per step
 }

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   {
     auto world = std::make_unique<gpt2::ProbedCommunicator>((*rt)->world(), nullptr, nullptr);
     exercise(*world, rank);
-    auto groups = gpt2::make_process_groups(std::move(world), 2);
+    auto groups = gpt2::make_process_groups(std::move(world), 2, 2);
     if (!groups.ok()) {
       std::fprintf(stderr, "%s\n", groups.status().to_string().c_str());
       return 1;
@@ -95,6 +95,17 @@ int main(int argc, char** argv) {
     // Megatron: tp{k} = consecutive ranks, dp{j} = ranks j, j+TP, ...
     check(groups->tp->name() == "tp" + std::to_string(rank / 2) && groups->tp->rank() == rank % 2, "tp group", rank);
     check(groups->dp->name() == "dp" + std::to_string(rank % 2) && groups->dp->rank() == rank / 2, "dp group", rank);
+    // EP 2 over DP 2 (4 ranks): ep{tp_rank} = dp{tp_rank}; every edp group is a single rank.
+    const bool has_ep = groups->ep && groups->edp;
+    check(has_ep, "ep groups", rank);
+    if (has_ep) {
+      check(groups->ep->name() == "ep" + std::to_string(rank % 2) && groups->ep->rank() == rank / 2 &&
+                groups->ep->size() == groups->dp->size(), "ep group", rank);
+      check(groups->edp->name() == "edp" + std::to_string((rank / 2 % 2) * 2 + rank % 2) &&
+                groups->edp->size() == groups->dp->size() / 2, "edp group", rank);
+      exercise(*groups->ep, rank);
+      exercise(*groups->edp, rank);
+    }
     exercise(*groups->tp, rank);
     exercise(*groups->dp, rank);
     exercise(*groups->world, rank);

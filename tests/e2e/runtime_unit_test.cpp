@@ -78,7 +78,7 @@ TEST(FaultSpec, ClearErrors) {
     const char* needle;
   };
   for (const Case& c : {Case{"boom:rank=1", "unknown fault kind 'boom' (known: stall, delay"},
-                        Case{"stall:rank=1,range=step", "stall needs step="},
+                        Case{"stall:rank=1", "stall needs range="},
                         Case{"stall:rank=1,range=step,step=2,color=red", "unknown key 'color' for stall (allowed: rank, range, step)"},
                         Case{"delay:rank=x,range=step,ms=3", "rank=x is not an integer"},
                         Case{"skip:rank=0,comm=tp0,seq=1,seq=2", "given twice"},
@@ -235,6 +235,44 @@ TEST(GroupLayout, MegatronGroups) {
   auto bad = GroupLayout::make(6, 4);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("not a multiple of --tp 4"), std::string::npos);
+}
+
+TEST(GroupLayout, ExpertGroupsAreCarvedOutOfDataParallel) {
+  // 16 ranks, TP 2, DP 8, EP 4: dp1 = {1,3,5,..,15}; its first 4 DP positions form one ep group,
+  // positions 0 and 4 of dp1 hold the same experts and form an edp group.
+  auto l = GroupLayout::make(16, 2, 4);
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
+  EXPECT_EQ(l->edp, 2);
+  EXPECT_EQ(l->ep_group(5), 1);  // dp_rank 2, tp_rank 1
+  EXPECT_EQ(l->ep_rank(5), 2);
+  EXPECT_EQ(l->edp_group(5), 5);  // ep_rank 2 * tp 2 + tp_rank 1
+  EXPECT_EQ(l->edp_rank(5), 0);
+  auto groups = l->groups();
+  ASSERT_EQ(groups.size(), 1u + 8 + 2 + 4 + 8);  // world, tp, dp, ep, edp
+  EXPECT_EQ(groups[11].name, "ep0");
+  EXPECT_EQ(groups[11].ranks, (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(groups[12].name, "ep1");
+  EXPECT_EQ(groups[12].ranks, (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(groups[13].name, "ep2");
+  EXPECT_EQ(groups[13].ranks, (std::vector<int>{8, 10, 12, 14}));
+  EXPECT_EQ(groups[15].name, "edp0");
+  EXPECT_EQ(groups[15].ranks, (std::vector<int>{0, 8}));
+  EXPECT_EQ(groups[20].name, "edp5");
+  EXPECT_EQ(groups[20].ranks, (std::vector<int>{5, 13}));
+  // Every rank is in exactly one ep and one edp group, at the position the arithmetic says.
+  for (int r = 0; r < 16; ++r) {
+    const auto& e = groups[11 + static_cast<size_t>(l->ep_group(r))].ranks;
+    ASSERT_LT(static_cast<size_t>(l->ep_rank(r)), e.size());
+    EXPECT_EQ(e[static_cast<size_t>(l->ep_rank(r))], r);
+    const auto& d = groups[15 + static_cast<size_t>(l->edp_group(r))].ranks;
+    ASSERT_LT(static_cast<size_t>(l->edp_rank(r)), d.size());
+    EXPECT_EQ(d[static_cast<size_t>(l->edp_rank(r))], r);
+  }
+  EXPECT_EQ(GroupLayout::make(8, 2)->groups().size(), 1u + 4 + 2);  // no ep/edp groups at EP 1
+  auto bad = GroupLayout::make(12, 2, 4);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--ep 4 does not divide the data-parallel degree 6"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- data

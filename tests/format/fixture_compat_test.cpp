@@ -29,6 +29,9 @@ TEST(FixtureCompat, V1RunDirectoryReads) {
   ASSERT_EQ(r1.main_thread()->stack.size(), 2u);
   EXPECT_EQ(r1.main_thread()->stack[1].name, "forward/embed");
   EXPECT_EQ(r0.params[0].name, "wte.weight");
+  // Written before the learned-bounds section existed: none, and no warning.
+  EXPECT_TRUE(r0.bounds.empty());
+  EXPECT_TRUE(r0.warnings.empty());
 }
 
 TEST(FixtureCompat, V1EventStreamReads) {

@@ -197,6 +197,47 @@ TEST_F(FlightRecorderTest, WatchdogRecordRoundTrip) {
   EXPECT_EQ(s->watchdog.stacks_file, "evidence/rank00003-watchdog-1.stacks.txt");
 }
 
+TEST_F(FlightRecorderTest, LearnedBoundsAndSuspectedHangRoundTrip) {
+  auto w = make();
+  const int c = w->register_comm("tp0", 2, 0);
+  BoundDesc site;
+  site.kind = BoundKind::kCollective;
+  site.comm_index = c;
+  site.comm = "tp0";
+  site.site = "forward/embed";
+  site.samples = 40;
+  site.warmup = 10;
+  site.quantile_ns = 3'800'000;
+  site.bound_ns = 3'000'000'000;
+  site.updated_ns = 555;
+  site.quantile_permille = 950;
+  site.window = 64;
+  w->write_bound(0, site);
+  BoundDesc step = site;
+  step.kind = BoundKind::kStep;
+  step.comm_index = -1;
+  step.comm = "";
+  step.site = "step";
+  step.bound_ns = 0;  // still warming up
+  w->write_bound(1, step);
+  w->record_watchdog({WatchdogKind::kSuspectedHang, 777, c, 57, 3'100'000'000, "forward/embed", "past its learned bound", ""});
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->bounds.size(), 2u);
+  const auto* b = s->bound(BoundKind::kCollective, "tp0", "forward/embed");
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->armed());
+  EXPECT_EQ(b->samples, 40u);
+  EXPECT_EQ(b->quantile_ns, 3'800'000);
+  EXPECT_EQ(b->bound_ns, 3'000'000'000);
+  EXPECT_EQ(b->quantile_permille, 950u);
+  EXPECT_EQ(s->bound(BoundKind::kCollective, "tp0", "forward/head"), nullptr);
+  ASSERT_NE(s->bound(BoundKind::kStep), nullptr);
+  EXPECT_FALSE(s->bound(BoundKind::kStep)->armed());
+  EXPECT_EQ(s->watchdog.kind, WatchdogKind::kSuspectedHang);
+  EXPECT_EQ(watchdog_kind_name(s->watchdog.kind), "suspected_hang");
+}
+
 TEST_F(FlightRecorderTest, TornRecordIsReportedNotTrusted) {
   auto w = make();
   const int c = w->register_comm("tp0", 2, 0);

@@ -1,18 +1,20 @@
 // thread_group_comm.h — an in-process Communicator for tests: N threads of one process form a group.
 //
 // Is: all-reduce (sum, max over fp32/fp64/int32), all-gather, reduce-scatter, broadcast,
-// all-to-all and barrier by shared memory and std::barrier, so tensor-parallel equivalence
+// all-to-all, all-to-all-v and barrier by shared memory and std::barrier, so tensor-parallel equivalence
 // (TP=2, TP=4 vs TP=1) runs in one gtest process without mpirun. Every rank computes a reduction
 // in rank order, so all ranks get bit-identical results, as MPI's all-reduce gives. Each rank
 // logs its all-reduces (op, count) so tests can check which collectives a phase issued.
-// Is not: a production backend (trainer/comm/ has MPI and loopback); split() and all_to_all_v are
-// not offered and say so.
+// all_to_all_v fails on a receiver that expects a different count than its sender sends (it
+// receives nothing then, where MPI would report truncation or a short message).
+// Is not: a production backend (trainer/comm/ has MPI and loopback); split() is not offered.
 #pragma once
 
 #include <barrier>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,12 +31,17 @@ class ThreadGroup {
   void sync() { barrier_.arrive_and_wait(); }
   std::vector<const void*>& send() { return send_; }
   std::vector<void*>& recv() { return recv_; }
+  // all_to_all_v: each rank's send counts and displacements, published like send().
+  std::vector<std::span<const size_t>>& send_counts() { return send_counts_; }
+  std::vector<std::span<const size_t>>& send_displs() { return send_displs_; }
 
  private:
   int size_;
   std::barrier<> barrier_;
   std::vector<const void*> send_;
   std::vector<void*> recv_;
+  std::vector<std::span<const size_t>> send_counts_{static_cast<size_t>(size_)};
+  std::vector<std::span<const size_t>> send_displs_{static_cast<size_t>(size_)};
 };
 
 class ThreadGroupComm final : public Communicator {
@@ -104,9 +111,29 @@ class ThreadGroupComm final : public Communicator {
     group_->sync();
     return Status::ok_status();
   }
-  Status all_to_all_v(const void*, std::span<const size_t>, std::span<const size_t>, void*,
-                      std::span<const size_t>, std::span<const size_t>, DataType) override {
-    return rankscope::invalid_argument("ThreadGroupComm: all_to_all_v is not offered by this test communicator");
+  Status all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                      std::span<const size_t> send_displs, void* recv, std::span<const size_t> recv_counts,
+                      std::span<const size_t> recv_displs, DataType dtype) override {
+    const size_t elem = rankscope::format::dtype_size(dtype), n = static_cast<size_t>(size());
+    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n || recv_displs.size() != n)
+      return rankscope::invalid_argument("ThreadGroupComm all_to_all_v: one count and displacement per rank");
+    group_->send()[rank_] = send;
+    group_->send_counts()[rank_] = send_counts;
+    group_->send_displs()[rank_] = send_displs;
+    group_->sync();
+    bool agree = true;  // what this rank expects from each sender against what that sender sends
+    for (size_t src = 0; src < n; src++)
+      if (group_->send_counts()[src][static_cast<size_t>(rank_)] != recv_counts[src]) agree = false;
+    if (agree) {
+      for (size_t src = 0; src < n; src++)
+        std::memcpy(static_cast<char*>(recv) + recv_displs[src] * elem,
+                    static_cast<const char*>(group_->send()[src]) +
+                        group_->send_displs()[src][static_cast<size_t>(rank_)] * elem,
+                    recv_counts[src] * elem);
+    }
+    group_->sync();
+    if (!agree) return rankscope::internal_error("ThreadGroupComm all_to_all_v: receive count differs from the sender's");
+    return Status::ok_status();
   }
   Status barrier() override {
     group_->sync();

@@ -19,7 +19,8 @@ constexpr const char* kHelp =
     "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
     "flag superlinear ranges and throughput cliffs.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout\n"
-    "  --html FILE   write a self-contained HTML report (opens offline)\n\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --quiet, -q   no text report\n\n"
     "exit status: 0 report made, 2 bad arguments or no readable sweep\n";
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
@@ -48,37 +49,13 @@ void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
 int scaling_command(Args args) {
   std::string sweep_dir;
   ReportOutputs outputs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--json" || a == "--html") {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "rankscope scaling: %s needs a file name\n", std::string(a).c_str());
-        return 2;
-      }
-      (a == "--json" ? outputs.json_path : outputs.html_path) = std::string(args[++i]);
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope scaling: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
-      return 2;
-    } else if (sweep_dir.empty()) {
-      sweep_dir = std::string(a);
-    } else {
-      std::fprintf(stderr, "rankscope scaling: one sweep directory only\n");
-      return 2;
-    }
-  }
-  if (sweep_dir.empty()) {
-    std::fprintf(stderr, "rankscope scaling: no sweep directory given\n\n%s", kHelp);
-    return 2;
-  }
+  if (auto stop = parse_report_args(args, "scaling", kHelp, "sweep directory", sweep_dir, outputs)) return *stop;
   auto report = analyzers::analyze_scaling(sweep_dir);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());
     return 2;
   }
-  print_text(*report, outputs.json_path == "-");
+  if (!outputs.quiet) print_text(*report, outputs.json_path == "-");
   if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope scaling: " + sweep_dir)) return 2;
   return 0;
 }

@@ -4,6 +4,12 @@
 #include <cstdio>
 #include <string>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "rankscope/analyzers/startup/config_findings.h"
+#include "rankscope/format/run_metadata.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "report_output.h"
@@ -13,12 +19,13 @@ namespace rankscope::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B]\n\n"
+    "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B] [--quiet]\n\n"
     "Per-rank imbalance of a run, from its event streams, built on arrival times at collectives\n"
     "(a collective's duration measures waiting, not work: the fast rank shows the longest one).\n"
     "Prints the findings, ranked by the time they cost per step, and a table of ranks.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/skew_report.schema.json); '-' = stdout\n"
     "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --quiet, -q   no text report (with --json - the text goes to stderr)\n"
     "  --steps A-B   only steps A..B (inclusive); e.g. --steps 10-20 to skip warm-up\n\n"
     "exit status: 0 report made, 2 bad arguments or no readable run\n";
 
@@ -62,6 +69,8 @@ int skew_command(Args args) {
     if (a == "--help" || a == "-h") {
       std::fputs(kHelp, stdout);
       return 0;
+    } else if (a == "--quiet" || a == "-q") {
+      outputs.quiet = true;
     } else if (a == "--json" || a == "--html") {
       const std::string_view v = value();
       if (v.empty()) {
@@ -97,8 +106,24 @@ int skew_command(Args args) {
     return 2;
   }
   // With --json - the JSON owns stdout; the text goes to stderr.
-  print_text(*report, outputs.json_path == "-");
-  if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope skew: " + run_dir)) return 2;
+  if (!outputs.quiet) print_text(*report, outputs.json_path == "-");
+  // Settings recorded in run.json that are known to slow a job, or differ across ranks.
+  nlohmann::json json = analyzers::to_json(*report);
+  json["settings_findings"] = nlohmann::json::array();
+  if (auto meta = format::read_run_metadata(run_dir);
+      meta.ok() && meta->extra.contains("config")) {
+    int per_host = 0;
+    std::map<std::string, int> hosts;
+    for (const auto& h : meta->hosts) per_host = std::max(per_host, ++hosts[h]);
+    const auto settings = analyzers::config_findings(meta->extra["config"], meta->world_size, per_host);
+    std::FILE* out = outputs.quiet ? nullptr : outputs.json_path == "-" ? stderr : stdout;
+    for (size_t i = 0; i < settings.size(); ++i) {
+      if (out) std::fprintf(out, "%ssetting: %s\n", i ? "" : "\n", settings[i].text.c_str());
+      json["settings_findings"].push_back({{"setting", settings[i].setting}, {"value", settings[i].value},
+                                           {"ranks", settings[i].ranks}, {"text", settings[i].text}});
+    }
+  }
+  if (!write_report_outputs(json, outputs, "rankscope skew: " + run_dir)) return 2;
   return 0;
 }
 

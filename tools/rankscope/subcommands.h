@@ -16,5 +16,6 @@ int synth_command(Args args);     // synth_command.cpp
 int skew_command(Args args);      // skew_command.cpp
 int scaling_command(Args args);   // scaling_command.cpp
 int export_command(Args args);    // export_command.cpp
+int startup_command(Args args);   // startup_command.cpp
 
 }  // namespace rankscope::cli

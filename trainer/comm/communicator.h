@@ -17,6 +17,7 @@
 
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
+#include "rankscope/probe/probe.h"
 
 namespace gpt2 {
 
@@ -48,6 +49,17 @@ class Communicator {
                               std::span<const size_t> recv_counts,
                               std::span<const size_t> recv_displs, DataType dtype) = 0;
   virtual Status barrier() = 0;
+
+  // After a call that returned ok: how to learn that it finished on the device, when the backend
+  // returned with the collective only enqueued (NCCL on a stream, not host-synchronous); null when
+  // it was complete on return (MPI, loopback). ProbedCommunicator hands it to the probe's watchdog,
+  // so "enqueued on the GPU, never finished there" is told apart from "never reached by the host".
+  virtual std::unique_ptr<rankscope::probe::CompletionSource> take_pending_completion() { return nullptr; }
+  // True when calls return with the collective only enqueued on a stream: the probe then marks
+  // it started when the device gets to it (take_pending_start, taken before the completion), not
+  // when the host calls.
+  virtual bool stream_ordered() const { return false; }
+  virtual std::unique_ptr<rankscope::probe::CompletionSource> take_pending_start() { return nullptr; }
 
   // MPI_Comm_split semantics: ranks passing the same `color` form one new communicator, ordered
   // by `key`, named `name` (e.g. "tp0"). Collective over this communicator.

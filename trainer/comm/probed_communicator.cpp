@@ -42,11 +42,21 @@ Status ProbedCommunicator::run(CollectiveOp op, DataType dtype, size_t count, in
     desc.bytes = call.count * dtype_size(dtype);
     desc.peer = peer;
     h = probe_->collective_enqueue(handle_, desc);
-    probe_->collective_start(h);  // blocking CPU collectives start when they are called
+    // Blocking CPU collectives start when they are called; stream-ordered ones when the device
+    // reaches them (below).
+    if (!inner_->stream_ordered()) probe_->collective_start(h);
   }
   ++next_seq_;
   Status status = body(call);
-  if (probe_) probe_->collective_complete(h, !status.ok());
+  if (probe_) {
+    // Asynchronous backends (NCCL) return with the collective only enqueued on a stream.
+    if (auto started = status.ok() ? inner_->take_pending_start() : nullptr)
+      probe_->collective_start_when(h, std::move(started));
+    if (auto pending = status.ok() ? inner_->take_pending_completion() : nullptr)
+      probe_->collective_complete_when(h, std::move(pending));
+    else
+      probe_->collective_complete(h, !status.ok());
+  }
   return status;
 }
 

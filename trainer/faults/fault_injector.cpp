@@ -71,10 +71,25 @@ void FaultInjector::on_range_enter(std::string_view name) {
       case FaultKind::kCrash:
         if (crash_here) die_abruptly(f, rank_);
         break;
+      case FaultKind::kGpuStall:
+        if (gpu_stall_) {
+          fmt::print(stderr, "rank {}: --inject {}: GPU kernel spinning {} s in range {} at step {}\n",
+                     rank_, f.text, f.seconds, name, step());
+          std::fflush(stderr);
+          if (auto s = gpu_stall_(f.seconds); !s.ok())
+            fmt::print(stderr, "rank {}: --inject {}: {}\n", rank_, f.text, s.to_string());
+        }
+        break;
       default:
         break;
     }
   }
+}
+
+bool FaultInjector::wants_gpu() const {
+  for (const auto& f : specs_)
+    if (f.kind == FaultKind::kGpuStall) return true;
+  return false;
 }
 
 bool FaultInjector::drop_grad(std::string_view param) const {

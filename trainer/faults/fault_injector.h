@@ -3,7 +3,7 @@
 // Is: one object holding this rank's faults, reached through exactly two seams, so no fault logic
 // sits in the model or the communicators:
 //   - range entry: the probe forwards every push_range to range_sink() (a probe RangeSink), which
-//     runs stall, delay and crash;
+//     runs stall, delay, crash and gpu-stall (through the device hook the trainer installs);
 //   - collective call: ProbedCommunicator asks before_collective()/on_payload() (skip, resize,
 //     lossy; it is a CollectiveInterceptor);
 // plus the one question DDP asks before it reports a gradient ready (drop-grad). The training loop
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,12 @@ class FaultInjector final : public CollectiveInterceptor {
   // A probe RangeSink forwarding to on_range_enter; the injector must outlive it.
   std::unique_ptr<rankscope::probe::RangeSink> range_sink();
 
+  // How gpu-stall reaches the device: enqueue a kernel spinning `seconds` on the compute stream.
+  // Installed by the trainer when it runs on a GPU; without it, gpu-stall is refused at start-up.
+  using GpuStallHook = std::function<rankscope::Status(double seconds)>;
+  void set_gpu_stall_hook(GpuStallHook hook) { gpu_stall_ = std::move(hook); }
+  bool wants_gpu() const;
+
   // True when `param`'s gradient must not be reported ready at the current step.
   bool drop_grad(std::string_view param) const;
 
@@ -56,6 +63,7 @@ class FaultInjector final : public CollectiveInterceptor {
   std::vector<const FaultSpec*> lossy_specs_;
   int rank_;
   rankscope::probe::Probe* probe_;
+  GpuStallHook gpu_stall_;
   std::atomic<int64_t> step_{-1};
 };
 

@@ -23,8 +23,9 @@ struct KindGrammar {
 
 const std::vector<KindGrammar>& grammar() {
   static const std::vector<KindGrammar> kinds = {
-      {"stall", FaultKind::kStall, {"rank", "range", "step"}, {}},
+      {"stall", FaultKind::kStall, {"rank", "range"}, {"step"}},
       {"delay", FaultKind::kDelay, {"rank", "range", "ms"}, {"step"}},
+      {"gpu-stall", FaultKind::kGpuStall, {"rank", "range", "step", "seconds"}, {}},
       {"skip", FaultKind::kSkip, {"rank", "comm", "seq"}, {}},
       {"resize", FaultKind::kResize, {"rank", "comm", "seq", "factor"}, {}},
       {"crash", FaultKind::kCrash, {"rank", "step"}, {"range"}},
@@ -129,6 +130,7 @@ rankscope::Result<FaultSpec> parse_fault_spec(std::string_view text) {
   if (kv.count("chunk")) RS_RETURN_IF_ERROR(parser.integer<size_t>(kv, "chunk", spec.chunk_bytes, 4));
   if (kv.count("seed")) RS_RETURN_IF_ERROR(parser.integer<uint64_t>(kv, "seed", spec.seed, 0));
   if (kv.count("ms")) RS_RETURN_IF_ERROR(parser.real(kv, "ms", spec.ms, 0, 1e9));
+  if (kv.count("seconds")) RS_RETURN_IF_ERROR(parser.real(kv, "seconds", spec.seconds, 0.001, 1e6));
   if (kv.count("factor")) RS_RETURN_IF_ERROR(parser.real(kv, "factor", spec.factor, 1e-6, 1e6));
   if (kv.count("range")) spec.range = kv["range"];
   if (kv.count("comm")) spec.comm = kv["comm"];

@@ -2,10 +2,14 @@
 //
 // Is: the grammar of every fault kind and its keys, table-driven, so an unknown kind, an unknown
 // or missing key, or a malformed value is a clear error naming the allowed alternatives:
-//   stall:rank=R,range=NAME,step=S               block forever on entering NAME at step S
+//   stall:rank=R,range=NAME[,step=S]             block forever on entering NAME (at step S; start-up
+//                                                is step 0, e.g. range=init/model)
 //   delay:rank=R,range=NAME,ms=M[,step=S]        sleep M ms inside NAME (every step unless S)
 //   skip:rank=R,comm=NAME,seq=K                  leave out collective K of communicator NAME
 //   resize:rank=R,comm=NAME,seq=K,factor=F       collective K gets count*F elements on rank R
+//   gpu-stall:rank=R,range=NAME,step=S,seconds=N a kernel spinning N s on the compute stream on
+//                                                entering NAME at step S: the host goes on, the GPU
+//                                                falls behind (needs --device cuda)
 //   crash:rank=R,step=S[,range=NAME]             SIGKILL itself at step S (on entering NAME, or
 //                                                the step itself)
 //   drop-grad:rank=R,param=NAME[,step=S]         never report NAME's gradient ready
@@ -23,7 +27,7 @@
 
 namespace gpt2 {
 
-enum class FaultKind { kStall, kDelay, kSkip, kResize, kCrash, kDropGrad, kLossy };
+enum class FaultKind { kStall, kDelay, kSkip, kResize, kCrash, kDropGrad, kLossy, kGpuStall };
 enum class LossModel { kBernoulli, kGilbertElliott };
 
 std::string_view fault_kind_name(FaultKind kind);
@@ -33,11 +37,12 @@ struct FaultSpec {
   std::string text;        // as given on the command line, for messages
   int rank = -1;           // -1: every rank (lossy only)
   int64_t step = -1;       // -1: every step (delay, drop-grad)
-  std::string range;       // stall, delay, crash
+  std::string range;       // stall, delay, crash, gpu-stall
   std::string comm;        // skip, resize; lossy: "" = every tp{k} communicator
   uint64_t seq = 0;        // skip, resize
   double factor = 1.0;     // resize
   double ms = 0;           // delay
+  double seconds = 0;      // gpu-stall
   std::string param;       // drop-grad
   // lossy
   LossModel loss_model = LossModel::kBernoulli;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "comm/loopback_communicator.h"
+#include "rankscope/format/clock.h"
 #if GPT2_HAVE_MPI
 #include "comm/mpi_runtime.h"
 #endif
@@ -34,12 +35,14 @@ Bootstrap::~Bootstrap() {
 
 rankscope::Result<std::unique_ptr<Bootstrap>> Bootstrap::start(int* argc, char*** argv) {
   std::unique_ptr<Bootstrap> b(new Bootstrap());
+  b->started_ns_ = rankscope::now_unix_ns();
 #if GPT2_HAVE_MPI
   if (MpiRuntime::launched_by_mpi()) {
     RS_ASSIGN_OR_RETURN(b->mpi_, MpiRuntime::init(argc, argv));
     b->rank_ = b->mpi_->world_rank();
     b->world_size_ = b->mpi_->world_size();
     b->world_ = b->mpi_->world();
+    b->ready_ns_ = rankscope::now_unix_ns();
     return b;
   }
 #else
@@ -50,6 +53,7 @@ rankscope::Result<std::unique_ptr<Bootstrap>> Bootstrap::start(int* argc, char**
                                   "(hint: install libopenmpi-dev and reconfigure)");
 #endif
   b->world_ = std::make_unique<LoopbackCommunicator>("world");
+  b->ready_ns_ = rankscope::now_unix_ns();
   return b;
 }
 

@@ -34,6 +34,9 @@ class Bootstrap {
   void renew_world();
   // Collective: every rank's host name, by rank. Call before take_world().
   rankscope::Result<std::vector<std::string>> gather_hosts();
+  // When start() was entered and returned (now_unix_ns): the MPI start, for init/comm.
+  int64_t started_ns() const { return started_ns_; }
+  int64_t ready_ns() const { return ready_ns_; }
   // Collective: `requested` if not empty, else runs/<rank 0's date-time>. Call before take_world().
   rankscope::Result<std::string> agree_run_dir(const std::string& requested);
   // Clock-alignment transport for the probe; null in a single process.
@@ -47,6 +50,8 @@ class Bootstrap {
   std::unique_ptr<Communicator> world_;
   int rank_ = 0;
   int world_size_ = 1;
+  int64_t started_ns_ = 0;
+  int64_t ready_ns_ = 0;
 };
 
 }  // namespace gpt2

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "rankscope/probe/probe.h"
 #include "seq_len_sweep.h"
 
 namespace gpt2 {
@@ -50,6 +51,21 @@ Setter text(std::string& out) {
   };
 }
 
+// One of a fixed set of words; the error lists them.
+Setter choice(std::string& out, std::initializer_list<std::string_view> known) {
+  std::vector<std::string_view> words(known);
+  return [&out, words](std::string_view v) -> Status {
+    for (std::string_view w : words)
+      if (v == w) {
+        out = std::string(v);
+        return {};
+      }
+    std::string list;
+    for (std::string_view w : words) list += fmt::format("{}{}", list.empty() ? "" : ", ", w);
+    return rankscope::invalid_argument(fmt::format("unknown value '{}' (known: {})", v, list));
+  };
+}
+
 Setter on(bool& out) {
   return [&out](std::string_view) -> Status {
     out = true;
@@ -81,6 +97,9 @@ std::vector<Flag> flags(TrainOptions& o) {
       {"grad-clip", "NORM", "clip the global gradient norm to this (0: off) [1.0]", number(o.grad_clip, 0.0f, 1e9f)},
       {"seed", "N", "seed of weights, synthetic data, shuffling and sampling [1337]", number<uint64_t>(o.seed, 0, UINT64_MAX)},
       {"tp", "N", "tensor-parallel degree; data parallelism is world size / N [1]", number(o.tp, 1, 4096)},
+      {"ep", "N", "expert-parallel degree: groups of N data-parallel ranks form ep{k} communicators "
+                  "(expert-data-parallel groups edp{m} hold the same experts); must divide the "
+                  "data-parallel degree [1]", number(o.ep, 1, 4096)},
       {"vocab-shard", "KIND", "contiguous (Megatron; skewed on real text) or strided [contiguous]",
        [&o](std::string_view v) -> Status {
          RS_ASSIGN_OR_RETURN(o.vocab_shard, parse_vocab_shard(v));
@@ -103,8 +122,8 @@ std::vector<Flag> flags(TrainOptions& o) {
       {"save-every", "N", "write a checkpoint every N steps and at the end (0: never) [0]", number(o.save_every, 0, 1 << 30)},
       {"resume", "DIR", "continue from a checkpoint directory (or a run directory's latest)", text(o.resume)},
       {"init-from", "FILE", "start from an llm.c model file (magic 20240326, version 3)", text(o.init_from)},
-      {"inject", "KIND:k=v,..", "inject a fault (repeatable): stall, delay, skip, resize, crash, "
-                                "drop-grad, lossy; see docs",
+      {"inject", "KIND:k=v,..", "inject a fault (repeatable): stall, delay, gpu-stall, skip, resize, "
+                                "crash, drop-grad, lossy; see docs",
        [&o](std::string_view v) -> Status {
          RS_ASSIGN_OR_RETURN(FaultSpec spec, parse_fault_spec(v));
          o.inject.push_back(std::move(spec));
@@ -120,12 +139,16 @@ std::vector<Flag> flags(TrainOptions& o) {
       {"watchdog-timeout", "SECONDS", "report collectives or ranges open longer than this",
        number(o.watchdog_timeout_s, 0.001, 1e9)},
       {"no-probe", "", "run without the probe (for overhead measurements)", on(o.no_probe)},
-      {"device", "auto|cpu", "compute device; auto uses a GPU when one is built in and present [auto]",
+      {"device", "auto|cpu|cuda", "compute device; auto: cuda when the build has CUDA and a device "
+                                  "answers, else cpu [auto]", choice(o.device, {"auto", "cpu", "cuda"})},
+      {"comm", "auto|mpi|nccl", "collectives; auto: nccl when every rank on a host has its own GPU, "
+                                "else mpi (host staging on a GPU) [auto]", choice(o.comm, {"auto", "mpi", "nccl"})},
+      {"precision", "auto|fp32|bf16", "GEMM precision on the GPU; auto: bf16 on cuda, fp32 on cpu "
+                                      "[auto]", choice(o.precision, {"auto", "fp32", "bf16"})},
+      {"profile-steps", "A-B", "cudaProfilerStart/Stop around steps A..B (nsys -c cudaProfilerApi)",
        [&o](std::string_view v) -> Status {
-         if (v != "auto" && v != "cpu")
-           return rankscope::invalid_argument(fmt::format(
-               "unknown device '{}' (known: auto, cpu; this build has no CUDA backend)", v));
-         o.device = std::string(v);
+         RS_RETURN_IF_ERROR(rankscope::probe::parse_step_window(v).status());
+         o.profile_steps = std::string(v);
          return {};
        }},
       {"quiet", "", "no per-step progress lines", on(o.quiet)},
@@ -140,7 +163,7 @@ std::string train_usage() {
   std::string out =
       "usage: gpt2-train [flags]            (one process)\n"
       "       mpirun -np N gpt2-train [flags] (tensor x data parallel)\n\n"
-      "Trains GPT-2 on the CPU with the rankscope probe recording into the run directory.\n\n";
+      "Trains GPT-2 on the CPU or a GPU with the rankscope probe recording into the run directory.\n\n";
   for (const Flag& f : flags(scratch)) {
     std::string lhs = f.value.empty() ? fmt::format("--{}", f.name) : fmt::format("--{} {}", f.name, f.value);
     out += fmt::format("  {:<28} {}\n", lhs, f.help);

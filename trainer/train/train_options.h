@@ -33,6 +33,7 @@ struct TrainOptions {
   uint64_t seed = 1337;
   // parallelism
   int tp = 1;
+  int ep = 1;                           // expert-parallel degree, carved out of the DP ranks
   VocabShard vocab_shard = VocabShard::kContiguous;
   Recompute recompute = Recompute::kNone;
   // data
@@ -54,7 +55,10 @@ struct TrainOptions {
   std::vector<int> sweep_seq_lens;      // --sweep-seq-len: one run per T into --run-dir (seq_len_sweep.h)
   double watchdog_timeout_s = -1;       // -1: the probe's default
   bool no_probe = false;
-  std::string device = "auto";          // auto | cpu
+  std::string device = "auto";          // auto | cpu | cuda (device_plan.h decides)
+  std::string comm = "auto";            // auto | mpi | nccl
+  std::string precision = "auto";       // auto | fp32 | bf16
+  std::string profile_steps;            // "A-B": cudaProfilerStart/Stop around these steps
   bool quiet = false;                   // no progress lines
 
   bool help = false;

@@ -2,20 +2,26 @@
 #include "trainer.h"
 
 #include <sys/resource.h>
+#include <unistd.h>  // environ
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
 #include "bootstrap.h"
 #include "checkpoint.h"
 #include "cpu_threads.h"
+#include "comm/host_staging_communicator.h"
 #include "comm/probed_communicator.h"
 #include "comm/process_groups.h"
 #include "data/data_loader.h"
+#include "device_plan.h"
 #include "evaluation.h"
 #include "faults/fault_injector.h"
 #include "lr_schedule.h"
@@ -23,12 +29,17 @@
 #include "model/adamw.h"
 #include "model/gpt2.h"
 #include "ops/cpu/cpu_ops.h"
+#include "ops/cuda/cuda_backend.h"
 #include "parallel/ddp_reducer.h"
 #include "rankscope/format/clock.h"
 #include "rankscope/probe/plugins.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "seq_len_sweep.h"
+#include "startup_facts.h"
 #include "train_options.h"
+#if GPT2_HAVE_NCCL
+#include "comm/nccl/nccl_communicator.h"
+#endif
 
 namespace gpt2 {
 namespace {
@@ -94,9 +105,11 @@ class Trainer {
  private:
   bool leader() const { return groups_.rank == 0; }
   Status setup_probe(const std::vector<std::string>& hosts);
+  Status setup_device(const std::vector<std::string>& hosts);
+  rankscope::Result<std::unique_ptr<Communicator>> make_world();
   Status setup_model();
   Status setup_data();
-  Status write_run_metadata(const std::vector<std::string>& hosts);
+  Status write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings);
   Status train_step(int step, StepMetrics& m);
   Status finish();
 
@@ -107,6 +120,13 @@ class Trainer {
   std::unique_ptr<FaultInjector> faults_;
   ProcessGroups groups_;
   ModelConfig config_;
+  DevicePlan plan_;
+  int omp_threads_ = 1;
+  // run.json's "config": settings the same on every rank, those that differ by rank, and the
+  // trainer's own behaviour-changing choices.
+  nlohmann::json configuration_block(const std::vector<std::string>& per_rank_settings) const;
+  std::pair<int64_t, int64_t> profile_steps_{-1, -1};
+  std::unique_ptr<Communicator> host_world_;  // NCCL's id transport (MPI world), kept for its life
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<GPT2> model_;
   std::unique_ptr<AdamW> optimizer_;
@@ -126,23 +146,77 @@ Status Trainer::setup() {
   std::filesystem::create_directories(run_dir_, ec);
   if (ec)
     return rankscope::io_error(fmt::format("--run-dir {}: cannot create: {}", run_dir_, ec.message()));
+  RS_ASSIGN_OR_RETURN(plan_, plan_device({o_.device, o_.comm, o_.precision}, probe_cuda_device(0),
+                                          placement_from_hosts(hosts, boot_.rank(), boot_.uses_mpi())));
   RS_RETURN_IF_ERROR(setup_probe(hosts));
-
-  // The probe sees every collective from here on: the world is wrapped before it is split.
-  auto world = std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get());
-  RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp));
-  if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1)
-    RS_RETURN_IF_ERROR(probe_->align_clocks(*exchange));
-
-  if (leader())
-    fmt::print("device: cpu{}\n", o_.device == "auto" ? " (this build has no CUDA backend)" : "");
-  RS_RETURN_IF_ERROR(setup_model());
-  RS_RETURN_IF_ERROR(setup_data());
-  RS_RETURN_IF_ERROR(write_run_metadata(hosts));
-  if (leader()) {
-    RS_ASSIGN_OR_RETURN(metrics_, MetricsLog::open(run_dir_));
+  // Step 0 is start-up (docs/FORMAT.md): the init/* ranges land in its record, and a rank stuck
+  // here shows its phase in the flight recorder like any range.
+  probe_->begin_step(0);
+  faults_->set_step(0);
+  if (const int64_t launched = process_start_unix_ns(); launched > 0 && launched <= boot_.started_ns()) {
+    probe_->record_range("init/launch", launched, boot_.started_ns());
+    probe_->counter("init.launch_at_ns", static_cast<double>(launched));  // rankscope startup's time zero
   }
+  probe_->record_range("init/comm", boot_.started_ns(), rankscope::now_unix_ns());  // MPI start, hosts, run dir
+  {
+    ScopedRange r(probe_.get(), "init/device");  // ops before communicators: host staging needs them
+    RS_RETURN_IF_ERROR(setup_device(hosts));
+  }
+  std::vector<std::string> settings;
+  {
+    ScopedRange r(probe_.get(), "init/comm");
+    // The probe sees every collective from here on: the world is wrapped before it is split.
+    RS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, make_world());
+    RS_ASSIGN_OR_RETURN(groups_, make_process_groups(std::move(world), o_.tp, o_.ep));
+    RS_ASSIGN_OR_RETURN(settings, gather_strings(*groups_.world, behaviour_settings(environ, omp_threads_).dump()));
+  }
+  if (auto exchange = boot_.clock_exchange(); exchange && groups_.layout.world_size > 1) {
+    ScopedRange r(probe_.get(), "init/clock_align");
+    RS_RETURN_IF_ERROR(probe_->align_clocks(*exchange));
+  }
+
+  // One line: where this job computes and how its ranks talk (rank 0 speaks for the job).
+  if (leader()) fmt::print("{} | {}\n", plan_.device_line, plan_.comm_line);
+  {
+    ScopedRange r(probe_.get(), "init/model");
+    RS_RETURN_IF_ERROR(setup_model());
+  }
+  {
+    ScopedRange r(probe_.get(), "init/data");
+    RS_RETURN_IF_ERROR(setup_data());
+    RS_RETURN_IF_ERROR(write_run_metadata(hosts, settings));
+    if (leader()) {
+      RS_ASSIGN_OR_RETURN(metrics_, MetricsLog::open(run_dir_));
+    }
+  }
+  probe_->end_step();
   return {};
+}
+
+nlohmann::json Trainer::configuration_block(const std::vector<std::string>& per_rank_settings) const {
+  std::vector<nlohmann::json> ranks;
+  for (const auto& s : per_rank_settings) ranks.push_back(nlohmann::json::parse(s, nullptr, false));
+  nlohmann::json common = nlohmann::json::object(), by_rank = nlohmann::json::object();
+  std::set<std::string> keys;
+  for (const auto& r : ranks)
+    if (r.is_object())
+      for (const auto& [k, v] : r.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    const bool same = !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [&](const nlohmann::json& r) {
+      return r.is_object() && r.contains(k) && r[k] == ranks.front()[k];
+    });
+    if (same) {
+      common[k] = ranks.front()[k];
+      continue;
+    }
+    for (size_t i = 0; i < ranks.size(); ++i)
+      by_rank[std::to_string(i)][k] = ranks[i].is_object() && ranks[i].contains(k) ? ranks[i][k] : nlohmann::json(nullptr);
+  }
+  return {{"settings", common}, {"settings_by_rank", by_rank},
+          {"recompute", static_cast<int>(o_.recompute)},
+          {"precision", std::string(cuda_precision_name(plan_.precision))},
+          {"device", plan_.cuda ? "cuda" : "cpu"},
+          {"comm", std::string(comm_backend_name(plan_.comm))}};
 }
 
 Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
@@ -162,11 +236,75 @@ Status Trainer::setup_probe(const std::vector<std::string>& hosts) {
       po.trace_step_end = window.second;
     }
     RS_ASSIGN_OR_RETURN(probe_, Probe::create(po));
-    rankscope::probe::attach_default_plugins(*probe_);  // NVTX ranges, CUPTI kernel timing when built in
+    // NVTX ranges, and CUPTI kernel timing when this rank computes on a GPU.
+    rankscope::probe::attach_default_plugins(*probe_, plan_.cuda);
   }
   faults_ = std::make_unique<FaultInjector>(o_.inject, boot_.rank(), probe_.get());
   if (!faults_->empty()) probe_->add_range_sink(faults_->range_sink());
   return {};
+}
+
+Status Trainer::setup_device(const std::vector<std::string>& hosts) {
+  (void)hosts;
+  omp_threads_ = configure_cpu_threads();
+  if (!plan_.cuda) {
+    if (faults_->wants_gpu())
+      return rankscope::invalid_argument("--inject gpu-stall needs --device cuda (it spins a GPU kernel)");
+    if (!o_.profile_steps.empty())
+      return rankscope::invalid_argument(
+          "--profile-steps needs --device cuda (it brackets CUDA activity for nsys -c cudaProfilerApi)");
+    ops_ = make_cpu_ops();
+    return {};
+  }
+  CudaOpsOptions co;
+  co.device = plan_.device_index;
+  co.precision = plan_.precision;
+  RS_ASSIGN_OR_RETURN(ops_, make_cuda_ops(co));
+  if (faults_->wants_gpu())
+    faults_->set_gpu_stall_hook([this](double seconds) { return cuda_ops_enqueue_spin(*ops_, seconds); });
+  if (!o_.profile_steps.empty()) {
+    RS_ASSIGN_OR_RETURN(profile_steps_, rankscope::probe::parse_step_window(o_.profile_steps));
+  }
+  if (plan_.comm == CommBackend::kNccl) {
+    // Payload faults rewrite buffers on the host; NCCL's buffers live on the device.
+    for (const FaultSpec& f : o_.inject)
+      if (f.kind == FaultKind::kResize || f.kind == FaultKind::kLossy)
+        return rankscope::invalid_argument(fmt::format(
+            "--inject {}: {} rewrites payloads on the host and cannot act on NCCL's device buffers "
+            "(hint: --comm mpi stages through host memory, where it works)", f.text, fault_kind_name(f.kind)));
+  }
+  return {};
+}
+
+rankscope::Result<std::unique_ptr<Communicator>> Trainer::make_world() {
+  if (!plan_.cuda)
+    return std::unique_ptr<Communicator>(
+        std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get()));
+  if (plan_.comm == CommBackend::kMpi) {
+    // Staging outside the probe: the probe times the host transfer and faults see host buffers.
+    auto probed = std::make_unique<ProbedCommunicator>(boot_.take_world(), probe_.get(), faults_.get());
+    return std::unique_ptr<Communicator>(
+        std::make_unique<HostStagingCommunicator>(std::move(probed), *ops_, is_cuda_device_pointer,
+                                                  probe_.get()));
+  }
+#if GPT2_HAVE_NCCL
+  host_world_ = boot_.take_world();
+  NcclOptions no;
+  no.name = "world";
+  no.rank = boot_.rank();
+  no.size = boot_.world_size();
+  no.device = plan_.device_index;
+  no.bootstrap = boot_.uses_mpi() ? host_world_.get() : nullptr;
+  no.id_dir = run_dir_;
+  no.job_key = run_dir_;  // agreed by every rank (Bootstrap::agree_run_dir)
+  no.compute_stream = cuda_ops_stream(*ops_);
+  no.host_synchronous = false;  // completion through CUDA events the probe's watchdog polls
+  RS_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> nccl, make_nccl_communicator(no));
+  return std::unique_ptr<Communicator>(
+      std::make_unique<ProbedCommunicator>(std::move(nccl), probe_.get(), faults_.get()));
+#else
+  return rankscope::unsupported("--comm nccl: this build has no NCCL (hint: --comm mpi)");
+#endif
 }
 
 Status Trainer::setup_model() {
@@ -183,8 +321,6 @@ Status Trainer::setup_model() {
   } else {
     RS_ASSIGN_OR_RETURN(config_, model_config(o_, L.tp));
   }
-  configure_cpu_threads();
-  ops_ = make_cpu_ops();
   GPT2::Options mo;
   mo.config = config_;
   mo.tp = {L.tp, L.tp_rank(groups_.rank), o_.vocab_shard};
@@ -216,6 +352,7 @@ Status Trainer::setup_model() {
   }
 
   if (!o_.resume.empty()) {
+    ScopedRange r(probe_.get(), "init/checkpoint");
     RS_ASSIGN_OR_RETURN(auto dir, find_checkpoint(o_.resume));
     RS_ASSIGN_OR_RETURN(TrainState st, read_train_state(dir));
     if (st.world_size != L.world_size || st.tp != L.tp)
@@ -227,8 +364,8 @@ Status Trainer::setup_model() {
     if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
   }
   if (leader())
-    fmt::print("model: {} | tp {} dp {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
-               config_.describe(), L.tp, L.dp, o_.batch, o_.seq_len, o_.grad_accum,
+    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
+               config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
                static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
   return {};
 }
@@ -258,7 +395,7 @@ Status Trainer::setup_data() {
   return {};
 }
 
-Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
+Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings) {
   const GroupLayout& L = groups_.layout;
   rankscope::format::RunMetadata meta;
   meta.run_id = probe_->run_id();
@@ -281,11 +418,17 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts) {
   meta.training = {{"seq_len", o_.seq_len}, {"batch", o_.batch}, {"grad_accum", o_.grad_accum},
                    {"steps", o_.steps}, {"lr", o_.lr}, {"warmup", o_.warmup},
                    {"seed", o_.seed}, {"data", loader_->source().describe()},
-                   {"device", "cpu"}, {"ddp_buckets", reducer_->buckets().size()}};
+                   {"device", plan_.cuda ? "cuda" : "cpu"},
+                   {"precision", std::string(cuda_precision_name(plan_.precision))},
+                   {"comm", std::string(comm_backend_name(plan_.comm))},
+                   {"host_staging", plan_.host_staging},
+                   {"ddp_buckets", reducer_->buckets().size()}};
   std::vector<std::string> faults;
   for (const auto& f : o_.inject) faults.push_back(f.text);
   meta.training["inject"] = faults;
+  meta.training["ep"] = L.ep;
   meta.versions = {{"rankscope", RANKSCOPE_VERSION}};
+  meta.extra["config"] = configuration_block(settings);
   if (boot_.uses_mpi()) meta.versions["mpi"] = boot_.mpi_version();
   return probe_->write_run_metadata(meta);
 }
@@ -294,6 +437,7 @@ Status Trainer::train_step(int step, StepMetrics& m) {
   const GroupLayout& L = groups_.layout;
   const auto t0 = Clock::now();
   faults_->set_step(step);
+  if (step == profile_steps_.first) RS_RETURN_IF_ERROR(cuda_profiler_start());
   probe_->begin_step(step);
   {
     ScopedRange step_range(probe_.get(), "step");
@@ -332,6 +476,7 @@ Status Trainer::train_step(int step, StepMetrics& m) {
   }
   probe_->counter("mem.peak_bytes", peak_resident_bytes());  // rankscope scaling's peak memory
   probe_->end_step();
+  if (step == profile_steps_.second) RS_RETURN_IF_ERROR(cuda_profiler_stop());
   m.step = step;
   m.total_steps = o_.steps;
   m.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -26,6 +26,11 @@ std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::
 const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name);
 int innermost_rank(const std::vector<GroupView>& groups, const std::string& name);  // lower = inner
 
+// The first rank (by how far past) whose open collective or step ran past the bound its probe
+// learned, at `reference_ns` (rank 0's clock). A step counts only while the main thread's outermost
+// open range is `step`. Empty when none, or when no recorder carries learned bounds.
+std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns);
+
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
 
 struct MismatchFinding {
@@ -56,5 +61,19 @@ struct WaitGraph {
 };
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
+
+// forming_hang.cpp. Ranks idle for at least `idle_after_s` (on the reference clock) that a peer
+// already waits for, though other ranks may still be busy.
+std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+                                       int64_t reference_ns, double idle_after_s);
+
+// device_lag.cpp. The range a trainer opens while its host waits for its own GPU (host staging of
+// a collective's input); see trainer/comm/host_staging_communicator.h.
+inline constexpr std::string_view kDeviceSyncRange = "device_sync";
+bool waits_for_own_device(const RankView& v);
+// Members that enqueued (comm, seq) on a device stream and returned, whose device never started it,
+// while another member's device (or host) got there.
+std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+                                        const std::string& comm, uint64_t seq);
 
 }  // namespace rankscope::hang

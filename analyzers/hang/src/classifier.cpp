@@ -15,6 +15,7 @@ namespace rankscope::hang {
 namespace {
 
 constexpr double kNsPerS = 1e9;
+constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
 
 double seconds(int64_t ns) { return double(ns) / kNsPerS; }
 
@@ -41,7 +42,7 @@ std::vector<MissingGradient> missing_gradients_of(const RankView& v) {
 class Classifier {
  public:
   Classifier(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& o)
-      : run_(run), o_(o), views_(build_rank_views(run, processes)), groups_(build_groups(run, views_)) {}
+      : run_(run), processes_(processes), o_(o), views_(build_rank_views(run, processes)), groups_(build_groups(run, views_)) {}
 
   Diagnosis run();
 
@@ -49,7 +50,7 @@ class Classifier {
   void timeline();
   std::vector<int> find_dead();
   bool try_mismatch(bool with_call_site);
-  void blame_dead(const std::vector<int>& dead);
+  void blame_silent(Verdict verdict, Kind kind, const std::vector<int>& silent);
   void blame_stuck();
   void blame_terminal(const WaitGraph& g);
   void blame_least_progress();
@@ -61,18 +62,51 @@ class Classifier {
   std::string progress_on(const std::string& comm) const;
 
   const format::RunDirectory& run_;
+  ProcessTable& processes_;
   ClassifyOptions o_;
   std::vector<RankView> views_;
   std::vector<GroupView> groups_;
   Diagnosis d_;
   WordingFacts facts_;
   bool job_gone_ = false;  // every unfinished rank's process is gone: nothing will progress again
+  std::vector<int> frozen_;  // heartbeat stopped while others beat, process here, no thread runs
 };
+
+// The activation-recompute setting in words: "off", "1 (GELU)", "2 (GELU and LayerNorm)"; ""
+// unknown. gpt2-train writes it as run.json model.recompute; training.recompute and a top-level
+// config block are read too (other producers, later layouts).
+std::string recompute_words(const format::RunDirectory& run) {
+  if (!run.metadata) return "";
+  const nlohmann::json* found = nullptr;
+  auto look = [&](const nlohmann::json& obj) {
+    if (!found && obj.is_object() && obj.contains("recompute")) found = &obj["recompute"];
+  };
+  look(run.metadata->model);
+  look(run.metadata->training);
+  if (run.metadata->extra.contains("config")) {
+    const auto& c = run.metadata->extra["config"];
+    look(c);
+    if (c.is_object())
+      for (const auto& [k, v] : c.items()) look(v);
+  }
+  if (!found) return "";
+  const auto it = found;
+  if (it->is_boolean()) return it->get<bool>() ? "on" : "off";
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_number_integer()) return "";
+  switch (it->get<int>()) {
+    case 0: return "off";
+    case 1: return "1 (GELU)";
+    case 2: return "2 (GELU and LayerNorm)";
+    default: return std::to_string(it->get<int>());
+  }
+}
 
 Diagnosis Classifier::run() {
   d_.run_dir = run_.dir.string();
   d_.world_size = run_.world_size;
   d_.problems = run_.problems;
+  d_.recompute = recompute_words(run_);
   for (const auto& v : views_)
     if (v.readable())
       for (const auto& w : v.snap->warnings) d_.problems.push_back(fmt::format("rank {}: {}", v.rank, w));
@@ -86,15 +120,34 @@ Diagnosis Classifier::run() {
     d_.verdict = Verdict::kFinished;
   } else {
     const std::vector<int> dead = find_dead();
-    const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_;
+    std::optional<Detection> past_bound;
+    if (o_.learned_bounds) past_bound = find_past_learned_bound(views_, d_.reference_ns);
+    // A hang still forming: others drain their own work, but a peer already waits for an idle rank.
+    const std::vector<int> forming = forming_hang_culprits(views_, groups_, d_.reference_ns, o_.stuck_after_s);
+    const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_ ||
+                       !frozen_.empty() || !forming.empty() || past_bound;
+    if (!forming.empty() && d_.stuck_for_s < o_.stuck_after_s) facts_.forming = true;
+    auto detected_by = [](std::string by) {
+      Detection x;
+      x.by = std::move(by);
+      return x;
+    };
+    if (!dead.empty() || !frozen_.empty() || job_gone_) d_.detection = detected_by("dead_or_frozen");
+    else if (past_bound) d_.detection = past_bound;
+    else if (o_.no_progress_observed) d_.detection = detected_by("watched");
+    else if (facts_.forming) d_.detection = detected_by("forming");
+    else if (stuck) d_.detection = detected_by("no_progress");
     if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
     } else if (!dead.empty()) {
-      blame_dead(dead);
+      blame_silent(Verdict::kCrash, Kind::kRankDead, dead);
+    } else if (!frozen_.empty()) {
+      blame_silent(Verdict::kHang, Kind::kRankFrozen, frozen_);
     } else if (stuck) {
       if (!try_mismatch(true)) blame_stuck();
     } else {
       d_.verdict = Verdict::kHealthy;
+      d_.detection.reset();
     }
   }
   fill_ranks();
@@ -124,11 +177,25 @@ std::vector<int> Classifier::find_dead() {
   const int64_t stale = int64_t(o_.stale_heartbeat_s * kNsPerS);
   std::vector<int> dead, candidates;
   int unfinished = 0;
-  for (const auto& v : views_) {
+  for (auto& v : views_) {
     if (!v.readable() || v.finished) continue;
     ++unfinished;
-    const bool gone = v.liveness == Liveness::kGone || v.aborted;
-    const bool silent = v.liveness != Liveness::kAlive && v.heartbeat_ns + stale < freshest;
+    const bool stale_beat = v.heartbeat_ns + stale < freshest;
+    // The watchdog beats every 100 ms: a couple of seconds of silence is already worth asking the
+    // kernel about. A stopped or traced process is frozen whatever the age; uninterruptible sleep
+    // can be a slow disk, so it needs the full staleness.
+    const bool missed_beats = v.heartbeat_ns + kQuickFrozenCheckNs < freshest;
+    if ((stale_beat || missed_beats) && v.liveness == Liveness::kAlive) {
+      // The process is here: ask the kernel whether any of its threads can run.
+      v.os = processes_.status(v.snap->host, v.snap->pid);
+      const bool stopped = v.os.state == OsRunState::kStopped || v.os.state == OsRunState::kTraced;
+      if ((stale_beat && is_frozen(v.os.state) && v.os.state != OsRunState::kZombie) || stopped) {
+        v.frozen = true;
+        frozen_.push_back(v.rank);
+      }
+    }
+    const bool gone = v.liveness == Liveness::kGone || v.aborted || (stale_beat && v.os.state == OsRunState::kZombie);
+    const bool silent = v.liveness != Liveness::kAlive && stale_beat;
     if (gone || silent) candidates.push_back(v.rank);
   }
   if (candidates.empty()) return dead;
@@ -225,14 +292,15 @@ std::optional<WaitEdge> Classifier::innermost_edge(const WaitGraph& g, const std
   return best;
 }
 
-void Classifier::blame_dead(const std::vector<int>& dead) {
-  d_.verdict = Verdict::kCrash;
-  d_.kind = Kind::kRankDead;
-  std::vector<int> order = dead;
+// Ranks that stopped beating (dead or frozen): first silent first, at the collective they block.
+void Classifier::blame_silent(Verdict verdict, Kind kind, const std::vector<int>& silent) {
+  d_.verdict = verdict;
+  d_.kind = kind;
+  std::vector<int> order = silent;
   std::sort(order.begin(), order.end(), [&](int a, int b) { return views_[a].heartbeat_ns < views_[b].heartbeat_ns; });
   d_.culprit_ranks = order;
   const WaitGraph g = build_wait_graph(views_, groups_);
-  if (auto e = innermost_edge(g, dead)) set_collective(e->comm, e->seq);
+  if (auto e = innermost_edge(g, silent)) set_collective(e->comm, e->seq);
 }
 
 void Classifier::blame_stuck() {
@@ -247,6 +315,12 @@ void Classifier::blame_stuck() {
     for (const auto& e : g.all_entered)
       if (innermost_rank(groups_, e.comm) < innermost_rank(groups_, inner->comm)) inner = &e;
     set_collective(inner->comm, inner->seq);
+    // Entered on the host is not reached on the device: a member whose GPU never started it is
+    // to blame after all.
+    if (auto behind = ranks_behind_on_device(views_, groups_, inner->comm, inner->seq); !behind.empty()) {
+      d_.kind = Kind::kGpuBehindHost;
+      d_.culprit_ranks = behind;
+    }
   } else if (!g.edges.empty()) {
     // Everyone waits for someone who waits: ranks are in different collectives (a desync).
     d_.verdict = Verdict::kDesync;
@@ -324,6 +398,10 @@ void Classifier::classify_live_culprits(const std::vector<int>& culprits, const 
     return v.readable() && std::any_of(v.stack.begin(), v.stack.end(), is_host_range);
   });
   if (host) d_.kind = Kind::kHostStall;
+  const bool device = !culprits.empty() && std::all_of(culprits.begin(), culprits.end(), [&](int r) {
+    return views_[r].readable() && waits_for_own_device(views_[r]);
+  });
+  if (device) d_.kind = Kind::kGpuBehindHost;
 }
 
 void Classifier::blame_least_progress() {
@@ -332,9 +410,18 @@ void Classifier::blame_least_progress() {
   std::optional<std::pair<int64_t, uint64_t>> least;
   for (const auto& v : views_)
     if (v.readable() && !v.finished && (!least || progress(v) < *least)) least = progress(v);
-  for (const auto& v : views_)
-    if (v.readable() && !v.finished && progress(v) == *least) d_.culprit_ranks.push_back(v.rank);
+  int unfinished = 0;
+  for (const auto& v : views_) {
+    if (!v.readable() || v.finished) continue;
+    ++unfinished;
+    if (progress(v) == *least) d_.culprit_ranks.push_back(v.rank);
+  }
   classify_live_culprits(d_.culprit_ranks, nullptr);
+  if (d_.kind == Kind::kLaggingRank && int(d_.culprit_ranks.size()) == unfinished) {
+    // No rank is ahead to lag behind (one process, or all equally far): they are stuck in their
+    // own computation, not waiting for anyone.
+    d_.kind = Kind::kStuckInCompute;
+  }
 }
 
 // "ranks 0,2-7: 58; rank 1: 57": collectives issued on `comm`, by member, least first.
@@ -366,13 +453,17 @@ void Classifier::fill_ranks() {
     r.host = s.host;
     r.pid = s.pid;
     r.alive = v.liveness;
+    r.os_state = v.os.state;
+    r.wchan = v.os.wchan;
     r.step = s.live.step;
     r.range_stack = v.stack;
     r.range = v.innermost();
     r.idle_s = seconds(d_.reference_ns - v.last_activity_ns);
+    if (v.innermost_begin_ns > 0) r.range_s = std::max(0.0, seconds(d_.reference_ns - v.innermost_begin_ns));
     r.heartbeat_age_s = seconds(d_.reference_ns - v.heartbeat_ns);
     if (v.finished) r.state = RankState::kFinished;
     else if (v.dead) r.state = v.aborted ? RankState::kAborted : RankState::kDead;
+    else if (v.frozen) r.state = RankState::kFrozen;
     else if (v.aborted) r.state = RankState::kAborted;
     else if (v.waiting()) r.state = RankState::kWaiting;
     else r.state = RankState::kRunning;
@@ -393,6 +484,10 @@ void Classifier::fill_ranks() {
     for (const auto& lc : r.last_completed)
       if (lc.comm == own_comm) r.last_completed_seq = lc.seq;
     if (v.dead && v.liveness == Liveness::kGone) r.note = fmt::format("pid {} is gone", s.pid);
+    else if (v.dead && v.os.state == OsRunState::kZombie) r.note = fmt::format("pid {} exited and was not reaped (zombie)", s.pid);
+    else if (v.frozen)
+      r.note = fmt::format("process frozen ({}): no thread runs{}", os_run_state_name(v.os.state),
+                           v.os.wchan.empty() ? "" : fmt::format("; waits in kernel function {}", v.os.wchan));
     else if (v.dead && v.aborted) r.note = "the program marked itself aborted";
     else if (v.dead) r.note = fmt::format("no heartbeat for {:.0f} s", r.heartbeat_age_s);
     if (s.watchdog.kind != format::WatchdogKind::kNone) {

@@ -23,6 +23,9 @@ std::string_view kind_name(Kind k) {
     case Kind::kMissingGradient: return "missing_gradient";
     case Kind::kStuckInCollective: return "stuck_in_collective";
     case Kind::kHostStall: return "host_stall";
+    case Kind::kGpuBehindHost: return "gpu_behind_host";
+    case Kind::kRankFrozen: return "rank_frozen";
+    case Kind::kStuckInCompute: return "stuck_in_compute";
   }
   return "?";
 }
@@ -35,6 +38,7 @@ std::string_view rank_state_name(RankState s) {
     case RankState::kFinished: return "finished";
     case RankState::kAborted: return "aborted";
     case RankState::kMissing: return "missing";
+    case RankState::kFrozen: return "frozen";
   }
   return "?";
 }

@@ -16,16 +16,21 @@ namespace rankscope::hang {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: hangdoctor RUN_DIR [--json FILE] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
+    "usage: hangdoctor RUN_DIR [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
     "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
     "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
     "died, and after the launcher was killed.\n\n"
-    "  --json FILE          also write the diagnosis as JSON (schema_version 1); '-' for stdout\n"
+    "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
+    "                       then carries only the JSON (the text goes to stderr)\n"
+    "  --quiet, -q          no text report (with --json)\n"
     "  --wait SECONDS       follow a live job until it made no progress for SECONDS (or finished),\n"
     "                       then diagnose; prints the time from the hang to the verdict\n"
     "  --stacks             gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"
     "                       into RUN_DIR/evidence/\n"
     "  --stuck-after SECONDS  without --wait: no progress for this long means stuck (default 10)\n\n"
+    "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
+    "(p95 of recent durations x 10, at least 3 s) makes the job stuck at once; the JSON's detection\n"
+    "says which rule fired.\n\n"
     "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
 
 bool parse_seconds(std::string_view v, double& out) {
@@ -46,6 +51,7 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
   std::string dir, json_file;
   double wait_s = -1;
   bool stacks = false;
+  bool quiet = false;
   ClassifyOptions classify;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
@@ -65,6 +71,8 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       (a == "--wait" ? wait_s : classify.stuck_after_s) = v;
     } else if (a == "--stacks") {
       stacks = true;
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(err, "hangdoctor: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kHelp);
       return 2;
@@ -116,14 +124,17 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     auto report = capture_stacks(d, dir, processes, collector);
     stack_notes = std::move(report.notes);
   }
-  std::fputs(render_text(d).c_str(), out);
-  for (const auto& n : stack_notes) std::fprintf(out, "stacks: %s\n", n.c_str());
-  if (watched) {
+  // With --json -, stdout carries the JSON alone (for | jq): the text goes to stderr, or nowhere.
+  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  if (text) std::fputs(render_text(d).c_str(), text);
+  for (const auto& n : stack_notes)
+    if (text) std::fprintf(text, "stacks: %s\n", n.c_str());
+  if (watched && text) {
     if (watched->stalled)
-      std::fprintf(out, "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: %.2f s\n",
+      std::fprintf(text, "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: %.2f s\n",
                    watched->samples, wait_s, watched->hang_to_verdict_s());
     else
-      std::fprintf(out, "\nwatched %d samples until every rank finished\n", watched->samples);
+      std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
   }
   if (!json_file.empty()) {
     nlohmann::json j = render_json(d);

@@ -47,6 +47,7 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
     if (const auto* main = s.main_thread()) {
       for (const auto& r : main->stack) {
         v.stack.push_back(r.name);
+        v.innermost_begin_ns = v.aligned(r.begin_ns);
         last = std::max(last, r.begin_ns);
       }
     }

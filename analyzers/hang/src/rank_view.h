@@ -24,9 +24,12 @@ struct RankView {
   bool finished = false;
   bool aborted = false;
   bool dead = false;                // decided by the classifier
+  bool frozen = false;              // decided by the classifier: heartbeat stopped, no thread runs
+  ProcessStatus os;                 // /proc's answer, read only for ranks whose heartbeat stopped
   int64_t heartbeat_ns = 0;         // aligned
   int64_t last_activity_ns = 0;     // aligned: newest enqueue, completion, step or range start
   std::vector<std::string> stack;   // main thread, outermost first
+  int64_t innermost_begin_ns = 0;   // aligned begin of stack.back(), 0 when the stack is empty
   // The collective the rank is blocked in: the oldest one it entered and that has not completed.
   const format::CommSnapshot* pending_comm = nullptr;
   const format::CollectiveSnapshot* pending = nullptr;

@@ -43,6 +43,9 @@ nlohmann::json render_json(const Diagnosis& d) {
               {"idle_s", r.idle_s},
               {"heartbeat_age_s", r.heartbeat_age_s},
               {"last_completed_seq", r.last_completed_seq ? json(*r.last_completed_seq) : json(nullptr)}};
+    if (r.os_state != OsRunState::kUnknown) x["os_state"] = std::string(os_run_state_name(r.os_state));
+    if (!r.wchan.empty()) x["wchan"] = r.wchan;
+    if (r.range_s > 0) x["range_s"] = r.range_s;
     if (!r.note.empty()) x["note"] = r.note;
     if (!r.stacks_file.empty()) x["stacks_file"] = r.stacks_file;
     ranks.push_back(std::move(x));
@@ -65,6 +68,17 @@ nlohmann::json render_json(const Diagnosis& d) {
   j["world_size"] = d.world_size;
   j["reference_ns"] = d.reference_ns;
   j["stuck_for_s"] = d.stuck_for_s;
+  j["recompute"] = d.recompute.empty() ? json(nullptr) : json(d.recompute);
+  if (d.detection) {
+    const Detection& x = *d.detection;
+    json det = {{"by", x.by}};
+    if (x.by == "learned_bound")
+      det.update({{"rank", x.rank}, {"what", x.what}, {"open_s", x.open_s}, {"bound_s", x.bound_s},
+                  {"quantile_s", x.quantile_s}, {"samples", x.samples}});
+    j["detection"] = det;
+  } else {
+    j["detection"] = nullptr;
+  }
   return j;
 }
 

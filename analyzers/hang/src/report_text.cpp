@@ -29,6 +29,9 @@ std::string state_key(const RankReport& r) {
     case RankState::kAborted: return fmt::format("aborted at step {}", r.step);
     case RankState::kFinished: return fmt::format("finished at step {}", r.step);
     case RankState::kMissing: return "missing: " + r.note;
+    case RankState::kFrozen:
+      return fmt::format("frozen ({}) in {} at step {}", os_run_state_name(r.os_state), r.range.empty() ? "no range" : r.range,
+                         r.step);
   }
   return "?";
 }
@@ -91,6 +94,11 @@ void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
 std::string render_text(const Diagnosis& d) {
   std::string out = d.headline + "\n";
   if (!d.explanation.empty()) out += "  " + d.explanation + "\n";
+  if (d.detection && d.detection->by == "learned_bound") {
+    const Detection& x = *d.detection;
+    out += fmt::format("  Detected by rank {}'s learned bound: {} open {}, past {} (p95 {} over {} samples).\n", x.rank,
+                       x.what, human_seconds(x.open_s), human_seconds(x.bound_s), human_seconds(x.quantile_s), x.samples);
+  }
 
   // Ranks grouped by identical state, culprits first, in rank order within a group.
   std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;

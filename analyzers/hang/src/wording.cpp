@@ -115,6 +115,91 @@ void word_mismatch(Diagnosis& d, const WordingFacts& f) {
     d.explanation += " On a tie, the rank whose call differs from its own previous step is blamed.";
 }
 
+// "rank 3's process is frozen (stopped): no thread runs".
+void word_frozen(Diagnosis& d, const WordingFacts& f) {
+  std::string states;
+  for (int c : d.culprit_ranks) {
+    const RankReport* r = find_rank(d, c);
+    if (!r) continue;
+    const std::string wchan = r->wchan.empty() ? "" : fmt::format(", in kernel function {}", r->wchan);
+    states += fmt::format("{}rank {}'s process is frozen ({}{}): no thread runs", states.empty() ? "" : "; ", c,
+                          os_run_state_name(r->os_state), wchan);
+  }
+  const RankReport* first = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
+  const std::string where = !first                                          ? ""
+                            : first->range.empty() || first->range == "step" ? fmt::format(" at the start of step {}", first->step)
+                                                                             : fmt::format(" in {} at step {}", first->range, first->step);
+  const std::string blocked = d.collective ? fmt::format("; it never entered {}", collective_phrase(*d.collective)) : "";
+  d.headline = fmt::format("HANG: {}; its heartbeat stopped {} ago{}{}.{}", states,
+                           human_seconds(first ? first->heartbeat_age_s : 0), where, blocked, waiters_sentence(d, f));
+  std::string why;
+  switch (first ? first->os_state : OsRunState::kUnknown) {
+    case OsRunState::kStopped:
+      why = "The kernel reports every thread stopped by a signal (T): something sent it SIGSTOP or SIGTSTP (job control, "
+            "a checkpoint tool, a person). `kill -CONT <pid>` resumes it.";
+      break;
+    case OsRunState::kTraced:
+      why = "A tracer holds every thread (t): a debugger or a stack tool is attached and stopped it. Detach it.";
+      break;
+    case OsRunState::kUninterruptible:
+      why = "No thread can run and one sleeps uninterruptibly (D) in the kernel: waiting on I/O, a file system or a "
+            "driver. It cannot be killed until that call returns; look at the device or the mount.";
+      break;
+    default: break;
+  }
+  d.explanation = fmt::format("Its process still exists on this host but does not run, so its heartbeat stopped while the "
+                              "others kept beating. {}",
+                              why) +
+                  downstream_sentence(d, f);
+}
+
+// The culprit's host went on while its GPU fell behind: it enqueued the collective (or waits for
+// its GPU to hand over the input) and its device never got there.
+void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
+  const CollectiveRef& c = *d.collective;
+  const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+  const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
+  const std::string culprits = who(d.culprit_ranks);
+  if (staging) {
+    d.headline = fmt::format("HANG: {}'s GPU is behind its host: its host waits for the GPU (device_sync) to hand over "
+                             "the input of {} and the GPU never finishes; {}.{}",
+                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, f));
+  } else {
+    d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it: the GPU is behind the host.{}",
+                             culprits, collective_phrase(c), d.culprit_ranks.size() == 1 ? "its" : "their",
+                             waiters_sentence(d, f));
+  }
+  d.explanation = "The host went on while a kernel before this collective on the same device has not finished (a "
+                  "kernel that does not end, a device fault, or a device shared and starved). The peers' devices "
+                  "reached the collective and wait for it. Look at the GPU (nvidia-smi, compute-sanitizer), not at the "
+                  "network." +
+                  downstream_sentence(d, f);
+}
+
+// One process (or every rank equally far) stuck in its own work: nobody to lag behind.
+void word_stuck_alone(Diagnosis& d) {
+  const bool host = d.kind == Kind::kHostStall;
+  const std::string recompute = d.recompute.empty() ? "" : fmt::format(" (activation recompute {})", d.recompute);
+  const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+  const std::string what = host ? "host work" : "compute";
+  if (r && !r->range.empty()) {
+    d.headline = fmt::format("HANG: rank {} is stuck in {} in {} at step {} for {}{}; no collective is open and no rank is "
+                             "ahead of it.",
+                             r->rank, what, r->range, r->step, human_seconds(r->range_s), recompute);
+  } else {
+    d.headline = fmt::format("HANG: {} {} stuck in {}{}; no collective is open; {}.", who(d.culprit_ranks),
+                             d.culprit_ranks.size() == 1 ? "is" : "are", what, recompute, whereabouts(d, d.culprit_ranks));
+  }
+  d.explanation = host ? "Nothing waits in a collective and no peer is ahead: the job is stuck in host work (data "
+                         "loading, I/O). Look at the input pipeline, the file system or the host."
+                       : "Nothing waits in a collective and no peer is ahead, so this is not a communication problem: "
+                         "the rank's own computation has not returned. Its native stacks (hangdoctor --stacks) show "
+                         "where.";
+  if (!host && d.recompute.rfind("off", 0) != 0 && !d.recompute.empty() && r && r->range.rfind("backward/", 0) == 0)
+    d.explanation += " Activation recompute is on, so this backward range first re-runs its forward.";
+  d.explanation += fmt::format(" Nothing progressed for {}.", human_seconds(d.stuck_for_s));
+}
+
 }  // namespace
 
 std::string human_bytes(uint64_t b) {
@@ -181,6 +266,17 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                           r->waiting->seq == d.collective->seq;
       const std::string blocked =
           d.collective ? fmt::format("; it never {} {}", inside ? "finished" : "entered", collective_phrase(*d.collective)) : "";
+      if (r && r->alive == Liveness::kUnknown && r->state == RankState::kDead) {
+        // Its process is on another host: we only know the heartbeat stopped, not why.
+        d.headline = fmt::format("CRASH: {}'s heartbeat stopped {} ago{}{}.{}", culprits, human_seconds(r->heartbeat_age_s),
+                                 where, blocked, waiters);
+        d.explanation = fmt::format("{} stopped beating while the others kept their heartbeat. Its process is on {}, not "
+                                    "this host, so whether it died or froze cannot be checked from here; run hangdoctor on "
+                                    "that host to tell. Whoever needs it waits forever.",
+                                    culprits, r->host.empty() ? "an unknown host" : r->host) +
+                        downstream_sentence(d, f) + missing_note;
+        break;
+      }
       d.headline = fmt::format("CRASH: {} died{}{}, {} ago{}.{}", culprits, how, where,
                                human_seconds(r ? r->heartbeat_age_s : 0), blocked, waiters);
       d.explanation = fmt::format("{} stopped while the others kept their heartbeat; whoever needs it waits forever.", culprits) +
@@ -189,13 +285,19 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
     }
     case Verdict::kHang: {
       const std::string where = whereabouts(d, d.culprit_ranks);
-      if (d.kind == Kind::kStuckInCollective) {
+      if (d.kind == Kind::kRankFrozen) {
+        word_frozen(d, f);
+      } else if (d.kind == Kind::kGpuBehindHost && d.collective) {
+        word_gpu_behind_host(d, f);
+      } else if (d.kind == Kind::kStuckInCollective) {
         const CollectiveRef& c = *d.collective;
         d.headline = fmt::format("HANG: all {} ranks in {} entered {} and none finished, for {}; no rank is to blame.",
                                  f.waiters.size(), c.comm, collective_phrase(c), human_seconds(max_waited(d, f.waiters)));
         d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
                         "interconnect, the collective library or a device fault." +
                         downstream_sentence(d, f);
+      } else if (!d.collective && (d.kind == Kind::kStuckInCompute || d.kind == Kind::kHostStall)) {
+        word_stuck_alone(d);
       } else if (!d.collective) {
         d.headline = fmt::format("HANG: {} made least progress and no rank is inside a collective; {}.", culprits, where);
         d.explanation = "Nothing progressed for " + human_seconds(d.stuck_for_s) + ".";
@@ -210,8 +312,16 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                         "was never reduced there." + downstream_sentence(d, f);
       } else {
         const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
-        d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
-                                 host, waiters);
+        const RankReport* only = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+        if (only && only->range.rfind("init/", 0) == 0) {
+          // Start-up (step 0): say the phase first; that is what the user has to look at.
+          d.headline = fmt::format("HANG: {} is stuck in start-up phase {} for {} and never entered {}.{}", culprits,
+                                   only->range, human_seconds(only->range_s > 0 ? only->range_s : only->idle_s),
+                                   collective_phrase(*d.collective), waiters);
+        } else {
+          d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
+                                   host, waiters);
+        }
         d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
                                     "(collectives issued: {}).",
                                     culprits, d.collective->comm, d.collective->seq, f.progress) +
@@ -219,6 +329,18 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                                       "pipeline, the file system or the host, not at the network."
                                                     : "") +
                         downstream_sentence(d, f);
+      }
+      if (f.forming) {
+        std::vector<int> running;
+        for (const auto& r : d.ranks)
+          if (r.state == RankState::kRunning &&
+              std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r.rank) == d.culprit_ranks.end())
+            running.push_back(r.rank);
+        d.explanation += running.empty()
+                             ? " The hang is still forming: other ranks made progress recently, but a peer already waits."
+                             : fmt::format(" The hang is still forming: {} still run work that does not need {} yet, and "
+                                           "will wait too at their next collective with {}.",
+                                           who(running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
       }
       d.explanation += missing_note;
       break;

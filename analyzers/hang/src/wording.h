@@ -14,6 +14,7 @@ namespace rankscope::hang {
 
 // Facts the classifier knew that the Diagnosis does not carry.
 struct WordingFacts {
+  bool forming = false;      // other ranks still progress: the hang is forming
   bool all_gone = false;      // every rank's process is gone: the snapshot is the state at death
   bool ambiguous = false;     // a mismatch tie that history could not break
   std::vector<int> waiters;   // live ranks inside the verdict's collective

@@ -75,6 +75,10 @@ const std::vector<uint32_t>& RankScan::ancestors_or_self(uint32_t local) {
 void RankScan::on_step(const format::StepRecord& step) {
   saw_step_ = true;
   if (step.step < first_step_ || step.step > last_step_) return;
+  // Start-up (gpt2-train's step 0, made of init/* ranges) is not a training step: `rankscope
+  // startup` reports it, and its seconds would swamp every per-step statistic here.
+  for (const auto& r : step.ranges)
+    if (r.name_id < local_names_.size() && local_names_[r.name_id].rfind("init/", 0) == 0) return;
   ++step_counter_;
   const size_t n_names = local_names_.size();
   grow(stamp_, n_names, int64_t(0));

@@ -125,13 +125,22 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
       f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
                            site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
-      if (own_cause) {
+      const SlowdownShape shape = classify_slowdown(report, sr.rank, peers, own_cause);
+      f.cls = shape.cls;
+      if (shape.cls == "uniform_slowdown") {
         f.range = cause.range;
-        f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+        f.slowdown_factor = shape.factor;
+        f.text += shape.text;
+      } else if (own_cause) {
+        f.range = cause.range;
+        f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers' (class range-specific)", cause.range, cause.ms);
+      } else if (shape.cls == "communication") {
+        f.range = site.range;
+        f.text += shape.text;
       } else {
         f.range = site.range;
-        f.text += "; no range of its own takes longer than its peers' (look at time outside ranges: "
-                  "data loading, the host, the network)";
+        f.text += "; no range of its own takes longer than its peers' (class outside ranges; look at time outside "
+                  "ranges: data loading, the host, the network)";
       }
       // Where a delay shows at several collectives, the one inside (or around) the cause names it best.
       const bool near_cause = own_cause && !site.range.empty() &&
@@ -184,6 +193,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
       for (const RankSkew& rs : report.ranks) group_ranks.push_back(rs.rank);
     }
     const auto& busiest = report.ranks[size_t(g.max_rank)].range_compute_ms;
+    double range_excess = 0;
     for (const auto& [range, ms] : busiest) {
       if (!has_component(range, subject)) continue;
       const std::string_view parent = parent_range(range);
@@ -193,8 +203,30 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
         const auto& m = report.ranks[size_t(r)].range_compute_ms;
         if (auto it = m.find(range); it != m.end()) v.push_back(it->second);
       }
-      f.cost_ms_per_step += std::max(0.0, ms - mean(v));
-      if (f.range.empty()) f.range = range;
+      const double excess = std::max(0.0, ms - mean(v));
+      f.cost_ms_per_step += excess;
+      // Named: the range that costs most; on a tie, the forward one (where the work is first done).
+      if (f.range.empty() || excess > range_excess ||
+          (excess == range_excess && range.rfind("forward/", 0) == 0 && f.range.rfind("forward/", 0) != 0)) {
+        f.range = range;
+        range_excess = excess;
+      }
+    }
+    // What the counted work costs here: its range on the busiest and on the lightest rank.
+    std::string measured;
+    if (!f.range.empty()) {
+      const auto& lightest = report.ranks[size_t(g.min_rank)].range_compute_ms;
+      const double busy_ms = busiest.at(f.range);
+      const double light_ms = lightest.count(f.range) ? lightest.at(f.range) : 0.0;
+      if (f.cost_ms_per_step >= min_cost_ms(options, report))
+        measured = fmt::format("; it costs {:.1f} ms per step in {} ({:.2f} ms on rank {} vs {:.2f} ms on rank {})",
+                               f.cost_ms_per_step, f.range, busy_ms, g.max_rank, light_ms, g.min_rank);
+      else
+        measured = fmt::format("; the imbalance is real but costs nothing measurable here: {} takes {:.2f} ms on rank "
+                               "{} and {:.2f} ms on rank {}",
+                               f.range, busy_ms, g.max_rank, light_ms, g.min_rank);
+    } else {
+      measured = fmt::format("; no range named after '{}' was recorded, so its cost cannot be measured", subject);
     }
     // "20:1"; a rank with none of it reads "244:0".
     const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : fmt::format("{}:0", fmt_value(g.max));
@@ -214,6 +246,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
       f.text += fmt::format(" ({} of {} such groups are past {:.2f}x)", cs.groups_over_threshold, cs.groups_of_kind,
                             options.counter_imbalance_threshold);
     }
+    f.text += measured;
     report.findings.push_back(std::move(f));
   }
 }
@@ -248,7 +281,16 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
     f.text = fmt::format("rank {} is a straggler: its step without communication takes {:.1f} ms, {:.1f} ms more "
                          "than the median rank (relative score {:.2f}, individual {:.2f})",
                          rs.rank, rs.noncomm_ms_median, cost, rs.relative_score, rs.individual_score);
-    if (!cause.range.empty()) f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers'", cause.range, cause.ms);
+    const SlowdownShape shape = classify_slowdown(report, rs.rank, peers, !cause.range.empty());
+    f.cls = shape.cls;
+    if (shape.cls == "uniform_slowdown") {
+      f.slowdown_factor = shape.factor;
+      f.text += shape.text;
+    } else if (!cause.range.empty()) {
+      f.text += fmt::format("; its {} takes {:.1f} ms longer than its peers' (class range-specific)", cause.range, cause.ms);
+    } else {
+      f.text += shape.text.empty() ? "; class outside ranges" : shape.text;
+    }
     report.findings.push_back(std::move(f));
   }
 }

@@ -70,6 +70,8 @@ json finding_json(const Finding& f) {
             {"cost_ms_per_step", f.cost_ms_per_step}, {"text", f.text}};
   if (!f.comm.empty()) j["comm"] = f.comm;
   if (!f.counter.empty()) j["counter"] = f.counter;
+  if (!f.cls.empty()) j["class"] = f.cls;
+  if (f.slowdown_factor > 0) j["slowdown_factor"] = f.slowdown_factor;
   return j;
 }
 

@@ -23,6 +23,17 @@ void build_heatmap(const std::vector<RankSteps>& steps, const SkewOptions& optio
 // The step whose slowest rank is the median of all steps' slowest ranks: a typical step.
 int64_t typical_step(const std::vector<RankSteps>& steps);
 
+// straggler_class.cpp: the class of a slow rank's slowdown (see there), with the sentence that
+// explains it ("" for range_specific and outside_ranges, whose findings say it already).
+struct SlowdownShape {
+  std::string cls;                        // uniform_slowdown | range_specific | communication | outside_ranges
+  double factor = 1, factor_p25 = 1, factor_p75 = 1;  // its range times over its peers' medians
+  int ranges_compared = 0;
+  std::vector<std::string> slower_ranges;
+  std::string text;
+};
+SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::vector<int>& peers, bool own_cause);
+
 // skew_findings.cpp: report.findings (ranked) and report.what_if.
 void derive_findings(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report);
 

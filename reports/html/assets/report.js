@@ -2,9 +2,10 @@
 //
 // Is: the charts and tables of the skew report (per-rank breakdown, time per top-level range,
 // rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
-// report (time vs T on log-log axes, tokens/s). When done it marks <body> with
-// data-rankscope-rendered="yes" and the number of charts and points drawn, and counts script
-// errors in data-rankscope-errors, so a headless browser can tell that the report rendered.
+// report (time vs T on log-log axes, tokens/s), and of the start-up report (phases per rank). When
+// done it marks <body> with data-rankscope-rendered="yes" and the number of charts and points
+// drawn, and counts script errors in data-rankscope-errors, so a headless browser can tell that
+// the report rendered.
 // Is not: analysis; every number comes from the JSON.
 (function () {
   'use strict';
@@ -76,6 +77,7 @@
       var li = el('li');
       li.appendChild(el('span', { 'class': 'cost' }, fmt(f.cost_ms_per_step, 1) + ' ms/step'));
       li.appendChild(el('span', { 'class': 'kind' }, f.kind));
+      if (f['class']) li.appendChild(el('span', { 'class': 'kind' }, f['class'].replace(/_/g, ' ')));
       li.appendChild(document.createTextNode(f.text));
       ol.appendChild(li);
     });
@@ -281,10 +283,51 @@
     problems(data.problems);
   }
 
+  // --- startup ---
+
+  function startup(data) {
+    var ranks = data.ranks.filter(function (r) { return r.readable; });
+    document.getElementById('summary').textContent = data.world_size + ' ranks · median time to the first step ' +
+      (data.median_to_first_step_s === null ? '–' : fmt(data.median_to_first_step_s, 2) + ' s') + ' · ' + data.run_dir;
+    var ol = document.getElementById('finding-list');
+    if (!data.findings.length) ol.appendChild(el('li', {}, 'No findings.'));
+    data.findings.forEach(function (f) {
+      var li = el('li');
+      if (f.kind === 'late_rank') li.appendChild(el('span', { 'class': 'cost' }, fmt(f.cost_ms / 1000, 1) + ' s late'));
+      li.appendChild(el('span', { 'class': 'kind' }, f.kind));
+      li.appendChild(document.createTextNode(f.text));
+      ol.appendChild(li);
+    });
+    var names = [];
+    ranks.forEach(function (r) { r.phases.forEach(function (p) { if (names.indexOf(p.name) < 0) names.push(p.name); }); });
+    var large = ranks.length > 64;
+    chart(panel('Start-up phases per rank', 'seconds in each init/* phase (init/model includes init/checkpoint)', 1100, large ? 320 : Math.max(220, 28 * ranks.length)), {
+      type: 'bar',
+      data: {
+        labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+        datasets: names.map(function (n, i) {
+          return { label: n, backgroundColor: color(i), data: ranks.map(function (r) {
+            var p = r.phases.filter(function (q) { return q.name === n; })[0];
+            return p ? p.ms / 1000 : 0;
+          }) };
+        })
+      },
+      options: { indexAxis: large ? 'x' : 'y', scales: { x: { stacked: true }, y: { stacked: true } } }
+    });
+    table('Ranks', ['rank', 'launch s', 'first step at s', 'to first step s', 'slowest phase', 'its ms'],
+      data.ranks.map(function (r) {
+        return r.readable ? [r.rank, fmt(r.launch_at_s, 2), r.first_step_at_s === null ? '–' : fmt(r.first_step_at_s, 2),
+          r.to_first_step_s === null ? '–' : fmt(r.to_first_step_s, 2), r.slowest_phase, fmt(r.slowest_phase_ms, 0)]
+          : [r.rank, '–', '–', '–', r.problem, '–'];
+      }));
+    problems(data.problems);
+  }
+
   try {
     var data = JSON.parse(document.getElementById('rankscope-data').textContent);
     if (data.kind === 'rankscope.skew') skew(data);
     else if (data.kind === 'rankscope.scaling') scaling(data);
+    else if (data.kind === 'rankscope.startup') startup(data);
     else throw new Error('unknown report kind ' + data.kind);
     body.setAttribute('data-rankscope-rendered', 'yes');
   } catch (e) {

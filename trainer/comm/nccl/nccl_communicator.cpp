@@ -111,6 +111,24 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
     return rankscope::probe::make_cuda_event_completion(stream_);
   }
 
+  bool stream_ordered() const override { return !options_.host_synchronous; }
+
+  std::unique_ptr<rankscope::probe::CompletionSource> take_pending_start() override {
+    return std::move(pending_start_);
+  }
+
+  std::unique_ptr<rankscope::probe::CompletionSource> take_pending_completion() override {
+    if (!last_call_async_) return nullptr;
+    last_call_async_ = false;
+    auto completion = completion_of_last();
+    if (!completion.ok()) {
+      std::fprintf(stderr, "rankscope nccl: WARN %s: %s; completion taken as immediate\n", name_.c_str(),
+                   completion.status().to_string().c_str());
+      return nullptr;
+    }
+    return std::move(completion).value();
+  }
+
   Status async_error() override {
     ncclResult_t state = ncclSuccess;
     RS_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
@@ -190,6 +208,7 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
       return nccl_status(ncclAllReduce(s, r, 1, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce(barrier)");
     }));
     RS_CUDA_CHECK(cudaEventSynchronize(done_));
+    last_call_async_ = false;
     return Status::ok_status();
   }
 
@@ -242,11 +261,18 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
       if (recv_host) drecv = base + recv_off;
       if (in_place) drecv = const_cast<void*>(dsend);
     }
+    if (!options_.host_synchronous && !send_host && !recv_host) {
+      // Fires once the comm stream is past the wait for the compute stream: the device has reached
+      // this collective. A rank whose compute stream never gets there is "behind its host".
+      auto started = rankscope::probe::make_cuda_event_completion(stream_);
+      pending_start_ = started.ok() ? std::move(started).value() : nullptr;
+    }
     RS_RETURN_IF_ERROR(enqueue(dsend, drecv));
     if (recv_host) RS_CUDA_CHECK(cudaMemcpyAsync(recv, drecv, recv_bytes, cudaMemcpyDeviceToHost, stream_));
     RS_CUDA_CHECK(cudaEventRecord(done_, stream_));
     if (options_.compute_stream != nullptr) RS_CUDA_CHECK(cudaStreamWaitEvent(options_.compute_stream, done_, 0));
-    if (options_.host_synchronous || send_host || recv_host) {
+    last_call_async_ = !(options_.host_synchronous || send_host || recv_host);
+    if (!last_call_async_) {
       RS_CUDA_CHECK(cudaEventSynchronize(done_));
       RS_RETURN_IF_ERROR(async_error());
     }
@@ -281,6 +307,8 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
   cudaEvent_t done_ = nullptr;   // recorded on the comm stream after it
   DeviceScratch staging_;
   DeviceScratch barrier_scratch_;
+  bool last_call_async_ = false;  // the last call returned before the collective finished
+  std::unique_ptr<rankscope::probe::CompletionSource> pending_start_;
 };
 
 }  // namespace

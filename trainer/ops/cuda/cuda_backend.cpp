@@ -133,4 +133,26 @@ rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops) {
 rankscope::Status cuda_profiler_start() { return cuda::cuda_status(cudaProfilerStart(), "cudaProfilerStart"); }
 rankscope::Status cuda_profiler_stop() { return cuda::cuda_status(cudaProfilerStop(), "cudaProfilerStop"); }
 
+bool is_cuda_device_pointer(const void* ptr) {
+  if (ptr == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();  // an unregistered host pointer may leave a sticky-free error behind
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+rankscope::Status cuda_ops_enqueue_spin(Ops& ops, double seconds) {
+  auto* c = dynamic_cast<cuda::CudaOps*>(&ops);
+  if (c == nullptr)
+    return rankscope::invalid_argument(fmt::format("gpu-stall needs the CUDA backend; ops '{}' is not", ops.name()));
+  int device = 0, clock_khz = 0;
+  RS_RETURN_IF_ERROR(cuda::cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  RS_RETURN_IF_ERROR(cuda::cuda_status(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device),
+                                       "cudaDeviceGetAttribute(ClockRate)"));
+  const double cycles = seconds * static_cast<double>(clock_khz) * 1e3;
+  return cuda::cuda_status(cuda::launch_spin(static_cast<long long>(cycles), c->stream()), "launch_spin");
+}
+
 }  // namespace gpt2

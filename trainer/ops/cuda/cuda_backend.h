@@ -92,4 +92,14 @@ rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops);
 rankscope::Status cuda_profiler_start();
 rankscope::Status cuda_profiler_stop();
 
+// True when `ptr` is device (or managed) memory of any device: host staging (comm/
+// host_staging_communicator.h) copies such buffers through host memory. False for every pointer
+// in a build without CUDA.
+bool is_cuda_device_pointer(const void* ptr);
+
+// The `gpu-stall` fault: enqueues on the ops' stream one kernel that spins for `seconds` of GPU
+// clock, so the host runs ahead while the GPU falls behind ("a hang in a kernel"). Returns at once.
+// kInvalidArgument when `ops` is not the CUDA backend.
+rankscope::Status cuda_ops_enqueue_spin(Ops& ops, double seconds);
+
 }  // namespace gpt2

@@ -29,4 +29,11 @@ rankscope::Result<CudaMemoryStats> cuda_ops_memory(Ops& ops) {
 rankscope::Status cuda_profiler_start() { return rankscope::unsupported(probe_cuda_device(0).reason); }
 rankscope::Status cuda_profiler_stop() { return rankscope::unsupported(probe_cuda_device(0).reason); }
 
+bool is_cuda_device_pointer(const void*) { return false; }
+
+rankscope::Status cuda_ops_enqueue_spin(Ops& ops, double) {
+  return rankscope::invalid_argument(std::string("gpu-stall needs the CUDA backend; ops '") + ops.name() +
+                                     "' is not (built without CUDA)");
+}
+
 }  // namespace gpt2

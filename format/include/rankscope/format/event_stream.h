@@ -133,8 +133,13 @@ struct EventStreamHeader {
 
 class EventStreamWriter {
  public:
+  // kKeepOpen: one descriptor for the writer's life (the probe: one file per process).
+  // kOpenPerFlush: the file is opened for each flush and closed again, so one process can write
+  // any number of streams (rankscope synth at 16K ranks) within its descriptor limit.
+  enum class FdPolicy { kKeepOpen, kOpenPerFlush };
   static Result<std::unique_ptr<EventStreamWriter>> create(const std::filesystem::path& file,
-                                                           const EventStreamHeader& header);
+                                                           const EventStreamHeader& header,
+                                                           FdPolicy policy = FdPolicy::kKeepOpen);
   ~EventStreamWriter();  // flushes
   EventStreamWriter(const EventStreamWriter&) = delete;
   EventStreamWriter& operator=(const EventStreamWriter&) = delete;

@@ -14,6 +14,7 @@
 // CLOCK_REALTIME (clock_offset_ns maps them to rank 0's clock). Strings are NUL-padded UTF-8.
 // File layout (offsets in the header, so readers never hard-code them):
 //   [FlightHeader 4096 B][ThreadSlot x max_threads][CommSlot x max_comms][ParamSlot x max_params]
+//   [BoundSlot x max_bounds] (the last section only where header.bounds says so)
 // where each CommSlot is followed immediately by ring_entries CollectiveRecords.
 #pragma once
 
@@ -84,6 +85,16 @@ struct GradState {
 };
 static_assert(sizeof(GradState) == 40);
 
+// Where the learned-bounds section is (added inside schema version 1: files written before it have
+// zeros here, meaning "no section"). Lives in the header's padding, at offset 920.
+struct BoundsDirectory {
+  uint64_t bounds_offset;      // byte offset of BoundSlot 0; 0 = no learned bounds in this file
+  uint32_t max_bounds;         // BoundSlots in the section
+  uint32_t bound_slot_bytes;   // sizeof(BoundSlot)
+};
+static_assert(sizeof(BoundsDirectory) == 16);
+inline constexpr uint32_t kDefaultMaxBounds = 64;
+
 struct FlightHeader {
   char magic[8];
   uint32_t schema_version;
@@ -111,9 +122,11 @@ struct FlightHeader {
   LiveState live;
   WatchdogRecord watchdog;
   GradState grad;
+  BoundsDirectory bounds;      // offset 920
   uint8_t padding[4096 - 8 - 4 - 4 - 8 - 20 - 5 * 4 - 3 * 8 - 4 * 4 - 8 - 64 - 64 - 8 -
-                  sizeof(LiveState) - sizeof(WatchdogRecord) - sizeof(GradState)];
+                  sizeof(LiveState) - sizeof(WatchdogRecord) - sizeof(GradState) - sizeof(BoundsDirectory)];
 };
+static_assert(offsetof(FlightHeader, bounds) == 920);
 static_assert(sizeof(FlightHeader) == 4096);
 
 struct OpenRange {
@@ -148,13 +161,19 @@ struct CommSlotHeader {
 static_assert(sizeof(CommSlotHeader) == 64);
 
 // One collective in a communicator's ring; slot = seq % ring_entries. `guard` is the seqlock.
+// CollectiveRecord::flags. kCollectiveHostReturned: the calling thread came back from the call
+// while the collective was still pending on a device stream (NCCL, stream-ordered): the host has
+// moved on; only the device still owes it. With state enqueued it means "launched, never started on
+// the device" (the stream is behind, e.g. a kernel before it never ends).
+inline constexpr uint8_t kCollectiveHostReturned = 1;
+
 struct CollectiveRecord {
   uint64_t guard;
   uint64_t seq;                // per-communicator sequence number, from 0
   uint8_t op;                  // CollectiveOp
   uint8_t dtype;               // DataType
   uint8_t state;               // CollectiveState
-  uint8_t reserved0;
+  uint8_t flags;               // CollectiveFlags bits (0 in files written before they existed)
   int32_t peer;                // root for broadcast, peer for send/recv, -1 otherwise
   uint64_t count;              // elements
   uint64_t bytes;              // payload bytes of this rank's send buffer
@@ -176,5 +195,25 @@ struct ParamSlot {
   uint64_t numel;
 };
 static_assert(sizeof(ParamSlot) == 96);
+
+// What the probe learned about how long something normally takes, and the bound past which it is
+// suspected stuck. One per (communicator, call site) and one for the step; written by one thread
+// (the probe's watchdog) under the seqlock `seq`.
+enum class BoundKind : uint32_t { kEmpty = 0, kCollective = 1, kStep = 2 };
+struct BoundSlot {
+  uint64_t seq;
+  uint32_t kind;               // BoundKind
+  int32_t comm_index;          // CommSlot of the communicator, -1 for the step
+  uint32_t samples;            // durations learned so far
+  uint32_t warmup;             // samples needed before the bound is armed
+  int64_t quantile_ns;         // robust quantile (see `quantile_permille`) of the recent durations
+  int64_t bound_ns;            // suspected stuck past this; 0 while warming up
+  int64_t updated_ns;          // last update
+  uint32_t quantile_permille;  // which quantile, e.g. 950 for p95
+  uint32_t window;             // recent durations the quantile is taken over
+  char comm[kShortNameBytes];  // communicator name; empty for the step
+  char site[kNameBytes];       // call site: innermost range at enqueue; "step" for the step
+};
+static_assert(sizeof(BoundSlot) == 152);
 
 }  // namespace rankscope::format

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rankscope/format/flight_recorder_layout.h"
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
 
@@ -33,6 +34,7 @@ struct CollectiveSnapshot {
   int64_t end_ns = 0;
   int64_t step = -1;
   std::string range;
+  bool host_returned = false;  // kCollectiveHostReturned: pending on a device stream, host moved on
   bool torn = false;
 };
 
@@ -85,6 +87,21 @@ struct LiveSnapshot {
   bool torn = false;
 };
 
+// A learned bound (BoundSlot); only non-empty slots are listed.
+struct BoundSnapshot {
+  BoundKind kind = BoundKind::kEmpty;
+  std::string comm;        // "" for the step
+  std::string site;        // call site (innermost range at enqueue); "step" for the step
+  uint32_t samples = 0;
+  uint32_t warmup = 0;
+  int64_t quantile_ns = 0;
+  int64_t bound_ns = 0;    // 0 while warming up: not armed
+  int64_t updated_ns = 0;
+  uint32_t quantile_permille = 0;
+  uint32_t window = 0;
+  bool armed() const { return bound_ns > 0; }
+};
+
 struct WatchdogSnapshot {
   WatchdogKind kind = WatchdogKind::kNone;
   int64_t time_ns = 0;
@@ -123,10 +140,13 @@ struct FlightRecorderSnapshot {
   std::vector<ThreadSnapshot> threads;  // claimed slots only; slot 0 is the first claimant (main)
   std::vector<CommSnapshot> comms;      // registered communicators only
   std::vector<ParamSnapshot> params;    // registered parameters, in registration order
+  std::vector<BoundSnapshot> bounds;    // learned bounds (empty for files written before them)
   std::vector<std::string> warnings;    // torn sections and other oddities worth telling a user
 
   const ThreadSnapshot* main_thread() const { return threads.empty() ? nullptr : &threads.front(); }
   const CommSnapshot* comm(std::string_view name) const;
+  // The learned bound of a collective call site on `comm`, or of the step (kind kStep); null when none.
+  const BoundSnapshot* bound(BoundKind kind, std::string_view comm = {}, std::string_view site = {}) const;
   // Parameters not yet arrived in the current (or last) backward pass.
   std::vector<const ParamSnapshot*> missing_gradients() const;
 };

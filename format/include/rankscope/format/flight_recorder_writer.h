@@ -47,6 +47,21 @@ struct WatchdogEventDesc {
   std::string stacks_file;  // relative to the run directory
 };
 
+// One learned bound (flight_recorder_layout.h, BoundSlot).
+struct BoundDesc {
+  BoundKind kind = BoundKind::kEmpty;
+  int comm_index = -1;
+  std::string comm;
+  std::string site;
+  uint32_t samples = 0;
+  uint32_t warmup = 0;
+  int64_t quantile_ns = 0;
+  int64_t bound_ns = 0;  // 0 while warming up
+  int64_t updated_ns = 0;
+  uint32_t quantile_permille = 0;
+  uint32_t window = 0;
+};
+
 class FlightRecorderWriter {
  public:
   // Creates (or truncates) `file`, sizes it for `params`, maps it and writes identity and layout.
@@ -76,6 +91,8 @@ class FlightRecorderWriter {
   uint64_t collective_enqueue(int comm, const CollectiveDesc& desc, int64_t step,
                               std::string_view range, int64_t now_ns);
   void collective_start(int comm, uint64_t seq, int64_t now_ns);
+  // The caller returned while the collective is still pending on a device stream.
+  void collective_host_returned(int comm, uint64_t seq);
   void collective_complete(int comm, uint64_t seq, int64_t now_ns, bool failed = false);
 
   // --- gradient arrival ---
@@ -87,6 +104,9 @@ class FlightRecorderWriter {
 
   // --- watchdog ---
   void record_watchdog(const WatchdogEventDesc& event);
+  // Learned bounds: slot in [0, max_bounds()); one writer thread for all slots (the watchdog).
+  uint32_t max_bounds() const { return kDefaultMaxBounds; }
+  void write_bound(int slot, const BoundDesc& bound);
 
   // Asks the kernel to write dirty pages back (MS_ASYNC). Not needed for readability by other
   // processes on this host (they share the page cache); it narrows the window on a machine crash.
@@ -106,7 +126,6 @@ class FlightRecorderWriter {
 
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  int fd_ = -1;
   FlightLayoutParams params_;
 };
 

@@ -34,7 +34,8 @@ enum class CollectiveState : uint8_t { kEmpty = 0, kEnqueued = 1, kStarted = 2, 
 
 enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kAborted = 3 };
 
-enum class WatchdogKind : uint32_t { kNone = 0, kCollectiveTimeout = 1, kRangeTimeout = 2 };
+// kSuspectedHang: a collective or step ran far past its learned bound (before the fixed timeout).
+enum class WatchdogKind : uint32_t { kNone = 0, kCollectiveTimeout = 1, kRangeTimeout = 2, kSuspectedHang = 3 };
 
 std::string_view op_name(CollectiveOp op);       // "allreduce_sum", "allgather", ...
 std::string_view short_op_name(CollectiveOp op); // "allreduce", "allgather", ... for sentences

@@ -15,6 +15,9 @@ struct PluginReport {
   bool cupti = false;  // GPU kernel timing is on
 };
 
-PluginReport attach_default_plugins(Probe& probe);
+// `gpu_in_use`: the program computes on a GPU. When false (a CPU run of a CUDA build), CUPTI is not
+// attached and nothing is said about it: the program's own device line already says "cpu", and a
+// CUPTI error there would contradict it.
+PluginReport attach_default_plugins(Probe& probe, bool gpu_in_use = true);
 
 }  // namespace rankscope::probe

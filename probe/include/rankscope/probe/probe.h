@@ -40,6 +40,14 @@ struct Options {
   double watchdog_poll_s = 0.1;       // RANKSCOPE_WATCHDOG_POLL
   bool watchdog_abort = false;        // RANKSCOPE_WATCHDOG_ABORT=1: SIGABRT self after evidence
   bool watchdog_stacks = true;        // RANKSCOPE_WATCHDOG_STACKS=0 disables stack capture
+  // Learned bounds (the fast hang detector; the timeout above stays the ceiling): each collective
+  // call site's and the step's typical duration (p95 of the last 64) is learned; one running past
+  // max(floor, factor x p95), after `hang_warmup` samples, is a suspected hang: a flight-recorder
+  // event and native stacks, once per item.
+  bool learned_bounds = true;         // RANKSCOPE_HANG_BOUNDS=0 turns it off
+  double hang_floor_s = 3.0;          // RANKSCOPE_HANG_FLOOR
+  double hang_factor = 10.0;          // RANKSCOPE_HANG_FACTOR
+  int64_t hang_warmup = 10;           // RANKSCOPE_HANG_WARMUP (samples; the step skips its first)
   int64_t trace_step_begin = -1;      // capture window (inclusive), RANKSCOPE_TRACE_STEPS=A-B
   int64_t trace_step_end = -1;
   bool nvtx = true;                   // RANKSCOPE_NVTX=0
@@ -141,6 +149,11 @@ class Probe {
   void begin_step(int64_t step);
   void end_step();  // writes the step's record and flushes the event stream (one write(2))
   void push_range(std::string_view name);
+  // A main-thread range that is already over, timed by the caller on this clock (now_unix_ns):
+  // phases that ran before the probe existed (init/launch from the process's start, the MPI
+  // start in init/comm). Counted in the current step and the capture window like a closed range;
+  // range sinks (NVTX, fault injection) are not told: it is history.
+  void record_range(std::string_view name, int64_t begin_ns, int64_t end_ns);
   void pop_range();
 
   // --- collectives ---
@@ -148,8 +161,12 @@ class Probe {
   CollectiveHandle collective_enqueue(CommHandle comm, const format::CollectiveDesc& desc);
   void collective_start(const CollectiveHandle& h);
   void collective_complete(const CollectiveHandle& h, bool failed = false);
-  // Completion known later (a CUDA event): the watchdog polls `source` and completes `h`.
+  // Completion known later (a CUDA event): the watchdog polls `source` and completes `h`. The
+  // caller has returned from the call: the recorder marks the collective host_returned.
   void collective_complete_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source);
+  // Start known later (a CUDA event recorded on the stream just before the collective's kernel):
+  // the watchdog marks `h` started when `source` completes. Call it before collective_complete_when.
+  void collective_start_when(const CollectiveHandle& h, std::unique_ptr<CompletionSource> source);
 
   // --- gradients ---
   ParamHandle register_param(std::string_view name, uint64_t numel, int bucket = -1);

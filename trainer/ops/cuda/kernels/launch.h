@@ -121,4 +121,8 @@ cudaError_t launch_sum(double* out, const float* x, size_t n, bool squares, doub
 // out (n) = bf16(round-to-nearest-even of in (n)): GEMM inputs of the bf16 precision mode.
 cudaError_t launch_cast_to_bf16(__nv_bfloat16* out, const float* in, size_t n, cudaStream_t stream);
 
+// --- spin.cu ---
+// One thread busy-waits `cycles` of the SM clock: the gpu-stall fault (a kernel that does not end).
+cudaError_t launch_spin(long long cycles, cudaStream_t stream);
+
 }  // namespace gpt2::cuda

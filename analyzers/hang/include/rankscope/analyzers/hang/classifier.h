@@ -3,8 +3,9 @@
 // Is: the reasoning of hangdoctor, on data only (no clock, no /proc: time comes from the
 // recorders, liveness from a ProcessTable), so it is tested on synthetic and checked-in runs:
 //   1. ranks are aligned on rank 0's clock; "now" is the freshest heartbeat;
-//   2. every rank finished -> finished; no progress for `stuck_after_s` (or as observed by --wait)
-//      -> stuck, else healthy;
+//   2. every rank finished -> finished; a rank's open collective or step past the bound its probe
+//      learned (flight recorder bounds), or no progress for `stuck_after_s` (or as observed by
+//      --wait) -> stuck, else healthy;
 //   3. at any (comm, seq) inside the window all ranks' rings share, op / dtype / size / call-site
 //      disagreement -> desync (collective_mismatch); the majority signature is healthy, a tie is
 //      broken by each rank's own previous step;
@@ -27,6 +28,7 @@ struct ClassifyOptions {
   double stuck_after_s = 10;       // no progress anywhere for this long -> stuck
   double stale_heartbeat_s = 10;   // heartbeat this much older than the freshest -> silent/dead
   bool no_progress_observed = false;  // --wait saw no progress: stuck whatever the timestamps say
+  bool learned_bounds = true;      // use the bounds the probes learned (past one -> stuck at once)
 };
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});

@@ -25,6 +25,9 @@ enum class Kind {
   kMissingGradient,     // a rank never launched a DDP bucket: a gradient never arrived
   kStuckInCollective,   // every member entered, none finished: no rank to blame
   kHostStall,           // the culprit is stuck in host work (data loading), not in a collective
+  kGpuBehindHost,       // the culprit's host moved on but its GPU never reached the collective
+  kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
+  kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
 };
 
 std::string_view verdict_name(Verdict v);
@@ -38,6 +41,7 @@ enum class RankState {
   kFinished,   // shut down cleanly
   kAborted,    // the program marked itself aborted
   kMissing,    // no readable flight recorder
+  kFrozen,     // its process exists on this host but no thread can run (os_state says why)
 };
 std::string_view rank_state_name(RankState s);
 
@@ -63,6 +67,8 @@ struct RankReport {
   std::string host;
   int pid = 0;
   Liveness alive = Liveness::kUnknown;
+  OsRunState os_state = OsRunState::kUnknown;  // read only for ranks whose heartbeat stopped
+  std::string wchan;                    // kernel function its thread sleeps in, when frozen
   RankState state = RankState::kMissing;
   int64_t step = -1;
   std::string range;                    // innermost open range of the main thread
@@ -70,6 +76,7 @@ struct RankReport {
   std::optional<CollectiveRef> waiting; // the collective it is in (state kWaiting)
   double waited_s = 0;                  // time inside `waiting`
   double idle_s = 0;                    // since its last recorded activity
+  double range_s = 0;                   // since the innermost open range began (0 when none)
   double heartbeat_age_s = 0;           // relative to the freshest heartbeat of the run
   std::optional<uint64_t> last_completed_seq;  // on the verdict's communicator (else its own)
   std::vector<LastCompleted> last_completed;   // newest completed collective per communicator
@@ -89,6 +96,18 @@ struct Mismatch {
   std::map<int, std::string> values_by_rank;
 };
 
+// What made hangdoctor call the job stuck: a rank's collective or step past the bound its own probe
+// learned (the fast path, no flags needed), or no progress anywhere for --stuck-after / --wait.
+struct Detection {
+  std::string by;          // learned_bound | no_progress | watched | dead_or_frozen
+  int rank = -1;           // learned_bound: the rank whose item ran past its bound
+  std::string what;        // "allreduce #247 on tp0 from forward/embed", "step 20"
+  double open_s = 0;       // how long it has been open at the snapshot
+  double bound_s = 0;      // its learned bound
+  double quantile_s = 0;   // the typical duration it was learned from (p95)
+  uint32_t samples = 0;
+};
+
 struct Diagnosis {
   Verdict verdict = Verdict::kHealthy;
   Kind kind = Kind::kNone;
@@ -104,6 +123,8 @@ struct Diagnosis {
   int world_size = 0;
   int64_t reference_ns = 0;                  // "now" of the snapshot (freshest heartbeat, rank 0 clock)
   double stuck_for_s = 0;                    // since the last progress anywhere
+  std::string recompute;                     // run.json training.recompute, as words ("" unknown)
+  std::optional<Detection> detection;        // why stuck (absent when healthy or finished)
 };
 
 // 0 healthy or finished, 1 a problem was found.

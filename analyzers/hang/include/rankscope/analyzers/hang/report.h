@@ -2,12 +2,19 @@
 //
 // Text: the one-line verdict, then the ranks grouped by identical state ("ranks 0,2-7: waiting in
 // allreduce #57 on tp0 since 31 s"), then the evidence (open ranges, last completed collectives,
-// stacks). JSON (schema_version 1): verdict, kind, culprit_ranks, collective {comm, seq, op, dtype,
+// stacks). JSON (schema_version 2): verdict, kind, culprit_ranks, collective {comm, seq, op, dtype,
 // count, bytes}, ranks[] {rank, host, pid, alive, state, step, range, range_stack, comm, seq,
 // waited_s, last_completed_seq} (alive: true/false where the pid could be checked on this host, null
 // elsewhere; liveness: alive|gone|unknown), missing_gradients[] {rank, param, bucket}, mismatch {field,
 // values_by_rank}, explanation, plus headline, problems and timing; with --wait, the CLI adds
 // wait {quiet_s, samples, stalled, hang_to_verdict_s}. Fields are only ever added.
+// Version 2 (meaning changed): a rank whose heartbeat stopped while its process exists here but no
+// thread runs is state "frozen" (was "running") and kind "rank_frozen", with ranks[].os_state
+// (stopped|traced|uninterruptible|zombie|runnable) and wchan; ranks stuck with no rank ahead of
+// them (one process) are kind "stuck_in_compute" (was "lagging_rank"); ranks[].range_s (time in the
+// innermost open range), top-level recompute (run.json's recompute setting in words, or null) and
+// detection {by: learned_bound|forming|no_progress|watched|dead_or_frozen; for learned_bound also rank,
+// what, open_s, bound_s, quantile_s, samples}, null when healthy or finished.
 #pragma once
 
 #include <string>
@@ -18,7 +25,7 @@
 
 namespace rankscope::hang {
 
-inline constexpr int kHangReportSchemaVersion = 1;
+inline constexpr int kHangReportSchemaVersion = 2;
 
 std::string render_text(const Diagnosis& d);
 nlohmann::json render_json(const Diagnosis& d);

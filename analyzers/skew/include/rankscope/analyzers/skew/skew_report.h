@@ -106,6 +106,10 @@ struct Finding {
   std::string text;
   std::string comm;   // late_arrival: the communicator; counter_imbalance: the group
   std::string counter;
+  // late_arrival and straggler: why the rank is slow (straggler_class.cpp): uniform_slowdown,
+  // range_specific, communication or outside_ranges; "" for other kinds.
+  std::string cls;
+  double slowdown_factor = 0;  // uniform_slowdown: its ranges over its peers' (median ratio)
 };
 
 struct WhatIf {

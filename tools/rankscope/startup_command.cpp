@@ -1,0 +1,66 @@
+// startup_command.cpp — `rankscope startup`: how long each rank took to reach its first step, the
+// phases of its start-up, who was late and why, and harmful settings. Thin:
+// rankscope_analyzers_startup.
+#include <cstdio>
+#include <string>
+
+#include "rankscope/analyzers/startup/startup_json.h"
+#include "rankscope/analyzers/startup/startup_report.h"
+#include "report_output.h"
+#include "subcommands.h"
+
+namespace rankscope::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n\n"
+    "Per-rank start-up timeline from the run directory (gpt2-train records the start-up as step 0:\n"
+    "init/launch from the process's start, init/comm, init/device, init/clock_align, init/model,\n"
+    "init/checkpoint, init/data): time to the first step, the phases, the slowest phase per rank.\n"
+    "Findings name a rank that reached step 1 late and the phase that made it late, and settings\n"
+    "recorded in run.json that are known to hurt (CUDA_LAUNCH_BLOCKING=1, OMP_WAIT_POLICY=ACTIVE on\n"
+    "oversubscribed cores, debug levels left on) or that differ across ranks.\n\n"
+    "  --json FILE   write the report as JSON (schema reports/schemas/startup_report.schema.json);\n"
+    "                '-' = stdout, and then the text goes to stderr\n"
+    "  --html FILE   write a self-contained HTML report (opens offline)\n"
+    "  --quiet, -q   no text report\n\n"
+    "exit status: 0 no findings, 1 findings, 2 bad arguments or no readable start-up\n";
+
+void print_text(const analyzers::StartupReport& r, std::FILE* out) {
+  std::fprintf(out, "rankscope startup: %s (%d ranks)", r.run_dir.c_str(), r.world_size);
+  if (r.median_to_first_step_s) std::fprintf(out, ", median time to the first step %.2f s", *r.median_to_first_step_s);
+  std::fprintf(out, "\n%6s %10s %12s %14s  %s\n", "rank", "launch s", "step 1 at s", "to step 1 s", "slowest phase");
+  for (const auto& x : r.ranks) {
+    if (!x.readable) {
+      std::fprintf(out, "%6d  %s\n", x.rank, x.problem.c_str());
+      continue;
+    }
+    auto num = [](const std::optional<double>& v) { return v ? std::to_string(*v).substr(0, 6) : std::string("-"); };
+    std::fprintf(out, "%6d %10s %12s %14s  %s (%.0f ms)\n", x.rank, num(x.launch_at_s).c_str(),
+                 num(x.first_step_at_s).c_str(), num(x.to_first_step_s).c_str(), x.slowest_phase.c_str(),
+                 x.slowest_phase_ms);
+  }
+  if (r.findings.empty()) std::fprintf(out, "\nno findings: every rank started alike and no harmful setting is recorded\n");
+  for (size_t i = 0; i < r.findings.size(); ++i)
+    std::fprintf(out, "%s%2zu. %s\n", i ? "" : "\n", i + 1, r.findings[i].text.c_str());
+  for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
+}
+
+}  // namespace
+
+int startup_command(Args args) {
+  std::string run_dir;
+  ReportOutputs outputs;
+  if (auto stop = parse_report_args(args, "startup", kHelp, "run directory", run_dir, outputs)) return *stop;
+  auto report = analyzers::analyze_startup(run_dir);
+  if (!report.ok()) {
+    std::fprintf(stderr, "rankscope startup: %s\n", report.status().to_string().c_str());
+    return 2;
+  }
+  // With JSON on stdout, stdout carries only JSON.
+  if (!outputs.quiet) print_text(*report, outputs.json_path == "-" ? stderr : stdout);
+  if (!write_report_outputs(analyzers::startup_report_json(*report), outputs, "rankscope startup: " + run_dir)) return 2;
+  return report->findings.empty() ? 0 : 1;
+}
+
+}  // namespace rankscope::cli
