@@ -133,7 +133,19 @@ rankscope::Result<MoeStats> MoeMlp::forward(float* out, const float* inp, const 
   return stats;
 }
 
-// One GEMM chain per local expert over its contiguous segment (or, kToken, per row).
+// Calls chunk(j, first_row, rows) for each local expert j: its whole contiguous segment (one GEMM
+// chain per expert) or, with the token loop, each of its rows alone.
+template <class Chunk>
+void MoeMlp::each_expert_chunk(Chunk&& chunk) const {
+  size_t off = 0;
+  for (size_t j = 0; j < plan_.expert_rows.size(); j++) {
+    const size_t rows = plan_.expert_rows[j];
+    const size_t step = cfg_.loop == ExpertLoop::kToken ? 1 : rows;
+    for (size_t at = off; at < off + rows; at += step) chunk(j, at, step);
+    off += rows;
+  }
+}
+
 void MoeMlp::experts_forward(const MoeWeights& w) {
   const int C = C_, H = 4 * C_;
   const size_t rr = plan_.total_recv();
@@ -141,18 +153,12 @@ void MoeMlp::experts_forward(const MoeWeights& w) {
   float* pre = buffer(kPre, rr * H);
   float* gel = buffer(kGelu, rr * H);
   float* yg = buffer(kYGrouped, rr * C);
-  size_t off = 0;
-  for (size_t j = 0; j < plan_.expert_rows.size(); j++) {
-    const size_t rows = plan_.expert_rows[j];
-    const size_t step = cfg_.loop == ExpertLoop::kToken ? 1 : rows;
-    for (size_t at = off; at < off + rows; at += step) {
-      const int n = static_cast<int>(step);
-      ops_.matmul_forward(pre + at * H, xg + at * C, w.fc_w[j], w.fc_b[j], n, C, H);
-      ops_.gelu_forward(gel + at * H, pre + at * H, step * H);
-      ops_.matmul_forward(yg + at * C, gel + at * H, w.proj_w[j], w.proj_b[j], n, H, C);
-    }
-    off += rows;
-  }
+  each_expert_chunk([&](size_t j, size_t at, size_t rows) {
+    const int n = static_cast<int>(rows);
+    ops_.matmul_forward(pre + at * H, xg + at * C, w.fc_w[j], w.fc_b[j], n, C, H);
+    ops_.gelu_forward(gel + at * H, pre + at * H, rows * H);
+    ops_.matmul_forward(yg + at * C, gel + at * H, w.proj_w[j], w.proj_b[j], n, H, C);
+  });
 }
 
 void MoeMlp::experts_backward(const MoeWeights& w, MoeGrads& g) {
@@ -164,18 +170,12 @@ void MoeMlp::experts_backward(const MoeWeights& w, MoeGrads& g) {
   float* dyg = buffer(kDGrouped, rr * C);
   float* dh = buffer(kDH, rr * H);
   float* dxg = buffer(kDXGrouped, rr * C);
-  size_t off = 0;
-  for (size_t j = 0; j < plan_.expert_rows.size(); j++) {
-    const size_t rows = plan_.expert_rows[j];
-    const size_t step = cfg_.loop == ExpertLoop::kToken ? 1 : rows;
-    for (size_t at = off; at < off + rows; at += step) {
-      const int n = static_cast<int>(step);
-      ops_.matmul_backward(dh + at * H, g.proj_w[j], g.proj_b[j], dyg + at * C, gel + at * H, w.proj_w[j], n, H, C);
-      ops_.gelu_backward(dh + at * H, pre + at * H, dh + at * H, step * H);
-      ops_.matmul_backward(dxg + at * C, g.fc_w[j], g.fc_b[j], dh + at * H, xg + at * C, w.fc_w[j], n, C, H);
-    }
-    off += rows;
-  }
+  each_expert_chunk([&](size_t j, size_t at, size_t rows) {
+    const int n = static_cast<int>(rows);
+    ops_.matmul_backward(dh + at * H, g.proj_w[j], g.proj_b[j], dyg + at * C, gel + at * H, w.proj_w[j], n, H, C);
+    ops_.gelu_backward(dh + at * H, pre + at * H, dh + at * H, rows * H);
+    ops_.matmul_backward(dxg + at * C, g.fc_w[j], g.fc_b[j], dh + at * H, xg + at * C, w.fc_w[j], n, C, H);
+  });
 }
 
 Status MoeMlp::backward(float* dinp, const float* dout, const float* inp, const MoeWeights& w, MoeGrads& g,

@@ -76,6 +76,8 @@ class MoeMlp {
 
  private:
   float* buffer(size_t index, size_t floats);  // grow-only backend scratch
+  template <class Chunk>
+  void each_expert_chunk(Chunk&& chunk) const;
   void experts_forward(const MoeWeights& w);
   void experts_backward(const MoeWeights& w, MoeGrads& g);
 
