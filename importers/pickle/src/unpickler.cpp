@@ -115,8 +115,9 @@ class Unpickler {
     return m;
   }
 
-  // Puts `items` into `target` (a list/tuple: appended; a dict: taken as key,value pairs).
-  Status insert(Value& target, std::span<const Value> items) {
+  // Moves `items` (a stretch of the stack, dropped by the caller) into `target` (a list/tuple:
+  // appended; a dict: taken as key,value pairs).
+  Status insert(Value& target, std::span<Value> items) {
     Node* node = target.node();
     if (!node || !(target.is_sequence() || target.is_dict())) {
       return err(fmt::format("cannot add items to a {}", kind_name(target.kind())));
@@ -137,33 +138,41 @@ class Unpickler {
     if (node->tree_size > limits_.max_tree_size) {
       return err(fmt::format("the value would expand to more than {} values", limits_.max_tree_size));
     }
+    // The items leave the stack right after: moved, not copied (no reference-count traffic).
     if (target.is_dict()) {
-      for (size_t i = 0; i + 1 < items.size(); i += 2) node->entries.emplace_back(items[i], items[i + 1]);
+      node->entries.reserve(node->entries.size() + items.size() / 2);
+      for (size_t i = 0; i + 1 < items.size(); i += 2) node->entries.emplace_back(std::move(items[i]), std::move(items[i + 1]));
     } else {
-      node->items.insert(node->items.end(), items.begin(), items.end());
+      node->items.reserve(node->items.size() + items.size());
+      for (Value& item : items) node->items.push_back(std::move(item));
     }
     return Status::ok_status();
   }
 
   Status make_tuple(size_t first) {
     Value t = Value::container(Kind::kTuple);
-    RS_RETURN_IF_ERROR(insert(t, std::span<const Value>(stack_).subspan(first)));
+    RS_RETURN_IF_ERROR(insert(t, std::span<Value>(stack_).subspan(first)));
     stack_.resize(first);
     return push(std::move(t));
   }
 
+  // Writers number memo entries densely from 0; ids are kept in a vector, which grows only by what
+  // the file has written (an id far past the end is refused, so no id makes us allocate).
   Status memo_put(uint64_t id) {
     if (stack_.empty()) return err("memo put with an empty stack");
-    if (memo_.size() >= limits_.max_memo_entries && !memo_.count(id)) {
-      return err(fmt::format("more than {} memo entries", limits_.max_memo_entries));
+    if (id >= limits_.max_memo_entries) return err(fmt::format("memo id {} is past the limit of {}", id, limits_.max_memo_entries));
+    if (id > memo_.size() + 1024) return err(fmt::format("memo id {} skips far ahead of the {} stored", id, memo_.size()));
+    if (id >= memo_.size()) {
+      memo_.resize(size_t(id) + 1);
+      memo_set_.resize(size_t(id) + 1, false);
     }
-    memo_[id] = stack_.back();
+    memo_[size_t(id)] = stack_.back();
+    memo_set_[size_t(id)] = true;
     return Status::ok_status();
   }
   Status memo_get(uint64_t id) {
-    auto it = memo_.find(id);
-    if (it == memo_.end()) return err(fmt::format("memo id {} was never stored", id));
-    return push(it->second);
+    if (id >= memo_.size() || !memo_set_[size_t(id)]) return err(fmt::format("memo id {} was never stored", id));
+    return push(memo_[size_t(id)]);
   }
 
   Status text(uint64_t n) {
@@ -240,7 +249,7 @@ class Unpickler {
       case kAppends: {
         RS_ASSIGN_OR_RETURN(const size_t m, pop_mark());
         if (m == 0) return err("no container under the MARK");
-        RS_RETURN_IF_ERROR(insert(stack_[m - 1], std::span<const Value>(stack_).subspan(m)));
+        RS_RETURN_IF_ERROR(insert(stack_[m - 1], std::span<Value>(stack_).subspan(m)));
         if (op == kSetItems && !stack_[m - 1].is_dict()) return err("SETITEMS on a non-dict");
         if (op == kAppends && stack_[m - 1].kind() != Kind::kList) return err("APPENDS on a non-list");
         stack_.resize(m);
@@ -254,7 +263,7 @@ class Unpickler {
         if (op == kSetItem ? !target.is_dict() : target.kind() != Kind::kList) {
           return err(fmt::format("{} on a {}", op == kSetItem ? "SETITEM" : "APPEND", kind_name(target.kind())));
         }
-        RS_RETURN_IF_ERROR(insert(target, std::span<const Value>(stack_).subspan(stack_.size() - n)));
+        RS_RETURN_IF_ERROR(insert(target, std::span<Value>(stack_).subspan(stack_.size() - n)));
         stack_.resize(stack_.size() - n);
         return Status::ok_status();
       }
@@ -390,7 +399,7 @@ class Unpickler {
       marks_.pop_back();
       if (m > 0 && (stack_[m - 1].is_dict() || stack_[m - 1].kind() == Kind::kList) &&
           !stack_[m - 1].node()->sealed) {
-        std::span<const Value> items = std::span<const Value>(stack_).subspan(m);
+        std::span<Value> items = std::span<Value>(stack_).subspan(m);
         if (stack_[m - 1].is_dict() && items.size() % 2) items = items.first(items.size() - 1);
         if (!insert(stack_[m - 1], items).ok()) return corrupt("pickle: truncated and unreadable");
       }
@@ -412,7 +421,8 @@ class Unpickler {
   bool ran_out_ = false;
   std::vector<Value> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, Value> memo_;
+  std::vector<Value> memo_;
+  std::vector<bool> memo_set_;
   std::unordered_set<const Node*> builders_;
 };
 

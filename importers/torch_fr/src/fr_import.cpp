@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -118,16 +121,33 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   FrImport out;
   std::map<int, FrDump> dumps;
   std::map<int, Status> unreadable;
-  for (const Candidate& c : files) {
-    std::ifstream in(c.file, std::ios::binary);
-    std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    auto d = parse_fr_dump(bytes, c.file.filename().string());
+  // Each dump is read and unpickled on its own: spread the files over the cores.
+  std::vector<std::optional<Result<FrDump>>> parsed(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      std::ifstream in(files[i].file, std::ios::binary | std::ios::ate);
+      std::vector<uint8_t> bytes(in ? size_t(std::max<std::streamoff>(0, in.tellg())) : 0);
+      in.seekg(0);
+      in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+      bytes.resize(size_t(std::max<std::streamsize>(0, in.gcount())));
+      parsed[i] = parse_fr_dump(bytes, files[i].file.filename().string());
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    const size_t n = std::min<size_t>({files.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto& d = *parsed[i];
     if (!d.ok()) {
       if (d.status().code() == StatusCode::kUnsupported) return d.status();
-      unreadable[c.rank] = d.status();
+      unreadable[files[i].rank] = d.status();
       continue;
     }
-    dumps.emplace(c.rank, std::move(*d));
+    dumps.emplace(files[i].rank, std::move(*d));
   }
   if (dumps.empty()) {
     Status s = unreadable.begin()->second;
