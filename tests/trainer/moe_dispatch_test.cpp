@@ -70,7 +70,7 @@ void run_exchange(int ep_size, int experts, int slots) {
     const auto expert_of_slot = routing(rank, slots, experts);
     auto order = gpt2::moe::sort_slots_by_expert(expert_of_slot, experts);
     if (!order.ok()) return fail(order.status().to_string());
-    auto plan = gpt2::moe::exchange_counts(comm, *layout, order->expert_counts);
+    auto plan = gpt2::moe::exchange_counts(&comm, *layout, order->expert_counts);
     if (!plan.ok()) return fail(plan.status().to_string());
     // Rows in expert order, each saying where it came from.
     std::vector<float> sorted(order->slot_of_row.size() * kWidth);
@@ -81,7 +81,7 @@ void run_exchange(int ep_size, int experts, int slots) {
       sorted[j * kWidth + 2] = float(expert_of_slot[static_cast<size_t>(s)]);
     }
     std::vector<float> got(plan->total_recv() * kWidth, -7.0f);
-    auto st = gpt2::moe::exchange_rows(comm, *plan, Direction::kDispatch, sorted.data(), got.data(), kWidth);
+    auto st = gpt2::moe::exchange_rows(&comm, *plan, Direction::kDispatch, sorted.data(), got.data(), kWidth);
     if (!st.ok()) return fail(st.to_string());
     received[static_cast<size_t>(rank)] = static_cast<int64_t>(plan->total_recv());
     // Chunk sort: each local expert's segment holds only its rows, sources in rank order.
@@ -106,7 +106,7 @@ void run_exchange(int ep_size, int experts, int slots) {
       for (size_t c = 0; c < kWidth; ++c)
         unsorted[i * kWidth + c] = grouped[size_t(plan->grouped_of_received[i]) * kWidth + c];
     std::vector<float> back(sorted.size(), -5.0f);
-    st = gpt2::moe::exchange_rows(comm, *plan, Direction::kCombine, unsorted.data(), back.data(), kWidth);
+    st = gpt2::moe::exchange_rows(&comm, *plan, Direction::kCombine, unsorted.data(), back.data(), kWidth);
     if (!st.ok()) return fail(st.to_string());
     if (back != sorted) return fail("combine did not return every row to its slot");
     std::lock_guard<std::mutex> lock(tally);
@@ -135,7 +135,7 @@ TEST(MoeDispatch, ReceiverExpectingOtherCountsFails) {
     p.send_rows = {1, 1};
     p.recv_rows = {rank == 1 ? 2u : 1u, 1};
     std::vector<float> in(2 * kWidth, 1.0f), out(3 * kWidth);
-    ok[size_t(rank)] = gpt2::moe::exchange_rows(comm, p, Direction::kDispatch, in.data(), out.data(), kWidth).ok();
+    ok[size_t(rank)] = gpt2::moe::exchange_rows(&comm, p, Direction::kDispatch, in.data(), out.data(), kWidth).ok();
   };
   std::thread a(body, 0), b(body, 1);
   a.join();

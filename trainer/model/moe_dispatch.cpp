@@ -1,7 +1,9 @@
 // moe_dispatch.cpp — counting sort, counts exchange, chunk-sort indices and row all_to_all_v.
 #include "moe_dispatch.h"
 
+#include <algorithm>
 #include <numeric>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -53,22 +55,26 @@ size_t ExchangePlan::total_recv() const {
   return std::accumulate(recv_rows.begin(), recv_rows.end(), size_t{0});
 }
 
-rankscope::Result<ExchangePlan> exchange_counts(Communicator& ep, const ExpertLayout& layout,
+rankscope::Result<ExchangePlan> exchange_counts(Communicator* ep, const ExpertLayout& layout,
                                                 std::span<const int64_t> expert_counts) {
   const int n = layout.ep_size, l = layout.local_experts();
-  if (ep.size() != n || ep.rank() != layout.ep_rank)
+  const std::string where = ep ? ep->name() : std::string("a group of one");
+  if (ep ? (ep->size() != n || ep->rank() != layout.ep_rank) : n != 1)
     return rankscope::invalid_argument(fmt::format(
         "MoE exchange on {}: communicator is rank {} of {}, the expert layout says rank {} of {}",
-        ep.name(), ep.rank(), ep.size(), layout.ep_rank, n));
+        where, ep ? ep->rank() : 0, ep ? ep->size() : 1, layout.ep_rank, n));
   if (expert_counts.size() != static_cast<size_t>(layout.num_experts))
     return rankscope::invalid_argument(fmt::format("MoE exchange on {}: {} counts for {} experts",
-                                                   ep.name(), expert_counts.size(), layout.num_experts));
+                                                   where, expert_counts.size(), layout.num_experts));
   ExchangePlan p;
   p.recv_expert_counts.assign(static_cast<size_t>(n * l), 0);
   // Experts are sharded contiguously, so the global counts already are [dest rank][local expert]:
   // block p of L counts goes to EP rank p.
-  RS_RETURN_IF_ERROR(ep.all_to_all(expert_counts.data(), p.recv_expert_counts.data(),
-                                   static_cast<size_t>(l), DataType::kInt64));
+  if (ep)
+    RS_RETURN_IF_ERROR(ep->all_to_all(expert_counts.data(), p.recv_expert_counts.data(),
+                                      static_cast<size_t>(l), DataType::kInt64));
+  else
+    std::copy(expert_counts.begin(), expert_counts.end(), p.recv_expert_counts.begin());
   p.send_rows.assign(static_cast<size_t>(n), 0);
   p.recv_rows.assign(static_cast<size_t>(n), 0);
   p.expert_rows.assign(static_cast<size_t>(l), 0);
@@ -78,7 +84,7 @@ rankscope::Result<ExchangePlan> exchange_counts(Communicator& ep, const ExpertLa
       const int64_t got = p.recv_expert_counts[static_cast<size_t>(r * l + j)];
       if (got < 0)
         return rankscope::internal_error(fmt::format(
-            "MoE exchange on {}: rank {} announced {} rows for local expert {}", ep.name(), r, got, j));
+            "MoE exchange on {}: rank {} announced {} rows for local expert {}", where, r, got, j));
       p.send_rows[static_cast<size_t>(r)] += static_cast<size_t>(sent);
       p.recv_rows[static_cast<size_t>(r)] += static_cast<size_t>(got);
       p.expert_rows[static_cast<size_t>(j)] += static_cast<size_t>(got);
@@ -118,12 +124,19 @@ Splits row_splits(std::span<const size_t> rows, size_t width) {
   return s;
 }
 
-Status exchange_rows(Communicator& ep, const ExchangePlan& plan, Direction dir, const float* in,
-                     float* out, size_t width) {
+Status exchange_rows(Communicator* ep, const ExchangePlan& plan, Direction dir, const float* in,
+                     float* out, size_t width, Ops* ops) {
   const auto& send = dir == Direction::kDispatch ? plan.send_rows : plan.recv_rows;
   const auto& recv = dir == Direction::kDispatch ? plan.recv_rows : plan.send_rows;
   const Splits s = row_splits(send, width), r = row_splits(recv, width);
-  return ep.all_to_all_v(in, s.counts, s.displs, out, r.counts, r.displs, DataType::kFloat32);
+  if (!ep) {
+    if (s.counts.size() != 1 || r.counts.size() != 1 || s.counts[0] != r.counts[0])
+      return rankscope::invalid_argument("MoE exchange without a communicator needs one rank's equal splits");
+    if (ops && s.counts[0] > 0) ops->copy(out, in, s.counts[0] * sizeof(float));
+    else if (s.counts[0] > 0) std::copy(in, in + s.counts[0], out);
+    return {};
+  }
+  return ep->all_to_all_v(in, s.counts, s.displs, out, r.counts, r.displs, DataType::kFloat32);
 }
 
 }  // namespace gpt2::moe

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/ops.h"
 #include "rankscope/format/status.h"
 
 namespace gpt2::moe {
@@ -66,7 +67,8 @@ struct ExchangePlan {
 
 // The counts all_to_all over `ep` (op kAllToAll): each rank sends its L counts for each peer's
 // experts and gets back, per source rank, the counts for its own experts. Collective over ep.
-rankscope::Result<ExchangePlan> exchange_counts(Communicator& ep, const ExpertLayout& layout,
+// ep may be null when layout.ep_size is 1 (no exchange: every row stays local).
+rankscope::Result<ExchangePlan> exchange_counts(Communicator* ep, const ExpertLayout& layout,
                                                 std::span<const int64_t> expert_counts);
 
 enum class Direction {
@@ -75,9 +77,11 @@ enum class Direction {
 };
 
 // The all_to_all_v of rows of `width` floats. kDispatch: `in` holds total_send() rows in expert
-// order, `out` receives total_recv() rows. kCombine: the splits swapped. Collective over ep.
-Status exchange_rows(Communicator& ep, const ExchangePlan& plan, Direction dir, const float* in,
-                     float* out, size_t width);
+// order, `out` receives total_recv() rows. kCombine: the splits swapped. Collective over ep; with
+// a null ep (EP 1) a copy.
+// ops (may be null: host memory) copies the rows when there is no communicator.
+Status exchange_rows(Communicator* ep, const ExchangePlan& plan, Direction dir, const float* in,
+                     float* out, size_t width, Ops* ops = nullptr);
 
 // Element counts and displacements of one side of an all_to_all_v of rows of `width` elements.
 struct Splits {
