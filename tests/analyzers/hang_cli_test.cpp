@@ -50,7 +50,7 @@ TEST(HangCli, UsageErrorsExitTwo) {
   EXPECT_EQ(hangdoctor({}).code, 2);
   auto help = hangdoctor({"--help"});
   EXPECT_EQ(help.code, 0);
-  EXPECT_NE(help.out.find("usage: hangdoctor RUN_DIR"), std::string::npos);
+  EXPECT_NE(help.out.find("usage: hangdoctor PATH"), std::string::npos);
   auto bad = hangdoctor({"somewhere", "--frobnicate"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("unknown option"), std::string::npos) << bad.err;

@@ -11,15 +11,18 @@
 #include "rankscope/analyzers/hang/progress_watch.h"
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
+#include "rankscope/torch_fr/fr_import.h"
 
 namespace rankscope::hang {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: hangdoctor RUN_DIR [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
+    "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
     "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
     "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
-    "died, and after the launcher was killed.\n\n"
+    "died, and after the launcher was killed.\n"
+    "PATH is a run directory, or PyTorch Flight Recorder dumps: a directory of them or a file prefix\n"
+    "(e.g. ~/.cache/torch/comm_lib_trace_rank_), the rank taken from each file name's suffix.\n\n"
     "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
     "                       then carries only the JSON (the text goes to stderr)\n"
     "  --quiet, -q          no text report (with --json)\n"
@@ -32,6 +35,12 @@ constexpr const char* kHelp =
     "(p95 of recent durations x 10, at least 3 s) makes the job stuck at once; the JSON's detection\n"
     "says which rule fired.\n\n"
     "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
+
+class RemoteProcesses final : public ProcessTable {
+ public:
+  Liveness liveness(const std::string&, int) override { return Liveness::kUnknown; }
+  std::string local_host() override { return {}; }
+};
 
 bool parse_seconds(std::string_view v, double& out) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -88,6 +97,7 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     return 2;
   }
 
+  bool from_torch = false;
   std::optional<WatchResult> watched;
   format::RunDirectory run;
   if (wait_s >= 0) {
@@ -102,6 +112,17 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     watched = std::move(*w);
     run = std::move(watched->run);
     classify.no_progress_observed = watched->stalled;
+  } else if (!std::filesystem::exists(std::filesystem::path(dir) / "run.json") && torch_fr::looks_like_fr_dumps(dir)) {
+    // PyTorch Flight Recorder dumps: written because a collective timed out, so no progress is a given.
+    auto r = torch_fr::import_fr_dumps(dir);
+    if (!r.ok()) {
+      std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
+      return 2;
+    }
+    if (!quiet) std::fprintf(json_file == "-" ? err : out, "%s\n", r->summary.c_str());
+    run = std::move(r->run);
+    classify.no_progress_observed = true;
+    from_torch = true;
   } else {
     auto r = format::open_run_directory(dir);
     if (!r.ok()) {
@@ -118,9 +139,10 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     return 2;
   }
 
-  Diagnosis d = diagnose(run, processes, classify);
+  RemoteProcesses remote;  // dumps are copied off their nodes: no process of theirs is here
+  Diagnosis d = diagnose(run, from_torch ? static_cast<ProcessTable&>(remote) : processes, classify);
   std::vector<std::string> stack_notes;
-  if (stacks && d.verdict != Verdict::kFinished) {
+  if (stacks && !from_torch && d.verdict != Verdict::kFinished) {
     auto report = capture_stacks(d, dir, processes, collector);
     stack_notes = std::move(report.notes);
   }

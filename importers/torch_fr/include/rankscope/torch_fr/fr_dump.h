@@ -1,0 +1,71 @@
+// fr_dump.h — one rank's PyTorch Flight Recorder dump, normalised (formats 2.3 to 2.10).
+//
+// Is: the fields hangdoctor needs from a dump, whichever form it came in (the pickle PyTorch writes
+// to comm_lib_trace_rank_N, or the JSON of _dump_nccl_trace_json / _dump_fr_trace_json): process
+// groups from pg_config (the ranks string parsed), pg_status counters mapped to group names, and
+// entries with their per-group sequence numbers, op, sizes, dtypes, state and innermost Python frame.
+// Every key is optional, as the format changed often. Is not: alignment across ranks (fr_import.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rankscope/format/status.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::torch_fr {
+
+struct FrGroup {
+  std::string name;        // group_name: the same on every rank (pg_id is not)
+  std::string desc;        // e.g. "default_pg", "tp0"
+  std::vector<int> ranks;  // global ranks, ascending
+};
+
+struct FrStatus {
+  int64_t last_enqueued = -1;
+  int64_t last_started = -1;
+  int64_t last_completed = -1;
+};
+
+struct FrEntry {
+  std::string group;              // group name
+  bool is_p2p = false;
+  int64_t collective_seq = 0;
+  int64_t p2p_seq = 0;
+  std::string profiling_name;     // "nccl:all_reduce", "nccl:send 0->1"
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  int peer_in_group = -1;         // send/recv: the other side, group-local
+  format::DataType dtype = format::DataType::kUnknown;
+  uint64_t numel = 0;             // elements over all input tensors
+  std::string state;              // "scheduled", "started", "completed"
+  bool retired = false;
+  bool has_duration = false;
+  int64_t time_created_ns = 0;
+  int64_t time_started_ns = 0;    // 0: absent
+  int64_t time_completed_ns = 0;  // 0: absent
+  std::string call_site;          // innermost frame: "name (file:line)", "" without frames
+};
+
+struct FrDump {
+  std::string version;                     // "2.10"
+  int version_minor = 0;
+  std::string comm_lib_version;
+  std::map<std::string, FrGroup> groups;   // by name
+  std::map<std::string, FrStatus> status;  // by group name (mapped from pg_id through the entries)
+  std::vector<FrEntry> entries;            // oldest first
+  bool partial = false;                    // the file ended early (entries are what was complete)
+  bool timing = false;                     // some entry shows a start or a duration
+};
+
+// Sniffs pickle (0x80) or JSON ('{'). `display_name` prefixes errors.
+Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name);
+
+// "[0, 1, 2, 3]" -> {0,1,2,3}; nullopt when malformed.
+std::optional<std::vector<int>> parse_rank_list(std::string_view text);
+
+}  // namespace rankscope::torch_fr

@@ -1,0 +1,36 @@
+// fr_import.h — a job's Flight Recorder dumps turned into the run-directory model hangdoctor reads.
+//
+// Is: discovery (a directory of dumps, or a file prefix such as ~/.cache/torch/comm_lib_trace_rank_,
+// the rank taken from each file name's trailing number), one version for all ranks (mixed versions
+// are refused), and the mapping into format::RunDirectory: one communicator per process group,
+// named by its desc (plus ":<name>" where descs repeat), keyed by group name and members — never by
+// pg_id or record_id; seq = collective_seq_id (issued = last enqueued + 1) from pg_status; send/recv on a
+// pair communicator "<group>/p2p:<a>-<b>" counted per pair. The classifier cannot tell where its
+// evidence came from. Is not: the diagnosis (analyzers/hang).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rankscope/format/run_directory.h"
+#include "rankscope/format/status.h"
+
+namespace rankscope::torch_fr {
+
+struct FrImport {
+  format::RunDirectory run;
+  std::string version;
+  std::vector<int> found;     // ranks with a readable dump
+  std::vector<int> missing;   // members of some group whose dump is absent or unreadable
+  std::vector<int> partial;   // dumps that ended early (read as far as they went)
+  bool timing = false;        // TORCH_NCCL_ENABLE_TIMING was on (a start or a duration was seen)
+  std::string summary;        // one line: what was read
+};
+
+// True when `path` names Flight Recorder dumps (a directory holding some, or a prefix of some).
+bool looks_like_fr_dumps(const std::filesystem::path& path);
+
+Result<FrImport> import_fr_dumps(const std::filesystem::path& path);
+
+}  // namespace rankscope::torch_fr

@@ -1,0 +1,227 @@
+// fr_dump.cpp — normalises a Flight Recorder dump (pickle or JSON) into FrDump.
+//
+// Shape: JSON is first turned into the same pickle::Value tree the unpickler gives, so one
+// normaliser reads both; it treats every key as optional and accepts the JSON form's quirks
+// (numbers as strings in pg_status, 0 for an absent time, process_group as a 2-array).
+#include "rankscope/torch_fr/fr_dump.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+
+#include "rankscope/pickle/unpickler.h"
+
+namespace rankscope::torch_fr {
+namespace {
+
+using pickle::Kind;
+using pickle::Value;
+
+Value from_json(const nlohmann::json& j, int depth) {
+  if (depth > 64) return Value();
+  if (j.is_boolean()) return Value::boolean(j.get<bool>());
+  if (j.is_number_integer()) return Value::integer(j.get<int64_t>());
+  if (j.is_number()) return Value::floating(j.get<double>());
+  if (j.is_string()) return Value::string(j.get<std::string>());
+  if (j.is_array()) {
+    Value v = Value::container(Kind::kList);
+    for (const auto& x : j) v.node()->items.push_back(from_json(x, depth + 1));
+    return v;
+  }
+  if (j.is_object()) {
+    Value v = Value::container(Kind::kDict);
+    for (const auto& [k, x] : j.items()) v.node()->entries.emplace_back(Value::string(k), from_json(x, depth + 1));
+    return v;
+  }
+  return Value();
+}
+
+// An int, or a string holding one (the JSON form writes pg_status values as strings).
+std::optional<int64_t> int_of(const Value* v) {
+  if (!v) return std::nullopt;
+  if (auto i = v->as_int()) return i;
+  if (const std::string* s = v->as_string()) {
+    int64_t x = 0;
+    auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), x);
+    if (ec == std::errc() && p == s->data() + s->size()) return x;
+  }
+  return std::nullopt;
+}
+
+std::string str_of(const Value* v) {
+  const std::string* s = v ? v->as_string() : nullptr;
+  return s ? *s : std::string();
+}
+
+format::DataType dtype_of(const std::string& torch_name) {
+  static const std::map<std::string, format::DataType> kNames = {
+      {"Float", format::DataType::kFloat32}, {"BFloat16", format::DataType::kBFloat16},
+      {"Half", format::DataType::kFloat16},  {"Int", format::DataType::kInt32},
+      {"Long", format::DataType::kInt64},    {"Byte", format::DataType::kUInt8},
+      {"Double", format::DataType::kFloat64}};
+  auto it = kNames.find(torch_name);
+  return it == kNames.end() ? format::DataType::kUnknown : it->second;
+}
+
+// "nccl:all_reduce" -> allreduce; "nccl:send 0->1" -> send, peer 1; "nccl:recv 1<-0" -> recv, peer 0.
+void parse_profiling_name(FrEntry& e) {
+  std::string_view n = e.profiling_name;
+  if (auto colon = n.find(':'); colon != std::string_view::npos) n.remove_prefix(colon + 1);
+  std::string_view op = n.substr(0, n.find(' '));
+  std::string_view rest = op.size() < n.size() ? n.substr(op.size() + 1) : std::string_view();
+  while (!op.empty() && op.front() == '_') op.remove_prefix(1);
+  using format::CollectiveOp;
+  static const std::map<std::string_view, CollectiveOp> kOps = {
+      {"all_reduce", CollectiveOp::kAllReduceSum}, {"allreduce", CollectiveOp::kAllReduceSum},
+      {"all_reduce_coalesced", CollectiveOp::kAllReduceSum},
+      {"all_gather", CollectiveOp::kAllGather},    {"allgather", CollectiveOp::kAllGather},
+      {"all_gather_base", CollectiveOp::kAllGather}, {"allgather_into_tensor_coalesced", CollectiveOp::kAllGather},
+      {"reduce_scatter", CollectiveOp::kReduceScatter}, {"reduce_scatter_base", CollectiveOp::kReduceScatter},
+      {"reduce_scatter_tensor_coalesced", CollectiveOp::kReduceScatter},
+      {"broadcast", CollectiveOp::kBroadcast},     {"all_to_all", CollectiveOp::kAllToAll},
+      {"alltoall", CollectiveOp::kAllToAll},       {"alltoall_base", CollectiveOp::kAllToAllV},
+      {"barrier", CollectiveOp::kBarrier},         {"send", CollectiveOp::kSend},
+      {"recv", CollectiveOp::kRecv}};
+  if (auto it = kOps.find(op); it != kOps.end()) e.op = it->second;
+  // The peer: the number after "->" for a send, after "<-" for a recv.
+  const std::string_view arrow = e.op == CollectiveOp::kSend ? "->" : "<-";
+  if (e.op == CollectiveOp::kSend || e.op == CollectiveOp::kRecv) {
+    if (auto a = rest.find(arrow); a != std::string_view::npos) {
+      std::string_view num = rest.substr(a + 2);
+      int peer = -1;
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), peer);
+      if (ec == std::errc()) e.peer_in_group = peer;
+    }
+  }
+}
+
+Result<FrDump> normalise(const Value& root, bool partial) {
+  if (!root.is_dict()) {
+    return unsupported(fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
+  }
+  FrDump d;
+  d.partial = partial;
+  d.version = str_of(root.find("version"));
+  if (d.version.empty() && partial) return corrupt("pickle: truncated before the version: nothing to read");
+  if (d.version.rfind("2.", 0) != 0) {
+    return unsupported(fmt::format("Flight Recorder format '{}' is not read (2.3 to 2.10 are)", d.version));
+  }
+  std::from_chars(d.version.data() + 2, d.version.data() + d.version.size(), d.version_minor);
+  if (d.version_minor < 3 || d.version_minor > 10) {
+    return unsupported(fmt::format("Flight Recorder format {} is not read (2.3 to 2.10 are)", d.version));
+  }
+  d.comm_lib_version = str_of(root.find("comm_lib_version"));
+  if (d.comm_lib_version.empty()) d.comm_lib_version = str_of(root.find("nccl_version"));
+  if (const Value* pgc = root.find("pg_config")) {
+    for (const auto& [k, v] : pgc->entries()) {
+      FrGroup g;
+      g.name = str_of(v.find("name"));
+      if (g.name.empty()) g.name = str_of(&k);
+      g.desc = str_of(v.find("desc"));
+      auto ranks = parse_rank_list(str_of(v.find("ranks")));
+      if (!ranks) return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, str_of(v.find("ranks"))));
+      g.ranks = std::move(*ranks);
+      d.groups[g.name] = std::move(g);
+    }
+  }
+  std::map<int64_t, std::string> group_of_pg_id;
+  if (const Value* entries = root.find("entries")) {
+    for (const Value& v : entries->items()) {
+      if (v.partial() || !v.find("state")) continue;  // the entry the file ended inside
+      FrEntry e;
+      const Value* pg = v.find("process_group");
+      if (pg && pg->items().size() >= 1) e.group = str_of(&pg->items()[0]);
+      if (auto id = int_of(v.find("pg_id")); id && !e.group.empty()) group_of_pg_id[*id] = e.group;
+      e.is_p2p = v.find("is_p2p") && v.find("is_p2p")->as_bool().value_or(false);
+      e.collective_seq = int_of(v.find("collective_seq_id")).value_or(0);
+      e.p2p_seq = int_of(v.find("p2p_seq_id")).value_or(0);
+      e.profiling_name = str_of(v.find("profiling_name"));
+      parse_profiling_name(e);
+      if (e.op == format::CollectiveOp::kSend || e.op == format::CollectiveOp::kRecv) e.is_p2p = true;
+      if (const Value* dt = v.find("input_dtypes"); dt && !dt->items().empty()) e.dtype = dtype_of(str_of(&dt->items()[0]));
+      if (const Value* sizes = v.find("input_sizes")) {
+        for (const Value& shape : sizes->items()) {
+          uint64_t n = 1;
+          for (const Value& dim : shape.items()) n *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+          e.numel += n;
+        }
+      }
+      e.state = str_of(v.find("state"));
+      e.retired = v.find("retired") && v.find("retired")->as_bool().value_or(false);
+      e.has_duration = v.find("duration_ms") && v.find("duration_ms")->as_double().has_value();
+      e.time_created_ns = int_of(v.find("time_created_ns")).value_or(0);
+      e.time_started_ns = int_of(v.find("time_discovered_started_ns")).value_or(0);
+      e.time_completed_ns = int_of(v.find("time_discovered_completed_ns")).value_or(0);
+      if (const Value* frames = v.find("frames"); frames && !frames->items().empty()) {
+        const Value& f = frames->items()[0];
+        e.call_site = fmt::format("{} ({}:{})", str_of(f.find("name")), str_of(f.find("filename")),
+                                  int_of(f.find("line")).value_or(0));
+      }
+      if (e.state == "started" || e.has_duration || e.time_started_ns != 0) d.timing = true;
+      d.entries.push_back(std::move(e));
+    }
+  }
+  if (const Value* st = root.find("pg_status")) {
+    for (const auto& [k, v] : st->entries()) {
+      auto id = int_of(&k);
+      std::string group;
+      if (id && group_of_pg_id.count(*id)) group = group_of_pg_id[*id];
+      if (group.empty()) continue;  // no entry says which group this pg_id is on this rank
+      FrStatus s;
+      s.last_enqueued = int_of(v.find("last_enqueued_collective")).value_or(-1);
+      s.last_started = int_of(v.find("last_started_collective")).value_or(-1);
+      s.last_completed = int_of(v.find("last_completed_collective")).value_or(-1);
+      d.status[group] = s;
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> parse_rank_list(std::string_view text) {
+  std::vector<int> ranks;
+  size_t i = 0;
+  auto skip = [&] { while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i; };
+  skip();
+  if (i < text.size() && text[i] == '[') ++i;
+  while (true) {
+    skip();
+    if (i >= text.size()) return std::nullopt;
+    if (text[i] == ']') break;
+    int r = 0;
+    auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), r);
+    if (ec != std::errc() || r < 0 || r > (1 << 24)) return std::nullopt;
+    ranks.push_back(r);
+    i = size_t(p - text.data());
+    if (ranks.size() > (1u << 24)) return std::nullopt;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name) {
+  Result<FrDump> r = corrupt("empty file");
+  if (!bytes.empty() && bytes[0] == 0x80) {
+    auto u = pickle::unpickle(bytes);
+    if (!u.ok()) {
+      r = u.status();
+    } else {
+      r = normalise(u->root, u->truncated);
+    }
+  } else if (!bytes.empty() && bytes[0] == '{') {
+    auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    if (j.is_discarded()) {
+      r = corrupt("not valid JSON (truncated?)");
+    } else {
+      r = normalise(from_json(j, 0), false);
+    }
+  } else if (!bytes.empty()) {
+    r = corrupt("neither a pickle (0x80) nor JSON ('{'): not a Flight Recorder dump");
+  }
+  if (!r.ok()) r.mutable_status().prefix(std::string(display_name));
+  return r;
+}
+
+}  // namespace rankscope::torch_fr

@@ -1,0 +1,46 @@
+// fr_fixture_set.h — every checked-in Flight Recorder fixture file: relative path -> bytes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fr_scenarios.h"
+
+namespace rankscope::torch_fr::testing {
+
+inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
+  std::map<std::string, std::vector<uint8_t>> files;
+  auto add = [&](const std::string& dir, const std::vector<RankSpec>& job, bool json = false) {
+    for (const auto& r : job) {
+      const std::string name = dir + "/comm_lib_trace_rank_" + std::to_string(r.rank);
+      if (json) {
+        const std::string j = write_json(r);
+        files[name] = std::vector<uint8_t>(j.begin(), j.end());
+      } else {
+        files[name] = write_pickle(r);
+      }
+    }
+  };
+  add("tp2dp2_lagging", tp_dp_job(2, 2, 3, 6, "2.10"));
+  add("tp2dp2_lagging_v2.3", tp_dp_job(2, 2, 3, 6, "2.3"));
+  add("tp2dp2_lagging_v2.7", tp_dp_job(2, 2, 3, 6, "2.7"));
+  add("tp2dp2_lagging_json", tp_dp_job(2, 2, 3, 6, "2.10"), true);
+  auto missing = tp_dp_job(2, 2, 3, 6, "2.10");
+  missing.pop_back();
+  add("tp2dp2_culprit_dump_missing", missing);
+  add("pg_order_differs", tp_dp_job(2, 2, 1, 4, "2.10", true));
+  add("size_mismatch", size_mismatch_job());
+  add("p2p_hang", p2p_job());
+  // Rank 3's dump cut in the middle (killed while writing); rank 1's cut after 9 bytes.
+  add("truncated", tp_dp_job(2, 2, 3, 6, "2.10"));
+  auto& r3 = files["truncated/comm_lib_trace_rank_3"];
+  r3.resize(r3.size() * 2 / 3);
+  files["truncated/comm_lib_trace_rank_1"].resize(9);
+  auto mixed = tp_dp_job(2, 2, 3, 6, "2.10");
+  mixed[2] = tp_dp_job(2, 2, 3, 6, "2.7")[2];
+  add("mixed_versions", mixed);
+  return files;
+}
+
+}  // namespace rankscope::torch_fr::testing

@@ -1,0 +1,164 @@
+// fr_import_test.cpp — PyTorch Flight Recorder dumps (checked-in fixtures written by our writer)
+// through the importer and the unchanged hang classifier: each scenario names the right culprit,
+// group, op and sequence number, or gives the right clear error.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "fr_fixture_set.h"
+#include "rankscope/analyzers/hang/classifier.h"
+#include "rankscope/analyzers/hang/report.h"
+#include "rankscope/torch_fr/fr_dump.h"
+#include "rankscope/torch_fr/fr_import.h"
+
+namespace rankscope::torch_fr {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixtures() { return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch_fr"; }
+
+class NoProcesses final : public hang::ProcessTable {
+ public:
+  hang::Liveness liveness(const std::string&, int) override { return hang::Liveness::kUnknown; }
+  std::string local_host() override { return "elsewhere"; }
+};
+
+hang::Diagnosis diagnose_dumps(const fs::path& path, FrImport* out = nullptr) {
+  auto imp = import_fr_dumps(path);
+  EXPECT_TRUE(imp.ok()) << imp.status().to_string();
+  if (!imp.ok()) return {};
+  NoProcesses processes;
+  hang::ClassifyOptions o;
+  o.no_progress_observed = true;  // a dump is written because a collective timed out
+  hang::Diagnosis d = hang::diagnose(imp->run, processes, o);
+  if (out) *out = std::move(*imp);
+  return d;
+}
+
+TEST(FrFixtures, WriterStillReproducesTheCheckedInBytes) {
+  for (const auto& [rel, bytes] : testing::fixture_set()) {
+    std::ifstream in(fixtures() / rel, std::ios::binary);
+    ASSERT_TRUE(in) << rel << " missing: run make_fr_fixtures tests/fixtures/torch_fr";
+    std::vector<uint8_t> disk{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_EQ(disk, bytes) << rel;
+  }
+}
+
+TEST(FrFixtures, PickleStartsAsPyTorchWritesIt) {
+  std::ifstream in(fixtures() / "tp2dp2_lagging/comm_lib_trace_rank_0", std::ios::binary);
+  std::vector<uint8_t> b{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string head = "\x80\x02}(X\x07\x00\x00\x00versionq\x00X\x04\x00\x00\x00" "2.10q\x01";
+  ASSERT_GE(b.size(), head.size());
+  EXPECT_EQ(std::string(b.begin(), b.begin() + long(head.size())), head);
+}
+
+void expect_tp_lagging(const fs::path& dir, const std::string& version) {
+  FrImport imp;
+  const auto d = diagnose_dumps(dir, &imp);
+  EXPECT_EQ(imp.version, version);
+  EXPECT_EQ(d.verdict, hang::Verdict::kHang) << hang::render_text(d);
+  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
+  EXPECT_EQ(d.collective->comm, "tp1");
+  EXPECT_EQ(d.collective->seq, 6u);
+  EXPECT_EQ(d.collective->op, format::CollectiveOp::kAllReduceSum);
+  EXPECT_EQ(d.collective->range, "forward (train.py:40)");
+}
+
+TEST(FrImport, TpDpLaggingRankV210) {
+  expect_tp_lagging(fixtures() / "tp2dp2_lagging", "2.10");
+  FrImport imp;
+  diagnose_dumps(fixtures() / "tp2dp2_lagging", &imp);
+  EXPECT_NE(imp.summary.find("format 2.10, ranks found 0-3, ranks missing none"), std::string::npos) << imp.summary;
+  EXPECT_NE(imp.summary.find("timing off"), std::string::npos) << imp.summary;
+}
+TEST(FrImport, TpDpLaggingRankV23) { expect_tp_lagging(fixtures() / "tp2dp2_lagging_v2.3", "2.3"); }
+TEST(FrImport, TpDpLaggingRankV27) { expect_tp_lagging(fixtures() / "tp2dp2_lagging_v2.7", "2.7"); }
+TEST(FrImport, TpDpLaggingRankJson) {
+  FrImport imp;
+  const auto d = diagnose_dumps(fixtures() / "tp2dp2_lagging_json", &imp);
+  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3});
+  ASSERT_TRUE(d.collective.has_value());
+  EXPECT_EQ(d.collective->comm, "tp1");
+  EXPECT_EQ(d.collective->seq, 6u);
+}
+
+TEST(FrImport, FilePrefixTakesTheRankSuffixes) {
+  FrImport imp;
+  const auto d = diagnose_dumps(fixtures() / "tp2dp2_lagging/comm_lib_trace_rank_", &imp);
+  EXPECT_EQ(imp.found, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3});
+}
+
+TEST(FrImport, CulpritDumpMissingIsInferredFromPeers) {
+  FrImport imp;
+  const auto d = diagnose_dumps(fixtures() / "tp2dp2_culprit_dump_missing", &imp);
+  EXPECT_EQ(imp.missing, std::vector<int>{3});
+  EXPECT_NE(imp.summary.find("ranks missing 3"), std::string::npos) << imp.summary;
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
+  EXPECT_EQ(d.collective->comm, "tp1");
+  EXPECT_EQ(d.collective->seq, 6u);
+}
+
+TEST(FrImport, GroupsCreatedInDifferentOrdersAlignByName) {
+  const auto d = diagnose_dumps(fixtures() / "pg_order_differs");
+  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value());
+  EXPECT_EQ(d.collective->comm, "tp0");
+  EXPECT_EQ(d.collective->seq, 4u);
+}
+
+TEST(FrImport, SizeMismatchByMajority) {
+  const auto d = diagnose_dumps(fixtures() / "size_mismatch");
+  EXPECT_EQ(d.verdict, hang::Verdict::kDesync) << hang::render_text(d);
+  EXPECT_EQ(d.kind, hang::Kind::kCollectiveMismatch) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{2}) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value());
+  EXPECT_EQ(d.collective->comm, "default_pg");
+  EXPECT_EQ(d.collective->seq, 4u);
+}
+
+TEST(FrImport, P2pHangNamesTheReceiverThatNeverPosted) {
+  const auto d = diagnose_dumps(fixtures() / "p2p_hang");
+  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value());
+  EXPECT_EQ(d.collective->comm, "default_pg/p2p:0-1");
+  EXPECT_EQ(d.collective->op, format::CollectiveOp::kSend);
+}
+
+TEST(FrImport, TruncatedDumpsAreReadAsFarAsTheyGoOrReported) {
+  FrImport imp;
+  const auto d = diagnose_dumps(fixtures() / "truncated", &imp);
+  EXPECT_EQ(imp.partial, std::vector<int>{3}) << imp.summary;
+  EXPECT_EQ(imp.missing, std::vector<int>{1}) << imp.summary;
+  EXPECT_NE(imp.summary.find("ended early 3"), std::string::npos) << imp.summary;
+  bool said = false;
+  for (const auto& p : imp.run.problems) said |= p.find("comm_lib_trace_rank_1: pickle: truncated") != std::string::npos;
+  EXPECT_TRUE(said) << "rank 1's error names its file and says truncated";
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
+}
+
+TEST(FrImport, MixedVersionsAreRefused) {
+  auto r = import_fr_dumps(fixtures() / "mixed_versions");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("mixed Flight Recorder versions"), std::string::npos) << r.status().message();
+}
+
+TEST(FrDump, RankListStrings) {
+  EXPECT_EQ(parse_rank_list("[0, 1, 2, 3]"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_rank_list("[3,1]"), (std::vector<int>{1, 3}));
+  EXPECT_EQ(parse_rank_list("[]"), std::vector<int>{});
+  EXPECT_FALSE(parse_rank_list("[0, x]").has_value());
+  EXPECT_FALSE(parse_rank_list("[0, 1").has_value());
+}
+
+}  // namespace
+}  // namespace rankscope::torch_fr
