@@ -23,3 +23,14 @@ if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.
   ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "bench|mpi|slow"
 fi
+
+if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  # The probe (recorder writer, watchdog thread, learned bounds, seqlocks) and the DDP reducer's
+  # communication thread are lock-free by design: ThreadSanitizer checks them. CPU only, no MPI;
+  # the trainer tests other than DDP use OpenMP/OpenBLAS, which TSan cannot see into.
+  echo "== ThreadSanitizer build (probe, DDP reducer)"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_TSAN=ON -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
+  cmake --build build-tsan -j"$jobs" --target probe_tests trainer_runtime_test
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/probe_tests
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/trainer_runtime_test --gtest_filter='Ddp*:ProbedCommunicator*'
+fi

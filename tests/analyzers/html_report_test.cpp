@@ -32,14 +32,18 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-nlohmann::json skew_json() {
+// A TP 2 skew run of world_size ranks, rank 1 slow in its compute; with many ranks it also records
+// a per-rank peak memory counter in bytes (the report must show it in MiB or GiB).
+nlohmann::json skew_json(int world_size = 4) {
   testing::FakeRunSpec spec;
-  spec.world_size = 4;
+  spec.world_size = world_size;
   spec.tp = 2;
   spec.steps = 12;
   spec.script = testing::standard_step(2, [](int r, int64_t) { return r == 1 ? 18.0 : 0.0; });
-  spec.counters = [](int r, int64_t) {
-    return std::vector<std::pair<std::string, double>>{{"embed.local_tokens", r % 2 == 0 ? 3900.0 : 196.0}};
+  spec.counters = [world_size](int r, int64_t) {
+    std::vector<std::pair<std::string, double>> c{{"embed.local_tokens", r % 2 == 0 ? 3900.0 : 196.0}};
+    if (world_size > 4) c.push_back({"mem.peak_bytes", 1.5e9 + 1e6 * r});
+    return c;
   };
   spec.model = {{"vocab_shard", "contiguous"}};
   const fs::path dir = testing::fresh_temp_dir("html-skew");
@@ -132,7 +136,8 @@ int body_attr(const std::string& dom, const std::string& name) {
   return std::stoi(m[1]);
 }
 
-void check_renders(const nlohmann::json& data, const std::string& name, int min_charts) {
+// Renders, opens in Chromium, checks the page drew without errors; the rendered DOM goes to *dom.
+void check_renders(const nlohmann::json& data, const std::string& name, int min_charts, std::string* dom = nullptr) {
   const std::string chromium = chromium_path();
   if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium); the browser check is skipped";
   auto html = reports::render_html_report(data, name);
@@ -144,6 +149,7 @@ void check_renders(const nlohmann::json& data, const std::string& name, int min_
   fs::remove(png);
   ASSERT_TRUE(reports::write_text_file(file.string(), *html).ok());
   const BrowserRun run = open_in_chromium(chromium, file, png);
+  if (dom) *dom = run.dom;
   EXPECT_NE(run.dom.find("data-rankscope-rendered=\"yes\""), std::string::npos) << run.dom.substr(0, 2000);
   EXPECT_EQ(body_attr(run.dom, "data-rankscope-errors"), 0) << run.dom.substr(0, 2000);
   EXPECT_GE(body_attr(run.dom, "data-rankscope-charts"), min_charts);
@@ -161,6 +167,19 @@ void check_renders(const nlohmann::json& data, const std::string& name, int min_
 TEST(HtmlReport, SkewRendersInChromium) {
   // breakdown, top-level ranges, heatmap, arrival skew, one counter chart
   check_renders(skew_json(), "html_report_skew", 5);
+}
+
+TEST(HtmlReport, SkewAt64RanksShowsDistributionsAndTopStragglers) {
+  // 64 ranks: breakdown of the slowest ranks + median, step-time histogram, top-level ranges,
+  // heatmap, arrival dots, two counter histograms
+  const nlohmann::json data = skew_json(64);
+  std::string dom;
+  check_renders(data, "html_report_skew_64", 7, &dom);
+  if (dom.empty()) return;  // skipped: no chromium
+  EXPECT_NE(dom.find("the 8 slowest of 64 ranks"), std::string::npos);
+  EXPECT_NE(dom.find("Compute time over 64 ranks"), std::string::npos);
+  EXPECT_NE(dom.find("Counter mem.peak_bytes over 64 ranks"), std::string::npos);
+  EXPECT_NE(dom.find("GiB"), std::string::npos);  // 1.5e9 bytes read as GiB
 }
 
 // A start-up report of 4 ranks, rank 1 late in init/data (what `rankscope startup` makes of it).

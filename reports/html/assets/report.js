@@ -94,33 +94,95 @@
 
   // --- skew ---
 
-  function breakdown(data) {
-    var ranks = data.ranks.filter(function (r) { return r.present; });
-    var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['idle', 'idle']];
-    chart(panel('Where each rank spends a step', 'mean ms per step; collective wait = time waiting for the last arriver'), {
+  // Beyond MANY ranks one bar per rank is unreadable: the per-rank charts show the TOP_K slowest
+  // ranks by name plus the median rank, and the distributions show every rank in bins.
+  var MANY = 16, TOP_K = 8;
+  function presentRanks(data) { return data.ranks.filter(function (r) { return r.present; }); }
+  // Slowest first by the straggler score (fastest rank's time outside collectives / this rank's,
+  // so lower is slower); the median step cannot tell, as collectives make every rank's step equal.
+  function slowestFirst(ranks) {
+    var score = function (r) { return r.straggler_score && r.straggler_score.relative !== null ? r.straggler_score.relative : 1; };
+    return ranks.slice().sort(function (a, b) { return score(a) - score(b) || a.rank - b.rank; });
+  }
+  function median(values) {
+    var v = values.filter(function (x) { return x !== null && x !== undefined; }).sort(function (a, b) { return a - b; });
+    if (!v.length) return null;
+    var m = Math.floor(v.length / 2);
+    return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  }
+  // Bars per rank, or for many ranks: the TOP_K slowest by name and a bar for the median rank.
+  // value(r) gives one bar's value for a rank; returns {labels, values(valueFn), note}.
+  function rankBars(ranks) {
+    if (ranks.length <= MANY) {
+      return { labels: ranks.map(function (r) { return 'rank ' + r.rank; }), note: '',
+        values: function (f) { return ranks.map(f); } };
+    }
+    var top = slowestFirst(ranks).slice(0, TOP_K);
+    return {
+      labels: top.map(function (r) { return 'rank ' + r.rank; }).concat(['median of ' + ranks.length]),
+      note: '; the ' + TOP_K + ' slowest of ' + ranks.length + ' ranks by straggler score, then the median over all ranks',
+      values: function (f) { return top.map(f).concat([median(ranks.map(f))]); }
+    };
+  }
+  // A histogram of one value per rank: what many ranks look like at a glance.
+  function histogram(title, note, values, unit, k) {
+    var v = values.filter(function (x) { return x !== null && x !== undefined; });
+    if (!v.length) return;
+    var lo = Math.min.apply(null, v), hi = Math.max.apply(null, v);
+    var bins = hi > lo ? Math.min(30, Math.max(5, Math.ceil(Math.sqrt(v.length)))) : 1;
+    var width = hi > lo ? (hi - lo) / bins : 1;
+    var counts = new Array(bins).fill(0);
+    v.forEach(function (x) { counts[Math.min(bins - 1, Math.floor((x - lo) / width))] += 1; });
+    chart(panel(title, note, 1100, 240), {
       type: 'bar',
       data: {
-        labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+        labels: counts.map(function (_, i) { return fmt(lo + (i + 0.5) * width, 2); }),
+        datasets: [{ label: 'ranks', backgroundColor: color(k), data: counts }]
+      },
+      options: { plugins: { legend: { display: false } },
+        scales: { x: { title: { display: true, text: unit } }, y: { title: { display: true, text: 'ranks' } } } }
+    });
+  }
+  // Bytes read as MiB or GiB, never raw: the unit follows the largest value.
+  function isBytes(name) { return /bytes/.test(name) || /^mem\./.test(name); }
+  function byteScale(values) {
+    var hi = Math.max.apply(null, values.filter(function (x) { return x !== null && x !== undefined; }).concat([0]));
+    return hi >= 1073741824 ? { div: 1073741824, unit: 'GiB' } : { div: 1048576, unit: 'MiB' };
+  }
+
+  function breakdown(data) {
+    var ranks = presentRanks(data);
+    var bars = rankBars(ranks);
+    var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['idle', 'idle']];
+    chart(panel('Where each rank spends a step', 'mean ms per step; collective wait = time waiting for the last arriver' + bars.note), {
+      type: 'bar',
+      data: {
+        labels: bars.labels,
         datasets: parts.map(function (p, i) {
-          return { label: p[1], backgroundColor: color(i), data: ranks.map(function (r) { return r.breakdown_ms[p[0]]; }) };
+          return { label: p[1], backgroundColor: color(i), data: bars.values(function (r) { return r.breakdown_ms[p[0]]; }) };
         })
       },
       options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
     });
+    if (ranks.length > MANY) {
+      histogram('Compute time over ' + ranks.length + ' ranks', 'how many ranks spend each mean compute ms per step; a straggler sits alone on the right',
+        ranks.map(function (r) { return r.breakdown_ms.compute; }), 'compute ms per step', 0);
+    }
   }
 
   function topLevel(data) {
-    var ranks = data.ranks.filter(function (r) { return r.present; });
+    var ranks = presentRanks(data);
+    var bars = rankBars(ranks);
     var names = {};
     ranks.forEach(function (r) { Object.keys(r.top_level_ms || {}).forEach(function (n) { names[n] = true; }); });
     var list = Object.keys(names).sort();
     if (!list.length) return;
-    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included', 1100, 300), {
+    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included' + bars.note, 1100, 300), {
       type: 'bar',
       data: {
-        labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
+        labels: bars.labels,
         datasets: list.map(function (n, i) {
-          return { label: n, backgroundColor: color(i + 2), data: ranks.map(function (r) { return (r.top_level_ms || {})[n] || 0; }) };
+          return { label: n, backgroundColor: color(i + 2), data: bars.values(function (r) { return (r.top_level_ms || {})[n] || 0; }) };
         })
       },
       options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
@@ -210,11 +272,19 @@
     if (!data.counters || !data.counters.length) return;
     data.counters.forEach(function (c, k) {
       var ranks = data.ranks.filter(function (r) { return r.present && r.counters && r.counters[c.name] !== undefined; });
-      chart(panel('Counter ' + c.name + ' per rank', 'mean per step; imbalance (max/mean) ' + fmt(c.imbalance, 2), 1100, 260), {
+      var raw = ranks.map(function (r) { return r.counters[c.name]; });
+      var scale = isBytes(c.name) ? byteScale(raw) : { div: 1, unit: 'per step' };
+      var value = function (r) { return r.counters[c.name] / scale.div; };
+      var note = 'mean per step, ' + scale.unit + '; imbalance (max/mean) ' + fmt(c.imbalance, 2);
+      if (ranks.length > MANY) {
+        histogram('Counter ' + c.name + ' over ' + ranks.length + ' ranks', note, ranks.map(value), c.name + ' (' + scale.unit + ')', k + 4);
+        return;
+      }
+      chart(panel('Counter ' + c.name + ' per rank', note, 1100, 260), {
         type: 'bar',
         data: {
           labels: ranks.map(function (r) { return 'rank ' + r.rank; }),
-          datasets: [{ label: c.name, backgroundColor: color(k + 4), data: ranks.map(function (r) { return r.counters[c.name]; }) }]
+          datasets: [{ label: c.name + ' (' + scale.unit + ')', backgroundColor: color(k + 4), data: ranks.map(value) }]
         },
         options: { plugins: { legend: { display: false } } }
       });
@@ -231,8 +301,12 @@
     heatmap(data);
     arrivals(data);
     counters(data);
-    table('Ranks', ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'idle', 'relative score', 'individual score'],
-      data.ranks.filter(function (r) { return r.present; }).map(function (r) {
+    // The rank table lists every rank up to 64, else the 64 slowest by straggler score.
+    var rows = presentRanks(data);
+    var title = 'Ranks';
+    if (rows.length > 64) { title = 'Ranks: the 64 slowest of ' + rows.length + ' by straggler score'; rows = slowestFirst(rows).slice(0, 64); }
+    table(title, ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'idle', 'relative score', 'individual score'],
+      rows.map(function (r) {
         return [r.rank, r.steps, fmt(r.step_ms.median, 2), fmt(r.step_ms.p90, 2), fmt(r.step_ms.max, 2), fmt(r.breakdown_ms.compute, 2),
           fmt(r.breakdown_ms.collective_wait, 2), fmt(r.breakdown_ms.collective_transfer, 2), fmt(r.breakdown_ms.idle, 2),
           fmt(r.straggler_score.relative, 3), fmt(r.straggler_score.individual, 3)];
@@ -314,7 +388,11 @@
       },
       options: { indexAxis: large ? 'x' : 'y', scales: { x: { stacked: true }, y: { stacked: true } } }
     });
-    table('Ranks', ['rank', 'launch s', 'first step at s', 'to first step s', 'slowest phase', 'its ms'],
+    // The rank table lists every rank up to 64, else the 64 slowest by straggler score.
+    var rows = presentRanks(data);
+    var title = 'Ranks';
+    if (rows.length > 64) { title = 'Ranks: the 64 slowest of ' + rows.length + ' by straggler score'; rows = slowestFirst(rows).slice(0, 64); }
+    table(title, ['rank', 'launch s', 'first step at s', 'to first step s', 'slowest phase', 'its ms'],
       data.ranks.map(function (r) {
         return r.readable ? [r.rank, fmt(r.launch_at_s, 2), r.first_step_at_s === null ? '–' : fmt(r.first_step_at_s, 2),
           r.to_first_step_s === null ? '–' : fmt(r.to_first_step_s, 2), r.slowest_phase, fmt(r.slowest_phase_ms, 0)]

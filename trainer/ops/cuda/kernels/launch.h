@@ -125,4 +125,23 @@ cudaError_t launch_cast_to_bf16(__nv_bfloat16* out, const float* in, size_t n, c
 // One thread busy-waits `cycles` of the SM clock: the gpu-stall fault (a kernel that does not end).
 cudaError_t launch_spin(long long cycles, cudaStream_t stream);
 
+// --- moe.cu (shapes and semantics of each: model/moe_ops.h) ---
+cudaError_t launch_moe_router_forward(float* probs, int32_t* expert, float* gate, const float* logits,
+                                      const float* logit_bias, int N, int E, int K, cudaStream_t stream);
+cudaError_t launch_moe_router_backward(float* dlogits, const float* probs, const int32_t* expert,
+                                       const float* gate, const float* dgate, const float* aux_dprob, int N,
+                                       int E, int K, cudaStream_t stream);
+cudaError_t launch_moe_probs_column_sum(float* prob_sum, const float* probs, int N, int E, cudaStream_t stream);
+cudaError_t launch_moe_gather_rows(float* out, const float* in, const int32_t* src_row, int R, int C,
+                                   cudaStream_t stream);
+cudaError_t launch_moe_scatter_rows(float* out, const float* in, const int32_t* dst_row, int R, int C,
+                                    cudaStream_t stream);
+cudaError_t launch_moe_slot_rows_backward(float* dinp, const float* drows, const int32_t* row_of_slot, int N,
+                                          int K, int C, cudaStream_t stream);
+cudaError_t launch_moe_combine_forward(float* out, const float* rows, const float* gate,
+                                       const int32_t* row_of_slot, int N, int K, int C, cudaStream_t stream);
+cudaError_t launch_moe_combine_backward(float* drows, float* dgate, const float* dout, const float* rows,
+                                        const float* gate, const int32_t* row_of_slot, int N, int K, int C,
+                                        cudaStream_t stream);
+
 }  // namespace gpt2::cuda
