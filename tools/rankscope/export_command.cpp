@@ -1,11 +1,13 @@
 // export_command.cpp — `rankscope export RUN_DIR --chrome FILE`: a Chrome trace for Perfetto.
 // Thin: rankscope_analyzers_trace.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/torch_fr/fr_chrome.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
@@ -14,6 +16,8 @@ namespace {
 constexpr const char* kHelp =
     "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B]\n\n"
     "Writes the run as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing):\n"
+    "(RUN_DIR may also be PyTorch Flight Recorder dumps, a directory or a file prefix: then one\n"
+    "track per rank and process group, each collective from enqueue to completion)\n"
     "one process per rank on the aligned clock; steps, collectives per communicator with flow\n"
     "arrows from the last arriver to the ranks that waited for it, the capture window's ranges\n"
     "(--trace-steps of gpt2-train), GPU kernels and counters.\n\n"
@@ -64,6 +68,20 @@ int export_command(Args args) {
   if (!out) {
     std::fprintf(stderr, "rankscope export: cannot write %s; hint: does its directory exist?\n", chrome.c_str());
     return 2;
+  }
+  if (!std::filesystem::exists(std::filesystem::path(run_dir) / "run.json") && torch_fr::looks_like_fr_dumps(run_dir)) {
+    // PyTorch Flight Recorder dumps: one track per rank and process group.
+    auto imp = torch_fr::import_fr_dumps(run_dir);
+    Result<torch_fr::FrChromeSummary> fr = imp.ok() ? torch_fr::write_fr_chrome_trace(*imp, out) : Result<torch_fr::FrChromeSummary>(imp.status());
+    out.close();
+    if (!fr.ok() || !out || std::rename(tmp.c_str(), chrome.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      std::fprintf(stderr, "rankscope export: %s\n", fr.ok() ? "write failed" : fr.status().to_string().c_str());
+      return 2;
+    }
+    std::printf("%s\nrankscope export: %s: %d ranks, %llu events\n", imp->summary.c_str(), chrome.c_str(), fr->ranks,
+                static_cast<unsigned long long>(fr->events));
+    return 0;
   }
   auto summary = analyzers::export_chrome_trace(run_dir, out, options);
   out.close();
