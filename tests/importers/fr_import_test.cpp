@@ -8,6 +8,7 @@
 
 #include "fr_fixture_set.h"
 #include "rankscope/analyzers/hang/classifier.h"
+#include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/torch_fr/fr_dump.h"
 #include "rankscope/torch_fr/fr_import.h"
@@ -98,7 +99,8 @@ TEST(FrImport, CulpritDumpMissingIsInferredFromPeers) {
   FrImport imp;
   const auto d = diagnose_dumps(fixtures() / "tp2dp2_culprit_dump_missing", &imp);
   EXPECT_EQ(imp.missing, std::vector<int>{3});
-  EXPECT_NE(imp.summary.find("ranks missing 3"), std::string::npos) << imp.summary;
+  EXPECT_NE(imp.summary.find("ranks missing 3 (what a missing rank did is inferred from its peers' dumps)"),
+            std::string::npos) << imp.summary;
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
   EXPECT_EQ(d.collective->comm, "tp1");
@@ -143,6 +145,26 @@ TEST(FrImport, TruncatedDumpsAreReadAsFarAsTheyGoOrReported) {
   for (const auto& p : imp.run.problems) said |= p.find("comm_lib_trace_rank_1: pickle: truncated") != std::string::npos;
   EXPECT_TRUE(said) << "rank 1's error names its file and says truncated";
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
+}
+
+TEST(FrImport, HangdoctorOnAPrefixSaysWhatItReadThenTheVerdict) {
+  const std::string prefix = (fixtures() / "tp2dp2_lagging/comm_lib_trace_rank_").string();
+  std::vector<std::string_view> args = {prefix};
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  hang::HangdoctorEnv env;
+  env.out = out;
+  env.err = err;
+  EXPECT_EQ(hang::run_hangdoctor(args, env), 1);
+  std::rewind(out);
+  char line[4096] = {0};
+  ASSERT_TRUE(std::fgets(line, sizeof line, out));
+  EXPECT_NE(std::string(line).find("read PyTorch Flight Recorder dumps"), std::string::npos) << line;
+  EXPECT_NE(std::string(line).find("ranks found 0-3, ranks missing none"), std::string::npos) << line;
+  ASSERT_TRUE(std::fgets(line, sizeof line, out));
+  EXPECT_EQ(std::string(line).rfind("HANG: rank 3 never entered allreduce #6 on tp1", 0), 0u) << line;
+  std::fclose(out);
+  std::fclose(err);
 }
 
 TEST(FrImport, MixedVersionsAreRefused) {

@@ -303,7 +303,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
                             "timing {}",
                             (fs::is_directory(path) ? path / prefix : path).string(), out.version,
                             rank_ranges(out.found), rank_ranges(out.missing),
-                            out.partial.empty() ? "" : ", ended early " + rank_ranges(out.partial),
+                            (out.partial.empty() ? "" : ", ended early " + rank_ranges(out.partial)) +
+                                (out.missing.empty() ? "" : " (what a missing rank did is inferred from its peers' dumps)"),
                             out.timing ? "on" : "off (TORCH_NCCL_ENABLE_TIMING unset: 'running' and 'never started' look the same)");
   return out;
 }
