@@ -31,6 +31,7 @@ inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
   add("tp2dp2_culprit_dump_missing", missing);
   add("pg_order_differs", tp_dp_job(2, 2, 1, 4, "2.10", true));
   add("size_mismatch", size_mismatch_job());
+  add("all_stuck", size_mismatch_job(false));
   add("p2p_hang", p2p_job());
   // Rank 3's dump cut in the middle (killed while writing); rank 1's cut after 9 bytes.
   add("truncated", tp_dp_job(2, 2, 3, 6, "2.10"));

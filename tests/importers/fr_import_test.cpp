@@ -126,6 +126,17 @@ TEST(FrImport, SizeMismatchByMajority) {
   EXPECT_EQ(d.collective->seq, 4u);
 }
 
+TEST(FrImport, AllEnqueuedNoneCompletedIsStuckInCollectiveAndSaysTimingWasOff) {
+  FrImport imp;
+  const auto d = diagnose_dumps(fixtures() / "all_stuck", &imp);
+  EXPECT_EQ(d.kind, hang::Kind::kStuckInCollective) << hang::render_text(d);
+  EXPECT_TRUE(d.culprit_ranks.empty()) << hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value());
+  EXPECT_EQ(d.collective->seq, 4u);
+  EXPECT_FALSE(imp.timing);
+  EXPECT_NE(imp.summary.find("'running' and 'never started' look the same"), std::string::npos) << imp.summary;
+}
+
 TEST(FrImport, P2pHangNamesTheReceiverThatNeverPosted) {
   const auto d = diagnose_dumps(fixtures() / "p2p_hang");
   EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);

@@ -51,15 +51,16 @@ inline std::vector<RankSpec> tp_dp_job(int tp, int dp, int culprit, int steps, c
   return ranks;
 }
 
-// Four ranks, one group; at seq 4 rank 2 all-reduces 512 elements where the others use 1024.
-inline std::vector<RankSpec> size_mismatch_job() {
+// Four ranks, one group; at seq 4 rank 2 all-reduces 512 elements where the others use 1024
+// (with `mismatch` false all agree: every rank is inside seq 4 and none completed it).
+inline std::vector<RankSpec> size_mismatch_job(bool mismatch = true) {
   std::vector<RankSpec> ranks;
   for (int r = 0; r < 4; ++r) {
     RankSpec s;
     s.rank = r;
     s.groups.push_back({"0", "default_pg", {0, 1, 2, 3}, 0});
     for (int seq = 1; seq <= 4; ++seq) {
-      EntrySpec e{"0", seq, "all_reduce", {seq == 4 && r == 2 ? 512 : 1024}, "Float",
+      EntrySpec e{"0", seq, "all_reduce", {seq == 4 && r == 2 && mismatch ? 512 : 1024}, "Float",
                   seq == 4 ? "scheduled" : "completed", "allreduce_grads"};
       s.entries.push_back(e);
     }
