@@ -176,6 +176,68 @@ TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {
   }
 }
 
+TEST(Forecast, ExactQuadraticIsForecastExactlyAndTheIntervalWidensBeyondTheData) {
+  auto t = [](double T) { return 3.0 + 0.01 * T + 1e-5 * T * T; };
+  const std::vector<double> T = {128, 256, 512}, y = {t(128), t(256), t(512)};
+  const Estimate exact = forecast_quadratic(T, y, 2048, 0.0);
+  EXPECT_NEAR(exact.value, t(2048), 1e-6);
+  EXPECT_NEAR(exact.high - exact.low, 0.0, 1e-6);  // three points, no noise: nothing to size it by
+  // With measured noise the interval grows with the leverage, far faster beyond the data.
+  const Estimate near = forecast_quadratic(T, y, 512, 0.1), far = forecast_quadratic(T, y, 4096, 0.1);
+  EXPECT_LT(near.high - near.low, far.high - far.low);
+  EXPECT_GT(fit_leverage(T, 4096), 100 * fit_leverage(T, 512));
+  EXPECT_NEAR(fit_leverage(T, 512), 1.0, 1e-9);  // a 3-term fit through 3 points interpolates each
+  // Residuals size it when there are more points than terms.
+  const std::vector<double> T5 = {128, 256, 384, 512, 640}, y5 = {t(128) + 0.5, t(256) - 0.5, t(384) + 0.5, t(512) - 0.5, t(640) + 0.5};
+  const Estimate noisy = forecast_quadratic(T5, y5, 1024, 0.0);
+  EXPECT_GT(noisy.high - noisy.low, 1.0);
+  EXPECT_LT(noisy.low, t(1024));
+  EXPECT_GT(noisy.high, t(1024));
+}
+
+TEST(Forecast, SweepTo512ForecastsTheMeasured1024AndNamesTheQuadraticRange) {
+  const fs::path full = write_sweep(true);
+  // The same runs without the top point: forecast what the 1024 run measured.
+  const fs::path partial = testing::fresh_temp_dir("scaling-partial");
+  std::vector<SweepPoint> points;
+  for (int64_t T : {128, 256, 512}) points.push_back({T, fs::absolute(full / sweep_point_dir_name(T))});
+  ASSERT_TRUE(write_sweep_index(partial, points).ok());
+  ScalingOptions options;
+  options.forecast_seq_lens = {1024, 4096};
+  auto report = analyze_scaling(partial, options);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  auto measured = analyze_scaling(full);
+  ASSERT_TRUE(measured.ok());
+  ASSERT_EQ(report->forecasts.size(), 2u);
+  const ScalingForecast& f = report->forecasts[0];
+  EXPECT_EQ(f.seq_len, 1024);
+  EXPECT_TRUE(f.extrapolated);
+  const ScalingPoint& top = measured->points.back();
+  EXPECT_NEAR(f.step_ms.value, top.step_ms, 0.02 * top.step_ms);
+  EXPECT_LE(f.step_ms.low, top.step_ms + 1e-9);
+  EXPECT_GE(f.step_ms.high, top.step_ms - 1e-9);
+  ASSERT_TRUE(f.tokens_per_s.has_value());
+  EXPECT_NEAR(f.tokens_per_s->value, top.tokens_per_s, 0.02 * top.tokens_per_s);
+  ASSERT_TRUE(f.peak_mem_bytes.has_value());
+  EXPECT_NEAR(f.peak_mem_bytes->value, *top.peak_mem_bytes, 1e-3 * *top.peak_mem_bytes);
+  // Attention holds the only T^2 term of the fake runs (backward's is the larger: it runs longer).
+  EXPECT_EQ(f.quadratic_range, "backward/block*/attn");
+  EXPECT_GT(report->forecasts[1].quadratic_range_share, f.quadratic_range_share);
+  EXPECT_NE(f.text.find("backward/block*/attn's T^2 term is"), std::string::npos) << f.text;
+  const nlohmann::json j = to_json(*report);
+  EXPECT_EQ(j["forecasts"][0]["seq_len"], 1024);
+  EXPECT_EQ(j["forecasts"][0]["quadratic_range"], "backward/block*/attn");
+  if (auto violation = testing::schema_violation(j, "scaling_report.schema.json")) EXPECT_EQ(*violation, "");
+  // One point cannot be extrapolated: a problem, not a guess.
+  const fs::path single = testing::fresh_temp_dir("scaling-single");
+  ASSERT_TRUE(write_sweep_index(single, {{128, fs::absolute(full / sweep_point_dir_name(128))}}).ok());
+  auto lone = analyze_scaling(single, options);
+  ASSERT_TRUE(lone.ok());
+  EXPECT_TRUE(lone->forecasts.empty());
+  ASSERT_FALSE(lone->problems.empty());
+  EXPECT_NE(lone->problems.back().find("at least two points"), std::string::npos);
+}
+
 TEST(ScalingAnalyzer, SweepWithoutIndexIsDiscovered) {
   const fs::path sweep = write_sweep(false);
   auto s = read_sweep(sweep);

@@ -6,6 +6,9 @@
 // thread mostly measures the other processes. Batch 4: on this machine GELU's time per element
 // rises ~1.5x as its buffer grows from 1 to 2 MB (256K to 512K floats), which at batch 1 puts a
 // cache step (mlp slope ~1.4) right at the top of the sweep; at batch 4 it falls at T=128..256.
+// Then the forecast: the points up to 512 alone, forecast at 1024, and the interval must hold what
+// the 1024 run measured (how close the value lands depends on the machine's load; the interval is
+// sized by the points' measured noise, so it says so).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +70,23 @@ TEST(ScalingE2E, TinySweepAttentionIsSuperlinearMlpLinear) {
   bool flagged = false;
   for (const auto& f : report->findings) flagged |= f.kind == "superlinear_range" && f.range == "forward/block*/attn";
   EXPECT_TRUE(flagged);
+
+  // The forecast: the sweep up to 512 alone predicts what the T=1024 run measured.
+  const fs::path partial = e2e::fresh_run_dir("scaling_sweep_tiny_to512");
+  std::vector<SweepPoint> lower(index->points.begin(), index->points.begin() + 3);
+  for (auto& p : lower) p.run_dir = fs::absolute(p.run_dir);
+  ASSERT_TRUE(write_sweep_index(partial, lower).ok());
+  ScalingOptions options;
+  options.forecast_seq_lens = {1024};
+  auto forecast = analyze_scaling(partial, options);
+  ASSERT_TRUE(forecast.ok()) << forecast.status().to_string();
+  ASSERT_EQ(forecast->forecasts.size(), 1u);
+  const ScalingForecast& f = forecast->forecasts[0];
+  const ScalingPoint& measured = report->points.back();
+  std::printf("forecast %s\nmeasured T=1024: step %.1f ms, %.0f tokens/s\n", f.text.c_str(), measured.step_ms, measured.tokens_per_s);
+  EXPECT_LE(f.step_ms.low, measured.step_ms);
+  EXPECT_GE(f.step_ms.high, measured.step_ms);
+  EXPECT_FALSE(f.quadratic_range.empty());
 }
 
 }  // namespace

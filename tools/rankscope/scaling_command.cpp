@@ -1,7 +1,10 @@
 // scaling_command.cpp — `rankscope scaling`: how a step and each range grow with sequence length,
 // over a sweep directory (gpt2-train --sweep-seq-len). Thin: rankscope_analyzers_scaling.
+#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
@@ -12,12 +15,15 @@ namespace rankscope::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: rankscope scaling SWEEP_DIR [--json FILE] [--html FILE]\n\n"
+    "usage: rankscope scaling SWEEP_DIR [--forecast T,T...] [--json FILE] [--html FILE]\n\n"
     "Sequence-length scaling over a sweep directory (written by gpt2-train --sweep-seq-len\n"
     "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
     "time, peak memory. Per range, and per range summed over blocks (forward/block*/attn): the fit\n"
     "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
     "flag superlinear ranges and throughput cliffs.\n\n"
+    "  --forecast T,T  step time, tokens/s and peak memory at these sequence lengths (e.g.\n"
+    "                  2048,4096), each with a ~95% interval from the fit's residuals and the\n"
+    "                  points' noise, and the range whose T^2 term drives the step there\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout\n"
     "  --html FILE   write a self-contained HTML report (opens offline)\n"
     "  --quiet, -q   no text report\n\n"
@@ -41,16 +47,52 @@ void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
   }
   if (r.findings.empty()) std::fprintf(out, "\nno findings: every range grows at most linearly\n");
   for (size_t i = 0; i < r.findings.size(); ++i) std::fprintf(out, "%s%2zu. %s\n", i ? "" : "\n", i + 1, r.findings[i].text.c_str());
+  for (size_t i = 0; i < r.forecasts.size(); ++i) std::fprintf(out, "%sforecast %s\n", i ? "" : "\n", r.forecasts[i].text.c_str());
   for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
+}
+
+// "2048,4096" -> {2048, 4096}; nullopt (after saying why) on anything else.
+std::optional<std::vector<int64_t>> parse_seq_lens(std::string_view text) {
+  std::vector<int64_t> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v <= 0) {
+      std::fprintf(stderr, "rankscope scaling: --forecast takes positive sequence lengths separated by commas, not '%s'\n",
+                   std::string(item).c_str());
+      return std::nullopt;
+    }
+    out.push_back(v);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "rankscope scaling: --forecast needs sequence lengths (e.g. --forecast 2048,4096)\n");
+    return std::nullopt;
+  }
+  return out;
 }
 
 }  // namespace
 
-int scaling_command(Args args) {
+int scaling_command(Args all_args) {
+  // --forecast is this command's own option; the rest are the reports' common ones.
+  analyzers::ScalingOptions options;
+  std::vector<std::string_view> args;
+  for (size_t i = 0; i < all_args.size(); ++i) {
+    if (all_args[i] != "--forecast") {
+      args.push_back(all_args[i]);
+      continue;
+    }
+    auto lens = parse_seq_lens(i + 1 < all_args.size() ? all_args[++i] : std::string_view());
+    if (!lens) return 2;
+    options.forecast_seq_lens = std::move(*lens);
+  }
   std::string sweep_dir;
   ReportOutputs outputs;
   if (auto stop = parse_report_args(args, "scaling", kHelp, "sweep directory", sweep_dir, outputs)) return *stop;
-  auto report = analyzers::analyze_scaling(sweep_dir);
+  auto report = analyzers::analyze_scaling(sweep_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());
     return 2;

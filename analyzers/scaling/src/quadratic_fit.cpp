@@ -78,6 +78,31 @@ QuadraticFit fit_quadratic(std::span<const double> T, std::span<const double> t)
   return fit;
 }
 
+double fit_leverage(std::span<const double> T, double T0) {
+  if (T.empty()) return 0;
+  const double scale = *std::max_element(T.begin(), T.end());
+  const double u0 = T0 / scale;
+  const double basis0[3] = {1.0, u0, u0 * u0};
+  for (size_t n = std::min<size_t>(3, T.size()); n >= 1; --n) {
+    std::array<std::array<double, 3>, 3> A{};
+    std::array<double, 3> x0{}, z{};
+    for (double Ti : T) {
+      const double u = Ti / scale;
+      const double basis[3] = {1.0, u, u * u};
+      for (size_t r = 0; r < n; ++r) {
+        for (size_t k = 0; k < n; ++k) A[r][k] += basis[r] * basis[k];
+      }
+    }
+    for (size_t r = 0; r < n; ++r) x0[r] = basis0[r];
+    std::array<double, 3> rhs = x0;
+    if (!solve(A, rhs, n, z)) continue;  // (X'X) z = x0, so h0 = x0' z
+    double h = 0;
+    for (size_t r = 0; r < n; ++r) h += x0[r] * z[r];
+    return std::max(0.0, h);
+  }
+  return 0;
+}
+
 std::vector<std::optional<double>> log_log_slopes(std::span<const double> T, std::span<const double> t) {
   std::vector<std::optional<double>> out;
   const size_t m = std::min(T.size(), t.size());

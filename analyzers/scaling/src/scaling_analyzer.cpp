@@ -113,6 +113,7 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
   ScalingReport report;
   report.sweep_dir = sweep_dir.string();
   std::vector<PointTimes> times;
+  std::vector<double> point_noise_ms;  // per point: the noise of its step time (see below)
   for (const SweepPoint& p : sweep.points) {
     auto skew = analyze_skew(p.run_dir);
     if (!skew.ok()) {
@@ -128,6 +129,13 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
       if (r.steps > 0) fastest.push_back(r.step_ms_min);
     }
     point.step_ms = median(std::move(fastest));
+    // The noise of a point's estimate: one step's spread (median minus fastest) shrinks as the
+    // square root of the steps it is taken from.
+    std::vector<double> spread;
+    for (const RankSkew& r : skew->ranks) {
+      if (r.steps > 0) spread.push_back(std::max(0.0, r.step_ms_median - r.step_ms_min) / std::sqrt(double(r.steps)));
+    }
+    point_noise_ms.push_back(median(std::move(spread)));
     for (const RankSkew& r : skew->ranks) {
       if (auto it = r.counters_max.find(std::string(kPeakMemoryCounter)); it != r.counters_max.end()) {
         point.peak_mem_bytes = std::max(point.peak_mem_bytes.value_or(0.0), it->second);
@@ -185,6 +193,7 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
     report.ranges.push_back(std::move(r));
   }
   derive_findings(options, report);
+  add_forecasts(options.forecast_seq_lens, point_noise_ms, report);
   return report;
 }
 

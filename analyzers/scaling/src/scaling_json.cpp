@@ -17,6 +17,10 @@ json opts(const std::vector<std::optional<double>>& v) {
   return a;
 }
 
+json estimate(const Estimate& e) { return {{"value", e.value}, {"low", e.low}, {"high", e.high}}; }
+
+json estimate(const std::optional<Estimate>& e) { return e ? estimate(*e) : json(nullptr); }
+
 }  // namespace
 
 nlohmann::json to_json(const ScalingReport& report) {
@@ -54,6 +58,18 @@ nlohmann::json to_json(const ScalingReport& report) {
                              {"share_at_max", f.share_at_max},
                              {"cost_ms_per_step", f.cost_ms_per_step},
                              {"text", f.text}});
+  }
+  j["forecasts"] = json::array();
+  for (const auto& f : report.forecasts) {
+    j["forecasts"].push_back({{"seq_len", f.seq_len},
+                              {"extrapolated", f.extrapolated},
+                              {"step_ms", estimate(f.step_ms)},
+                              {"tokens_per_s", estimate(f.tokens_per_s)},
+                              {"peak_mem_bytes", estimate(f.peak_mem_bytes)},
+                              {"quadratic_range", f.quadratic_range.empty() ? json(nullptr) : json(f.quadratic_range)},
+                              {"quadratic_range_share", f.quadratic_range_share},
+                              {"memory_quadratic_share", opt(f.memory_quadratic_share)},
+                              {"text", f.text}});
   }
   j["problems"] = report.problems;
   return j;

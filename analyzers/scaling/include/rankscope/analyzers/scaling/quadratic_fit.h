@@ -28,6 +28,12 @@ struct QuadraticFit {
 // constant. T must be positive.
 QuadraticFit fit_quadratic(std::span<const double> T, std::span<const double> t);
 
+// The leverage h0 = x0' (X'X)^-1 x0 of the fit's basis at T0: the variance of the fitted value at T0
+// in units of the residual variance. It grows as T0 moves beyond the data (as T0^4 for a quadratic),
+// which is what widens a forecast's interval. Same terms as fit_quadratic (as many as the points
+// allow); 0 when there are no points or the system is singular.
+double fit_leverage(std::span<const double> T, double T0);
+
 // slopes[i] = ln(t[i+1]/t[i]) / ln(T[i+1]/T[i]); nullopt where a time is not positive.
 std::vector<std::optional<double>> log_log_slopes(std::span<const double> T, std::span<const double> t);
 

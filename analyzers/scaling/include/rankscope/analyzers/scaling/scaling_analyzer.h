@@ -7,7 +7,7 @@
 // aggregated over blocks ("forward/block*/attn" = the sum over blocks), and on a GPU the kernel time
 // under each range ("forward/block*/attn [gpu kernels]", from CUPTI), the fit c + aT + bT^2 with
 // R^2, log-log slopes between adjacent points and the crossover a/b; the FLOP model's attention
-// share; findings for superlinear ranges and throughput cliffs. Is not: the sweep driver (the
+// share; findings for superlinear ranges and throughput cliffs; forecasts at larger T (forecast.h). Is not: the sweep driver (the
 // trainer's --sweep-seq-len) or rendering.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "rankscope/analyzers/scaling/forecast.h"
 #include "rankscope/analyzers/scaling/quadratic_fit.h"
 #include "rankscope/format/status.h"
 
@@ -58,6 +59,7 @@ struct ScalingReport {
   std::vector<ScalingPoint> points;
   std::vector<ScalingRange> ranges;
   std::vector<ScalingFinding> findings;
+  std::vector<ScalingForecast> forecasts;      // one per ScalingOptions::forecast_seq_lens
   std::vector<std::string> problems;
 };
 
@@ -65,6 +67,7 @@ struct ScalingOptions {
   double superlinear_slope = 1.3;   // slope at the top of the sweep above which a range is flagged
   double min_share = 0.05;          // ...if it is at least this share of the step there
   double cliff_drop = 0.25;         // throughput falling this much between adjacent points
+  std::vector<int64_t> forecast_seq_lens;  // forecast.h: step, tokens/s and peak memory at these T
 };
 
 Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, const ScalingOptions& options = {});
