@@ -3,6 +3,7 @@
 // token loop (one per routed row), and the ratio token / grouped.
 // Is not: a test (it asserts nothing; ctest label `bench`) nor the trainer (no data, no probe).
 // Usage: trainer_moe_step_bench [preset=d6] [experts=8] [top_k=2] [B=4] [T=64] [steps=2]
+// (d6 8 2 4 64 2 on a loaded 2-core VM: grouped 22.0 s/step, token 184.9 s/step, 8.4x, same losses)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
