@@ -14,7 +14,9 @@
 // so is the MoE layer: every TP rank routes all B*T rows and dispatches them over its own ep{k}
 // (whose members share its TP rank), with replicated router and expert weights. That costs TP x
 // the expert compute but needs no TP collective in the layer (Megatron instead splits the rows
-// 1/TP per rank and all-gathers after the combine).
+// 1/TP per rank and all-gathers after the combine). An MoE layer keeps its own activations in
+// grow-only scratch (sized by the rows it received): --recompute does not shrink them and
+// activation_bytes() does not count them.
 // Is not: data loading, DP gradient sync, the optimizer (adamw.h) or the training loop. No CPU loop
 // lives in gpt2.cpp: every element-wise or GEMM computation is an Ops call (ops.h).
 //
