@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto ops = gpt2::make_cpu_ops();
-  gpt2::GPT2::Options o{*config, {}, static_cast<gpt2::Recompute>(recompute), B, T};
+  gpt2::GPT2::Options o{*config, {}, static_cast<gpt2::Recompute>(recompute), B, T, {}, {}};
   auto created = gpt2::GPT2::create(o, *ops, nullptr);
   if (!created.ok()) {
     std::fprintf(stderr, "%s\n", created.status().to_string().c_str());

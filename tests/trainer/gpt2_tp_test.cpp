@@ -193,7 +193,7 @@ std::vector<int64_t> local_token_counts(VocabShard shard) {
   std::vector<std::string> errors(2);
   run_thread_group(2, [&](int rank, ThreadGroupComm& comm) {
     auto ops = make_cpu_ops();
-    GPT2::Options o{c, {2, rank, shard}, Recompute::kNone, B, T};
+    GPT2::Options o{c, {2, rank, shard}, Recompute::kNone, B, T, {}, {}};
     auto model = GPT2::create(o, *ops, &comm);
     if (!model.ok()) {
       errors[rank] = model.status().to_string();

@@ -50,6 +50,27 @@ FaultInjector::FaultInjector(std::vector<FaultSpec> specs, int rank, rankscope::
   }
 }
 
+std::vector<float> FaultInjector::router_logit_bias(const MoeConfig& moe) const {
+  std::vector<float> bias;
+  for (const auto& f : specs_) {
+    if (f.kind != FaultKind::kRouteSkew || f.expert < 0 || f.expert >= moe.experts) continue;
+    bias.resize(static_cast<size_t>(moe.experts), 0.0f);
+    bias[static_cast<size_t>(f.expert)] += static_cast<float>(f.bias);
+  }
+  return bias;
+}
+
+CombineMiscount FaultInjector::combine_miscount(int64_t step, int ep_rank) const {
+  for (const auto& f : specs_)
+    if (f.kind == FaultKind::kA2aMiscount && f.step == step) {
+      fmt::print(stderr, "rank {}: --inject {}: wrong receive counts for the combine all_to_all_v at step {}\n",
+                 rank_, f.text, step);
+      std::fflush(stderr);
+      return {ep_rank == 0 ? 1 : 0, f.delta};
+    }
+  return {};
+}
+
 std::unique_ptr<rankscope::probe::RangeSink> FaultInjector::range_sink() {
   return std::make_unique<InjectorRangeSink>(*this);
 }

@@ -6,7 +6,9 @@
 //     runs stall, delay, crash and gpu-stall (through the device hook the trainer installs);
 //   - collective call: ProbedCommunicator asks before_collective()/on_payload() (skip, resize,
 //     lossy; it is a CollectiveInterceptor);
-// plus the one question DDP asks before it reports a gradient ready (drop-grad). The training loop
+// plus the one question DDP asks before it reports a gradient ready (drop-grad), and two the
+// trainer asks of MoE runs: the router logit bias (route-skew) and, per step, wrong combine
+// receive counts (a2a-miscount), which it hands to the model. The training loop
 // tells it the current step. Lossy counts chunks sent and lost as probe counters
 // (lossy.chunks_sent, lossy.chunks_lost).
 // Is not: the parser (fault_spec.h) nor the checks that faults did what they say (tests/e2e).
@@ -21,6 +23,7 @@
 #include "comm/collective_interceptor.h"
 #include "fault_spec.h"
 #include "loss_model.h"
+#include "model/config.h"  // plain structs only: faults do not link the model
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {
@@ -47,6 +50,12 @@ class FaultInjector final : public CollectiveInterceptor {
 
   // True when `param`'s gradient must not be reported ready at the current step.
   bool drop_grad(std::string_view param) const;
+
+  // route-skew: the router logit bias (E values) every MoE block adds, or empty when none.
+  std::vector<float> router_logit_bias(const MoeConfig& moe) const;
+  // a2a-miscount: the wrong combine receive counts this rank uses at `step` (peer -1: none). The
+  // peer is the lowest EP rank other than ep_rank (rank 1 of the incident expected rows from 0).
+  CombineMiscount combine_miscount(int64_t step, int ep_rank) const;
 
   InterceptDecision before_collective(const CollectiveCall& call) override;
   void on_payload(const CollectiveCall& call, void* payload, size_t bytes) override;

@@ -30,6 +30,8 @@ const std::vector<KindGrammar>& grammar() {
       {"resize", FaultKind::kResize, {"rank", "comm", "seq", "factor"}, {}},
       {"crash", FaultKind::kCrash, {"rank", "step"}, {"range"}},
       {"drop-grad", FaultKind::kDropGrad, {"rank", "param"}, {"step"}},
+      {"route-skew", FaultKind::kRouteSkew, {"expert", "bias"}, {}},
+      {"a2a-miscount", FaultKind::kA2aMiscount, {"rank", "step", "delta"}, {}},
       {"lossy", FaultKind::kLossy, {"model"},
        {"p", "p_gb", "p_bg", "loss_good", "loss_bad", "rank", "comm", "chunk", "seed"}},
   };
@@ -132,6 +134,12 @@ rankscope::Result<FaultSpec> parse_fault_spec(std::string_view text) {
   if (kv.count("ms")) RS_RETURN_IF_ERROR(parser.real(kv, "ms", spec.ms, 0, 1e9));
   if (kv.count("seconds")) RS_RETURN_IF_ERROR(parser.real(kv, "seconds", spec.seconds, 0.001, 1e6));
   if (kv.count("factor")) RS_RETURN_IF_ERROR(parser.real(kv, "factor", spec.factor, 1e-6, 1e6));
+  if (kv.count("expert")) RS_RETURN_IF_ERROR(parser.integer(kv, "expert", spec.expert, 0));
+  if (kv.count("bias")) RS_RETURN_IF_ERROR(parser.real(kv, "bias", spec.bias, -1e4, 1e4));
+  if (kv.count("delta")) {
+    RS_RETURN_IF_ERROR(parser.integer<int64_t>(kv, "delta", spec.delta, -(int64_t(1) << 40)));
+    if (spec.delta == 0) return parser.error("delta=0 changes nothing (hint: e.g. delta=1 or delta=-1)");
+  }
   if (kv.count("range")) spec.range = kv["range"];
   if (kv.count("comm")) spec.comm = kv["comm"];
   if (kv.count("param")) spec.param = kv["param"];

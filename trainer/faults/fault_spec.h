@@ -16,6 +16,11 @@
 //   lossy:model=bernoulli,p=P[,rank=R,comm=NAME,chunk=BYTES,seed=N]
 //   lossy:model=gilbert-elliott,p_gb=..,p_bg=..,loss_good=..,loss_bad=..[,rank,comm,chunk,seed]
 //                                                zero chunks of TP collective payloads
+//   route-skew:expert=E,bias=B                   add B to expert E's router logit in every MoE
+//                                                block on every rank (a hot expert)
+//   a2a-miscount:rank=R,step=S,delta=D           at step S, rank R expects D rows more (D < 0:
+//                                                fewer) back from its first other EP peer in the
+//                                                first MoE block's combine all_to_all_v
 // Is not: the behaviour (fault_injector.h).
 #pragma once
 
@@ -27,7 +32,9 @@
 
 namespace gpt2 {
 
-enum class FaultKind { kStall, kDelay, kSkip, kResize, kCrash, kDropGrad, kLossy, kGpuStall };
+enum class FaultKind {
+  kStall, kDelay, kSkip, kResize, kCrash, kDropGrad, kLossy, kGpuStall, kRouteSkew, kA2aMiscount
+};
 enum class LossModel { kBernoulli, kGilbertElliott };
 
 std::string_view fault_kind_name(FaultKind kind);
@@ -44,6 +51,9 @@ struct FaultSpec {
   double ms = 0;           // delay
   double seconds = 0;      // gpu-stall
   std::string param;       // drop-grad
+  int expert = -1;         // route-skew
+  double bias = 0;         // route-skew: added to the router logit
+  int64_t delta = 0;       // a2a-miscount: rows off (non-zero)
   // lossy
   LossModel loss_model = LossModel::kBernoulli;
   double p = 0;            // bernoulli: probability a chunk is lost

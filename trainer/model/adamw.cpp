@@ -26,13 +26,24 @@ void AdamW::step(float lr) {
   }
 }
 
-Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm) {
-  double sharded = 0.0, replicated = 0.0;
+Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm,
+                               Communicator* ep_comm) {
+  double sharded = 0.0, replicated = 0.0, expert = 0.0;
   for (size_t i = 0; i < params.count(); i++) {
     const ParamInfo& info = params.infos()[i];
     const double s = ops.sum_squares(params.grads() + info.offset, info.numel);
-    (info.is_sharded() ? sharded : replicated) += s;
+    (info.expert ? expert : info.is_sharded() ? sharded : replicated) += s;
   }
+  if (params.ep().ep_size > 1) {
+    if (ep_comm == nullptr) {
+      return rankscope::invalid_argument("global_grad_norm under expert parallelism needs the EP communicator");
+    }
+    // Experts are replicated over TP (identical on every TP rank) and disjoint over EP.
+    float buf = static_cast<float>(expert);
+    RS_RETURN_IF_ERROR(ep_comm->all_reduce(&buf, 1, DataType::kFloat32, ReduceOp::kSum));
+    expert = buf;
+  }
+  replicated += expert;
   if (params.tp().tp_size > 1) {
     if (tp_comm == nullptr) {
       return rankscope::invalid_argument("global_grad_norm under TP needs the TP communicator");

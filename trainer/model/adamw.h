@@ -53,8 +53,11 @@ class AdamW {
 };
 
 // Global L2 norm of all gradients of the model (every TP rank gets the same value). tp_comm may be
-// null when tp_size == 1. Collective on tp_comm.
-Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm);
+// null when tp_size == 1. Collective on tp_comm. With expert parallelism (ep_size > 1) each EP
+// rank holds different experts: their squares are summed over `ep_comm` (collective on it too), so
+// every rank of the job clips by the same norm.
+Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm,
+                               Communicator* ep_comm = nullptr);
 // Scales all gradients by max_norm / norm when norm > max_norm; returns the factor applied (1 if none).
 float clip_grads_to_norm(ParameterSet& params, Ops& ops, float norm, float max_norm);
 

@@ -1,6 +1,8 @@
 // config.cpp — presets and validation of ModelConfig; parsing of --vocab-shard and --recompute.
 #include "model/config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace gpt2 {
@@ -52,6 +54,42 @@ Status ModelConfig::validate(int tp_size) const {
 std::string ModelConfig::describe() const {
   return fmt::format("L={} NH={} C={} V={} maxT={}", num_layers, num_heads, channels, vocab_size,
                      max_seq_len);
+}
+
+Status MoeConfig::validate(int ep_size) const {
+  if (experts < 0)
+    return rankscope::invalid_argument(fmt::format("--moe-experts {} must be >= 0 (0: dense MLP)", experts));
+  if (experts == 0) return Status::ok_status();
+  if (top_k != 1 && top_k != 2)
+    return rankscope::invalid_argument(fmt::format("--moe-top-k {} must be 1 or 2", top_k));
+  if (top_k > experts)
+    return rankscope::invalid_argument(fmt::format(
+        "--moe-top-k {} exceeds --moe-experts {} (hint: top-2 needs at least 2 experts)", top_k, experts));
+  if (every < 1)
+    return rankscope::invalid_argument(fmt::format("--moe-every {} must be >= 1 (1: every block)", every));
+  if (!(capacity_factor >= 0.0f) || !std::isfinite(capacity_factor))
+    return rankscope::invalid_argument(fmt::format(
+        "--moe-capacity-factor {} must be a finite number >= 0 (0: dropless)", capacity_factor));
+  if (!(aux_loss_coef >= 0.0f) || !std::isfinite(aux_loss_coef))
+    return rankscope::invalid_argument(fmt::format(
+        "--moe-aux-loss-coef {} must be a finite number >= 0 (typical: 0.01)", aux_loss_coef));
+  if (ep_size < 1 || experts % ep_size != 0)
+    return rankscope::invalid_argument(fmt::format(
+        "--moe-experts {} cannot be sharded over --ep {} (hint: every EP rank holds the same number "
+        "of experts; use an expert count that is a multiple of {})", experts, ep_size, ep_size));
+  return Status::ok_status();
+}
+
+Result<ExpertLoop> parse_expert_loop(std::string_view text) {
+  if (text == "grouped") return ExpertLoop::kGrouped;
+  if (text == "token") return ExpertLoop::kToken;
+  return rankscope::invalid_argument(fmt::format(
+      "unknown --moe-expert-loop '{}' (hint: grouped runs one GEMM chain per expert, token one per "
+      "row as in the incident)", text));
+}
+
+std::string_view expert_loop_name(ExpertLoop loop) {
+  return loop == ExpertLoop::kToken ? "token" : "grouped";
 }
 
 Result<VocabShard> parse_vocab_shard(std::string_view text) {

@@ -51,6 +51,41 @@ struct TensorParallel {
   VocabShard vocab_shard = VocabShard::kContiguous;
 };
 
+// Mixture of experts (issue 12): which blocks replace the dense MLP by an MoE MLP and its shape.
+// Block l is an MoE block when experts > 0 and l % every == 0 (Megatron's --moe-layer-freq: with
+// every = 2, blocks 0, 2, 4, ...). Experts are GPT-2 MLPs; the router is a bias-free linear C->E.
+enum class ExpertLoop { kGrouped, kToken };  // kToken: one GEMM chain per row (the incident)
+Result<ExpertLoop> parse_expert_loop(std::string_view text);  // "grouped" | "token"
+std::string_view expert_loop_name(ExpertLoop loop);
+
+struct MoeConfig {
+  int experts = 0;               // E (global); 0: dense model
+  int top_k = 1;                 // K: 1 or 2
+  int every = 1;                 // MoE MLP in blocks l with l % every == 0
+  float capacity_factor = 0.0f;  // 0: dropless; else capacity ceil(N*K/E*F) slots per expert
+  float aux_loss_coef = 0.0f;    // A of the Switch/GShard load-balancing loss
+  ExpertLoop loop = ExpertLoop::kGrouped;
+
+  bool enabled() const { return experts > 0; }
+  bool is_moe_block(int layer) const { return experts > 0 && layer % every == 0; }
+  // Checks ranges (K in {1,2}, K <= E, every >= 1, F >= 0, A >= 0) and that ep_size divides E;
+  // the message names the flag and what would be valid.
+  Status validate(int ep_size) const;
+};
+
+// This rank's place in its expert-parallel group ep{k} (experts [ep_rank*E/ep, ...) live here).
+struct ExpertParallel {
+  int ep_size = 1;
+  int ep_rank = 0;
+};
+
+// Wrong receive counts for one combine all_to_all_v (the a2a-miscount fault): this rank expects
+// `delta` rows more (or fewer) than it sent to `peer` (EP rank) in the dispatch.
+struct CombineMiscount {
+  int peer = -1;   // -1: none
+  int64_t delta = 0;
+};
+
 // Activation recompute: what backward recomputes instead of keeping from forward.
 //  0: keep everything; 1: recompute each block's GELU output from the fc pre-activation;
 //  2: also recompute the LayerNorm outputs (ln_1, ln_2, ln_f) from their inputs and saved stats.

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/moe_mlp.h"
 #include "model/weight_init.h"
 #include "parallel/tp_slicing.h"
 
@@ -33,6 +34,7 @@ enum Range : int {
   kFwdMlp, kFwdMlpLn, kFwdMlpFc, kFwdMlpGelu, kFwdMlpProj,
   kBwdMlp, kBwdMlpProj, kBwdMlpGelu, kBwdMlpFc, kBwdMlpLn,
   kBwdAttn, kBwdAttnProj, kBwdAttnSdpa, kBwdAttnQkv, kBwdAttnLn,
+  kFwdMoe, kFwdMoeLn, kBwdMoe, kBwdMoeLn,
   kRangeCount
 };
 constexpr const char* kRangeFormats[kRangeCount] = {
@@ -44,6 +46,7 @@ constexpr const char* kRangeFormats[kRangeCount] = {
     "backward/block{}/mlp/fc", "backward/block{}/mlp/ln_2",
     "backward/block{}/attn", "backward/block{}/attn/proj", "backward/block{}/attn/sdpa",
     "backward/block{}/attn/qkv", "backward/block{}/attn/ln_1",
+    "forward/block{}/moe", "forward/block{}/moe/ln_2", "backward/block{}/moe", "backward/block{}/moe/ln_2",
 };
 
 // Activations of one block kept for backward. Under recompute some point at shared scratch.
@@ -96,13 +99,22 @@ struct GPT2::Impl {
   float* gelu_scratch = nullptr; // (N,4Cl)
   float* ln_scratch = nullptr;   // (N,C)
 
+  // MoE blocks (null entries for dense blocks)
+  std::vector<std::unique_ptr<MoeMlp>> moe;
+  std::vector<MoeWeights> moe_w;
+  std::vector<MoeGrads> moe_g;
+  float* router_bias = nullptr;  // (E) route-skew fault; null: none
+  CombineMiscount miscount;
+
   bool have_targets = false;
   bool logits_valid = false;
   std::vector<std::array<std::string, kRangeCount>> range_names;
 
   explicit Impl(Ops& o) : ops(o) {}
   ~Impl() {
+    moe.clear();  // their scratch goes back to ops first
     for (void* p : allocations) ops.release(p);
+    if (router_bias) ops.release(router_bias);
   }
   template <class E>
   E* take(size_t count) {
@@ -119,9 +131,18 @@ GPT2::GPT2(const Options& options, Ops& ops, Communicator* tp_comm)
 
 GPT2::~GPT2() = default;
 
-Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Communicator* tp_comm) {
+Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Communicator* tp_comm,
+                                           Communicator* ep_comm, MoeOps* moe_ops) {
   const TensorParallel& tp = options.tp;
   RS_RETURN_IF_ERROR(options.config.validate(tp.tp_size));
+  RS_RETURN_IF_ERROR(options.moe.validate(options.ep.ep_size));
+  if (options.moe.enabled() && moe_ops == nullptr)
+    return rankscope::invalid_argument("an MoE model needs the backend's MoE ops (hint: make_cpu_moe_ops())");
+  if (options.ep.ep_size > 1 && (ep_comm == nullptr || ep_comm->size() != options.ep.ep_size ||
+                                 ep_comm->rank() != options.ep.ep_rank))
+    return rankscope::invalid_argument(fmt::format(
+        "--ep {} needs this rank's ep{{k}} communicator of that size at rank {} (hint: make_process_groups "
+        "with the same --ep)", options.ep.ep_size, options.ep.ep_rank));
   if (tp.tp_rank < 0 || tp.tp_rank >= tp.tp_size) {
     return rankscope::invalid_argument(fmt::format("tp rank {} outside [0, {})", tp.tp_rank, tp.tp_size));
   }
@@ -142,7 +163,7 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
         options.batch, options.seq_len, options.config.max_seq_len));
   }
   std::unique_ptr<GPT2> model(new GPT2(options, ops, tp_comm));
-  model->params_ = std::make_unique<ParameterSet>(options.config, tp, ops);
+  model->params_ = std::make_unique<ParameterSet>(options.config, tp, ops, options.moe, options.ep);
   auto impl = std::make_unique<Impl>(ops);
   Impl& a = *impl;
   const ModelConfig& c = options.config;
@@ -179,8 +200,9 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
     b.ln2 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
     b.ln2_mean = a.take<float>(N);
     b.ln2_rstd = a.take<float>(N);
-    b.fch = a.take<float>(N * Fl);
-    b.fch_gelu = keep_gelu ? a.take<float>(N * Fl) : a.gelu_scratch;
+    const bool dense_mlp = !options.moe.is_moe_block(static_cast<int>(&b - a.blocks.data()));
+    b.fch = dense_mlp ? a.take<float>(N * Fl) : nullptr;
+    b.fch_gelu = !dense_mlp ? nullptr : keep_gelu ? a.take<float>(N * Fl) : a.gelu_scratch;
     b.residual3 = a.take<float>(N * C);
   }
   a.lnf = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
@@ -201,6 +223,34 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.range_names.resize(a.L);
   for (int l = 0; l < a.L; l++) {
     for (int r = 0; r < kRangeCount; r++) a.range_names[l][r] = fmt::format(fmt::runtime(kRangeFormats[r]), l);
+  }
+  a.moe.resize(a.L);
+  a.moe_w.resize(a.L);
+  a.moe_g.resize(a.L);
+  if (options.moe.enabled()) {
+    RS_ASSIGN_OR_RETURN(moe::ExpertLayout layout,
+                        moe::ExpertLayout::make(options.moe.experts, options.ep.ep_size, options.ep.ep_rank));
+    const MoeLayerConfig lc{options.moe.experts, options.moe.top_k, options.moe.capacity_factor,
+                            options.moe.aux_loss_coef, options.moe.loop};
+    ParameterSet& ps = *model->params_;
+    for (int l = 0; l < a.L; l++) {
+      if (!options.moe.is_moe_block(l)) continue;
+      a.moe[l] = std::make_unique<MoeMlp>(lc, layout, ops, *moe_ops, options.ep.ep_size > 1 ? ep_comm : nullptr,
+                                          a.N, a.C, fmt::format("block{}", l));
+      auto at = [&](float* base, int index) { return base + ps.infos()[index].offset; };
+      a.moe_w[l].router = at(ps.params(), ps.router_index(l));
+      a.moe_g[l].router = at(ps.grads(), ps.router_index(l));
+      for (int j = 0; j < layout.local_experts(); j++) {
+        a.moe_w[l].fc_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcW)));
+        a.moe_w[l].fc_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcB)));
+        a.moe_w[l].proj_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjW)));
+        a.moe_w[l].proj_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjB)));
+        a.moe_g[l].fc_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcW)));
+        a.moe_g[l].fc_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcB)));
+        a.moe_g[l].proj_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjW)));
+        a.moe_g[l].proj_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjB)));
+      }
+    }
   }
   model->impl_ = std::move(impl);
   return model;
@@ -229,14 +279,42 @@ Status GPT2::init_weights(uint64_t seed) {
     for (int d : info.full_shape) full_numel *= static_cast<size_t>(d);
     full.resize(full_numel);
     local.resize(info.numel);
-    init_full_param(full, info, static_cast<int>(i), options_.config, seed);
+    init_full_param(full, info, info.init_key, options_.config, seed);
     slice_param(full, info, shard, local.data());
     ops_.copy_from_host(ps.param(i).data(), local.data(), info.numel * sizeof(float));
   }
   return Status::ok_status();
 }
 
+Status GPT2::refuse_llmc_for_moe(const char* what) const {
+  if (!options_.moe.enabled()) return Status::ok_status();
+  return rankscope::unsupported(fmt::format(
+      "{}: llm.c's model file and FullWeights hold a dense GPT-2 only, this model has {} experts per "
+      "MoE block (hint: checkpoints, --resume and --init-from work for dense models)", what,
+      options_.moe.experts));
+}
+
+Status GPT2::set_router_logit_bias(const std::vector<float>& bias) {
+  Impl& a = *impl_;
+  if (!options_.moe.enabled())
+    return rankscope::invalid_argument("a router logit bias needs an MoE model (hint: --moe-experts E)");
+  if (bias.empty()) {
+    if (a.router_bias) ops_.release(a.router_bias);
+    a.router_bias = nullptr;
+    return Status::ok_status();
+  }
+  if (bias.size() != static_cast<size_t>(options_.moe.experts))
+    return rankscope::invalid_argument(fmt::format("router logit bias has {} values for {} experts",
+                                                   bias.size(), options_.moe.experts));
+  if (!a.router_bias) a.router_bias = static_cast<float*>(ops_.alloc(bias.size() * sizeof(float)));
+  ops_.copy_from_host(a.router_bias, bias.data(), bias.size() * sizeof(float));
+  return Status::ok_status();
+}
+
+void GPT2::inject_combine_miscount(CombineMiscount miscount) { impl_->miscount = miscount; }
+
 Status GPT2::load_full_weights(const FullWeights& w) {
+  RS_RETURN_IF_ERROR(refuse_llmc_for_moe("loading full weights"));
   const ModelConfig& c = options_.config;
   const ModelConfig& f = w.config;
   if (f.num_layers != c.num_layers || f.num_heads != c.num_heads || f.channels != c.channels ||
@@ -261,6 +339,7 @@ Result<FullWeights> GPT2::gather_full_weights() { return gather_full(params_->pa
 Result<FullWeights> GPT2::gather_full_gradients() { return gather_full(params_->grads()); }
 
 Result<FullWeights> GPT2::gather_full(const float* buffer) {
+  RS_RETURN_IF_ERROR(refuse_llmc_for_moe("gathering full weights"));
   ParameterSet& ps = *params_;
   const int tp = options_.tp.tp_size;
   const size_t total = ps.total_numel();
@@ -303,7 +382,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
     }
   }
   auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
-  auto BP = [&](int l, BlockParam p) { return P(block_param_index(l, p)); };
+  auto BP = [&](int l, BlockParam p) { return P(ps.block_index(l, p)); };
   const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
   ForwardStats out;
   ops_.copy_from_host(a.ids, inputs, sizeof(int) * N);
@@ -344,6 +423,26 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
         ops_.residual_forward(b.residual2, residual, a.proj_out, static_cast<size_t>(N) * C);
       }
     }
+    if (a.moe[l]) {
+      ScopedRange r(probe, a.range(l, kFwdMoe));
+      {
+        ScopedRange r2(probe, a.range(l, kFwdMoeLn));
+        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                               BP(l, BlockParam::kLn2B), N, C);
+      }
+      if (a.miscount.peer >= 0) {
+        a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
+        a.miscount = {};
+      }
+      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out, b.ln2, a.moe_w[l], a.router_bias, probe));
+      out.moe_routed.resize(ms.routed.size(), 0);
+      for (size_t e = 0; e < ms.routed.size(); e++) out.moe_routed[e] += ms.routed[e];
+      out.moe_received += ms.received;
+      out.moe_dropped += ms.dropped;
+      out.moe_aux_loss += ms.aux_loss;
+      ops_.residual_forward(b.residual3, b.residual2, a.proj_out, static_cast<size_t>(N) * C);
+      continue;
+    }
     {
       ScopedRange r(probe, a.range(l, kFwdMlp));
       {
@@ -372,7 +471,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
   {
     ScopedRange r(probe, "forward/head");
     const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
-    const int lnf_w = lnf_weight_index(a.L), lnf_b = lnf_bias_index(a.L);
+    const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
     {
       ScopedRange r2(probe, "forward/head/ln_f");
       ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
@@ -389,7 +488,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
       ops_.softmax_stats(a.stats, a.logits, a.row_max, a.targets, N, a.shard);
       RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.stats, 2 * static_cast<size_t>(N), ReduceOp::kSum));
       ops_.crossentropy_losses(a.losses, a.stats, a.row_max, N);
-      out.loss = static_cast<float>(ops_.sum(a.losses, N) / N);
+      out.loss = static_cast<float>(ops_.sum(a.losses, N) / N) + out.moe_aux_loss;
     }
   }
   a.logits_valid = true;
@@ -410,19 +509,19 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
   const size_t NC = static_cast<size_t>(N) * C;
   auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
   auto G = [&](int i) { return ps.grads() + ps.infos()[i].offset; };
-  auto BP = [&](int l, BlockParam p) { return P(block_param_index(l, p)); };
-  auto BG = [&](int l, BlockParam p) { return G(block_param_index(l, p)); };
+  auto BP = [&](int l, BlockParam p) { return P(ps.block_index(l, p)); };
+  auto BG = [&](int l, BlockParam p) { return G(ps.block_index(l, p)); };
   auto ready = [&](int index) {
     if (on_grad_ready) on_grad_ready(index);
   };
-  auto ready_block = [&](int l, BlockParam p) { ready(block_param_index(l, p)); };
+  auto ready_block = [&](int l, BlockParam p) { ready(ps.block_index(l, p)); };
   const bool recompute_gelu = a.recompute != Recompute::kNone;
   const bool recompute_ln = a.recompute == Recompute::kGeluAndLayerNorm;
 
   {
     ScopedRange r(probe, "backward/head");
     const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
-    const int lnf_w = lnf_weight_index(a.L), lnf_b = lnf_bias_index(a.L);
+    const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
     if (recompute_ln) {
       ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
     }
@@ -440,7 +539,28 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
   for (int l = a.L - 1; l >= 0; l--) {
     BlockActs& b = a.blocks[l];
     const float* residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
-    {
+    if (a.moe[l]) {
+      ScopedRange r(probe, a.range(l, kBwdMoe));
+      if (recompute_ln) {
+        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                               BP(l, BlockParam::kLn2B), N, C);
+      }
+      // Every TP rank ran the whole layer, so dln is complete here: no [f] all-reduce.
+      ops_.fill_zero(a.dln, NC * sizeof(float));
+      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln, a.dresidual, b.ln2, a.moe_w[l], a.moe_g[l], loss_scale, probe));
+      const int local = static_cast<int>(a.moe_w[l].fc_w.size());
+      for (int j = local - 1; j >= 0; j--)
+        for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)
+          ready(ps.expert_index(l, j, static_cast<ExpertParam>(q)));
+      ready(ps.router_index(l));
+      {
+        ScopedRange r2(probe, a.range(l, kBwdMoeLn));
+        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln,
+                                b.residual2, BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
+        ready_block(l, BlockParam::kLn2B);
+        ready_block(l, BlockParam::kLn2W);
+      }
+    } else {
       ScopedRange r(probe, a.range(l, kBwdMlp));
       {
         ScopedRange r2(probe, a.range(l, kBwdMlpProj));

@@ -7,6 +7,16 @@
 // (forward/embed, forward/block{i}/attn, forward/block{i}/mlp, forward/head, backward/head,
 // backward/block{i}/mlp, backward/block{i}/attn, backward/embed and finer ones inside); a
 // gradient-ready callback as soon as each parameter's gradient is final.
+// Mixture of experts (options.moe, issue 12): every MoeConfig::is_moe_block block runs an MoeMlp
+// (moe_mlp.h) in place of the dense MLP, with ranges forward/block{i}/moe (ln_2 under
+// forward/block{i}/moe/ln_2, then .../moe/router|dispatch|experts|combine) and the backward
+// mirrors; the aux loss is added to ForwardStats::loss. Under TP the ln_2 output is replicated, and
+// so is the MoE layer: every TP rank routes all B*T rows and dispatches them over its own ep{k}
+// (whose members share its TP rank), with replicated router and expert weights. That costs TP x
+// the expert compute but needs no TP collective in the layer (Megatron instead splits the rows
+// 1/TP per rank and all-gathers after the combine). An MoE layer keeps its own activations in
+// grow-only scratch (sized by the rows it received): --recompute does not shrink them and
+// activation_bytes() does not count them.
 // Is not: data loading, DP gradient sync, the optimizer (adamw.h) or the training loop. No CPU loop
 // lives in gpt2.cpp: every element-wise or GEMM computation is an Ops call (ops.h).
 //
@@ -26,6 +36,7 @@
 #include "comm/communicator.h"
 #include "model/checkpoint_io.h"
 #include "model/config.h"
+#include "model/moe_ops.h"
 #include "model/ops.h"
 #include "model/parameters.h"
 #include "rankscope/probe/probe.h"
@@ -38,9 +49,17 @@ namespace gpt2 {
 using GradReadyFn = std::function<void(int param_index)>;
 
 struct ForwardStats {
-  float loss = 0;                   // mean cross-entropy over B*T (NaN when no targets given)
+  float loss = 0;                   // mean cross-entropy over B*T plus the MoE aux losses (NaN when no targets given)
   int64_t embed_local_tokens = 0;   // input ids this rank's wte shard owned (embed.local_tokens)
+  // MoE, summed over the MoE blocks (empty / 0 for a dense model): assignments this rank's router
+  // made to each global expert before drops, rows this rank's experts received, slots dropped by
+  // capacity, the aux losses (already times the coefficient, included in `loss`).
+  std::vector<int64_t> moe_routed;
+  int64_t moe_received = 0;
+  int64_t moe_dropped = 0;
+  float moe_aux_loss = 0;
 };
+
 
 class GPT2 {
  public:
@@ -50,23 +69,37 @@ class GPT2 {
     Recompute recompute = Recompute::kNone;
     int batch = 4;    // B: micro-batch
     int seq_len = 64; // T <= config.max_seq_len
+    MoeConfig moe;    // experts == 0: dense
+    ExpertParallel ep;
   };
 
   // Validates the options, allocates parameters and all activations for (B,T) up front (no
   // allocation per step). `ops` must outlive the model. `tp_comm` may be null when tp_size == 1;
   // otherwise its size/rank must match options.tp.
+  // MoE models need `moe_ops` (the MoE element loops of the same backend, must outlive the model)
+  // and, when ep.ep_size > 1, `ep_comm` (this rank's ep{k}, rank ep.ep_rank of ep.ep_size).
   static Result<std::unique_ptr<GPT2>> create(const Options& options, Ops& ops,
-                                              Communicator* tp_comm);
+                                              Communicator* tp_comm, Communicator* ep_comm = nullptr,
+                                              MoeOps* moe_ops = nullptr);
   ~GPT2();
 
   const Options& options() const { return options_; }
   ParameterSet& params() { return *params_; }
   const ParameterSet& params() const { return *params_; }
 
+  // Router logit bias (E floats) added on every MoE block from the next forward on (the
+  // route-skew fault); an empty vector removes it. Fails on a dense model or a wrong size.
+  Status set_router_logit_bias(const std::vector<float>& bias);
+  // The next forward's first MoE block's combine uses wrong receive counts (a2a-miscount fault);
+  // cleared after that forward.
+  void inject_combine_miscount(CombineMiscount miscount);
+
   // Full TP=1 weights from one seed (GPT-2 init: N(0,0.02), c_proj weights N(0,0.02/sqrt(2L)),
   // LN weight 1, biases 0, padded wte rows 0), then this rank's slice: TP=N starts from exactly
   // the weights of TP=1.
   Status init_weights(uint64_t seed);
+  // The three below move llm.c-ordered full weights, which have no MoE tensors: on an MoE model
+  // they fail with a message saying so.
   // Takes this rank's slice of full weights (any Vp >= V; rows >= V are ignored / zeroed).
   Status load_full_weights(const FullWeights& full);
   // Gathers the full weights over the TP group (collective on tp_comm); Vp padded to 128 as llm.c.
@@ -95,6 +128,7 @@ class GPT2 {
 
  private:
   GPT2(const Options& options, Ops& ops, Communicator* tp_comm);
+  Status refuse_llmc_for_moe(const char* what) const;
   Result<FullWeights> gather_full(const float* buffer);
   Options options_;
   Ops& ops_;

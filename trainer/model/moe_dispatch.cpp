@@ -128,7 +128,13 @@ Status exchange_rows(Communicator* ep, const ExchangePlan& plan, Direction dir, 
                      float* out, size_t width, Ops* ops) {
   const auto& send = dir == Direction::kDispatch ? plan.send_rows : plan.recv_rows;
   const auto& recv = dir == Direction::kDispatch ? plan.recv_rows : plan.send_rows;
-  const Splits s = row_splits(send, width), r = row_splits(recv, width);
+  return exchange_rows_with_splits(ep, send, recv, in, out, width, ops);
+}
+
+Status exchange_rows_with_splits(Communicator* ep, std::span<const size_t> send_rows,
+                                 std::span<const size_t> recv_rows, const float* in, float* out,
+                                 size_t width, Ops* ops) {
+  const Splits s = row_splits(send_rows, width), r = row_splits(recv_rows, width);
   if (!ep) {
     if (s.counts.size() != 1 || r.counts.size() != 1 || s.counts[0] != r.counts[0])
       return rankscope::invalid_argument("MoE exchange without a communicator needs one rank's equal splits");

@@ -83,6 +83,12 @@ enum class Direction {
 Status exchange_rows(Communicator* ep, const ExchangePlan& plan, Direction dir, const float* in,
                      float* out, size_t width, Ops* ops = nullptr);
 
+// The same with explicit row splits (send_rows to each peer, recv_rows from each): exchange_rows
+// passes the plan's; the a2a-miscount fault passes wrong receive counts (moe_mlp.cpp).
+Status exchange_rows_with_splits(Communicator* ep, std::span<const size_t> send_rows,
+                                 std::span<const size_t> recv_rows, const float* in, float* out,
+                                 size_t width, Ops* ops = nullptr);
+
 // Element counts and displacements of one side of an all_to_all_v of rows of `width` elements.
 struct Splits {
   std::vector<size_t> counts;

@@ -126,11 +126,32 @@ rankscope::Result<MoeStats> MoeMlp::forward(float* out, const float* inp, const 
     float* yrecv = buffer(kYRecv, rr * C);
     mops_.gather_rows(yrecv, buffer(kYGrouped, rr * C), reinterpret_cast<int32_t*>(buffer(kGroupedOfReceived, rr)),
                       static_cast<int>(rr), C);
-    float* ysorted = buffer(kYSorted, R * C);
-    RS_RETURN_IF_ERROR(moe::exchange_rows(ep_, plan_, moe::Direction::kCombine, yrecv, ysorted, size_t(C), &ops_));
+    const auto extra = static_cast<size_t>(std::max<int64_t>(miscount_peer_ >= 0 ? miscount_delta_ : 0, 0));
+    float* ysorted = buffer(kYSorted, (R + extra) * C);
+    RS_RETURN_IF_ERROR(combine_exchange(yrecv, ysorted));
     mops_.combine_forward(out, ysorted, gate, reinterpret_cast<int32_t*>(buffer(kRowOfSlot, slots)), N, K, C);
   }
   return stats;
+}
+
+// The combine all_to_all_v: the dispatch's splits swapped, or, under the a2a-miscount fault, with
+// one peer's receive count off by delta rows.
+Status MoeMlp::combine_exchange(const float* yrecv, float* ysorted) {
+  const int peer = miscount_peer_;
+  const int64_t delta = miscount_delta_;
+  miscount_peer_ = -1;
+  if (peer < 0 || ep_ == nullptr)
+    return moe::exchange_rows(ep_, plan_, moe::Direction::kCombine, yrecv, ysorted, size_t(C_), &ops_);
+  std::vector<size_t> expect = plan_.send_rows;
+  const size_t sent = expect[static_cast<size_t>(peer)];
+  expect[static_cast<size_t>(peer)] = static_cast<size_t>(std::max<int64_t>(int64_t(sent) + delta, 0));
+  Status s = moe::exchange_rows_with_splits(ep_, plan_.recv_rows, expect, yrecv, ysorted, size_t(C_), &ops_);
+  const std::string what = fmt::format(
+      "{}: combine all_to_all_v on {}: this rank expected {} rows back from EP rank {} but sent it {} "
+      "in the dispatch (a2a-miscount fault, delta {})", fwd_[kCombine], ep_->name(),
+      expect[static_cast<size_t>(peer)], peer, sent, delta);
+  if (!s.ok()) return rankscope::Status(s.code(), fmt::format("{}: {}", what, s.message()));
+  return rankscope::corrupt(fmt::format("{}; the exchange completed short, the rows after it are misplaced", what));
 }
 
 // Calls chunk(j, first_row, rows) for each local expert j: its whole contiguous segment (one GEMM

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/config.h"
 #include "model/moe_dispatch.h"
 #include "model/moe_ops.h"
 #include "model/ops.h"
@@ -28,8 +29,6 @@
 #include "rankscope/probe/probe.h"
 
 namespace gpt2 {
-
-enum class ExpertLoop { kGrouped, kToken };  // kToken: one GEMM chain per row (the incident)
 
 struct MoeLayerConfig {
   int experts = 0;                // E (global)
@@ -69,6 +68,12 @@ class MoeMlp {
   // out (N,C) = MoE(inp (N,C)); inp must stay unchanged until backward. logit_bias (E) or null.
   rankscope::Result<MoeStats> forward(float* out, const float* inp, const MoeWeights& w,
                                       const float* logit_bias, rankscope::probe::Probe* probe);
+  // The next forward's combine all_to_all_v expects `delta` rows more (or fewer) from EP rank
+  // `peer` than it sent there (the a2a-miscount fault). The MPI call then fails (fewer: a
+  // truncation) or completes short (more); either way forward returns an error naming the
+  // communicator, the peer and both counts instead of using misplaced rows.
+  void set_combine_miscount(int peer, int64_t delta) { miscount_peer_ = peer; miscount_delta_ = delta; }
+
   // dinp (N,C) +=; grads +=. loss_scale multiplies the aux loss's gradient (the main loss's
   // scale is already in dout).
   Status backward(float* dinp, const float* dout, const float* inp, const MoeWeights& w, MoeGrads& g,
@@ -80,6 +85,7 @@ class MoeMlp {
   void each_expert_chunk(Chunk&& chunk) const;
   void experts_forward(const MoeWeights& w);
   void experts_backward(const MoeWeights& w, MoeGrads& g);
+  Status combine_exchange(const float* yrecv, float* ysorted);
 
   MoeLayerConfig cfg_;
   moe::ExpertLayout layout_;
@@ -94,6 +100,8 @@ class MoeMlp {
   moe::SlotOrder order_;
   moe::ExchangePlan plan_;
   std::vector<float> aux_dprob_host_;     // (E)
+  int miscount_peer_ = -1;
+  int64_t miscount_delta_ = 0;
 };
 
 }  // namespace gpt2

@@ -1,4 +1,4 @@
-// parameters.cpp — builds the HF-named parameter list of one TP rank and its flat buffers.
+// parameters.cpp — builds the HF-named parameter list of one TP (and EP) rank and its flat buffers.
 #include "model/parameters.h"
 
 #include <fmt/format.h>
@@ -49,10 +49,13 @@ std::vector<int> local_shape(const std::vector<int>& full, TpSplit split, int tp
 
 }  // namespace
 
-ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops)
-    : config_(config), tp_(tp), ops_(ops), padded_vocab_(config.padded_vocab_size(tp.tp_size)) {
+ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops,
+                           const MoeConfig& moe, const ExpertParallel& ep)
+    : config_(config), tp_(tp), moe_(moe), ep_(ep), ops_(ops),
+      padded_vocab_(config.padded_vocab_size(tp.tp_size)) {
   const int C = config.channels;
-  auto add = [&](std::string name, int layer, std::vector<int> full, TpSplit split) {
+  int key = 0;  // index in the EP=1 layout
+  auto add = [&](std::string name, int layer, std::vector<int> full, TpSplit split, int init_key) {
     ParamInfo info;
     info.name = std::move(name);
     info.layer = layer;
@@ -60,6 +63,7 @@ ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, 
     info.local_shape = local_shape(full, split, tp.tp_size, padded_vocab_);
     info.split = split;
     info.weight_decay = full.size() == 2;
+    info.init_key = init_key;
     info.numel = 1;
     for (int d : info.local_shape) info.numel *= static_cast<size_t>(d);
     // Keep every tensor 16-float aligned so GEMMs and vector loops start on a cache line.
@@ -67,18 +71,49 @@ ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, 
     total_numel_ += (info.numel + 15) / 16 * 16;
     infos_.push_back(std::move(info));
   };
-  add("wte.weight", -1, {padded_vocab_, C}, TpSplit::kVocabRows);
-  add("wpe.weight", -1, {config.max_seq_len, C}, TpSplit::kReplicated);
+  add("wte.weight", -1, {padded_vocab_, C}, TpSplit::kVocabRows, key++);
+  add("wpe.weight", -1, {config.max_seq_len, C}, TpSplit::kReplicated, key++);
+  const int E = moe_.experts, local = moe_.enabled() ? E / ep_.ep_size : 0;
+  const int first_expert = ep_.ep_rank * local;
+  constexpr const char* kExpertSuffix[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+  const std::vector<int> expert_shapes[] = {{4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
   for (int l = 0; l < config.num_layers; l++) {
-    for (int p = 0; p < static_cast<int>(BlockParam::kCount); p++) {
+    block_first_.push_back(static_cast<int>(infos_.size()));
+    const bool moe_block = moe_.is_moe_block(l);
+    const int dense_params = moe_block ? static_cast<int>(BlockParam::kFcW) : static_cast<int>(BlockParam::kCount);
+    for (int p = 0; p < dense_params; p++) {
       add(fmt::format("h.{}.{}", l, kBlockSpecs[p].suffix), l,
-          block_full_shape(static_cast<BlockParam>(p), C), kBlockSpecs[p].split);
+          block_full_shape(static_cast<BlockParam>(p), C), kBlockSpecs[p].split, key++);
     }
+    if (!moe_block) continue;
+    add(fmt::format("h.{}.mlp.router.weight", l), l, {E, C}, TpSplit::kReplicated, key++);
+    for (int j = 0; j < local; j++) {
+      const int g = first_expert + j;
+      for (int q = 0; q < static_cast<int>(ExpertParam::kCount); q++) {
+        add(fmt::format("h.{}.mlp.experts.{}.{}", l, g, kExpertSuffix[q]), l, expert_shapes[q],
+            TpSplit::kReplicated, key + g * static_cast<int>(ExpertParam::kCount) + q);
+        infos_.back().expert = true;
+      }
+    }
+    key += E * static_cast<int>(ExpertParam::kCount);
   }
-  add("ln_f.weight", -1, {C}, TpSplit::kReplicated);
-  add("ln_f.bias", -1, {C}, TpSplit::kReplicated);
+  lnf_weight_ = static_cast<int>(infos_.size());
+  add("ln_f.weight", -1, {C}, TpSplit::kReplicated, key++);
+  add("ln_f.bias", -1, {C}, TpSplit::kReplicated, key++);
   params_ = static_cast<float*>(ops_.alloc(total_numel_ * sizeof(float)));
   grads_ = static_cast<float*>(ops_.alloc(total_numel_ * sizeof(float)));
+}
+
+int ParameterSet::block_index(int layer, BlockParam p) const {
+  return block_first_[static_cast<size_t>(layer)] + static_cast<int>(p);
+}
+
+int ParameterSet::router_index(int layer) const {
+  return moe_.is_moe_block(layer) ? block_first_[static_cast<size_t>(layer)] + static_cast<int>(BlockParam::kFcW) : -1;
+}
+
+int ParameterSet::expert_index(int layer, int local_expert, ExpertParam p) const {
+  return router_index(layer) + 1 + local_expert * static_cast<int>(ExpertParam::kCount) + static_cast<int>(p);
 }
 
 ParameterSet::~ParameterSet() {

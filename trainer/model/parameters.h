@@ -8,6 +8,12 @@
 //     h.i.attn.c_proj.weight, h.i.attn.c_proj.bias, h.i.ln_2.weight, h.i.ln_2.bias,
 //     h.i.mlp.c_fc.weight, h.i.mlp.c_fc.bias, h.i.mlp.c_proj.weight, h.i.mlp.c_proj.bias,
 //   then ln_f.weight, ln_f.bias.
+// An MoE block (MoeConfig::is_moe_block) has, after ln_2, instead of mlp.c_fc/c_proj:
+//     h.i.mlp.router.weight (E, C), then per LOCAL expert g (global id, ascending):
+//     h.i.mlp.experts.g.c_fc.weight (4C, C), .c_fc.bias (4C), .c_proj.weight (C, 4C), .c_proj.bias (C)
+// Only this EP rank's experts are in the set; router and experts are replicated over TP (every
+// TP rank runs the whole MoE layer, see gpt2.h). ParamInfo::init_key is the index the parameter
+// has in the EP=1 layout, so weight init (keyed by it) gives EP=N the same experts as EP=1.
 // Gradients become final in (almost) the reverse order, so DDP buckets taken from the END of the
 // gradient buffer are contiguous; wte.weight (tied LM head) is final last, after backward/embed.
 // Shapes are (out, in) as in llm.c and torch.nn.Linear, NOT Hugging Face's Conv1D (in, out):
@@ -31,6 +37,14 @@
 
 namespace gpt2 {
 
+// Parameters of one block in their order (see the list above); an MoE block has kLn1W..kLn2B,
+// then the router and its experts' ExpertParam.
+enum class BlockParam : int {
+  kLn1W = 0, kLn1B, kQkvW, kQkvB, kAttnProjW, kAttnProjB,
+  kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kCount
+};
+enum class ExpertParam : int { kFcW = 0, kFcB, kProjW, kProjB, kCount };
+
 // How a parameter is split over the TP group.
 enum class TpSplit {
   kReplicated,  // same full tensor on every TP rank
@@ -49,6 +63,8 @@ struct ParamInfo {
   size_t numel = 0;            // local element count
   TpSplit split = TpSplit::kReplicated;
   bool weight_decay = false;   // AdamW decays 2-D weights only (matrices and embeddings)
+  bool expert = false;         // an MoE expert's tensor: reduced over edp, its norm summed over ep
+  int init_key = -1;           // index in the EP=1 layout (= the index for dense models)
   bool is_sharded() const { return split != TpSplit::kReplicated; }
 };
 
@@ -57,7 +73,8 @@ struct ParamInfo {
 // must outlive the set): host memory for CPU, device memory for CUDA.
 class ParameterSet {
  public:
-  ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops);
+  ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops,
+               const MoeConfig& moe = {}, const ExpertParallel& ep = {});
   ParameterSet(const ParameterSet&) = delete;
   ParameterSet& operator=(const ParameterSet&) = delete;
   ~ParameterSet();
@@ -70,6 +87,16 @@ class ParameterSet {
   size_t count() const { return infos_.size(); }
   size_t total_numel() const { return total_numel_; }
   int index_of(std::string_view name) const;  // -1 when unknown
+
+  // Layout indices that hold for dense and MoE models alike.
+  const MoeConfig& moe() const { return moe_; }
+  const ExpertParallel& ep() const { return ep_; }
+  bool has_experts() const { return moe_.enabled(); }
+  int block_index(int layer, BlockParam p) const;   // MLP params (kFcW..) only in dense blocks
+  int router_index(int layer) const;                // -1 for a dense block
+  int expert_index(int layer, int local_expert, ExpertParam p) const;
+  int lnf_weight() const { return lnf_weight_; }
+  int lnf_bias() const { return lnf_weight_ + 1; }
 
   float* params() { return params_; }
   const float* params() const { return params_; }
@@ -86,6 +113,10 @@ class ParameterSet {
  private:
   ModelConfig config_;
   TensorParallel tp_;
+  MoeConfig moe_;
+  ExpertParallel ep_;
+  std::vector<int> block_first_;  // index of h.l.ln_1.weight
+  int lnf_weight_ = 0;
   Ops& ops_;
   int padded_vocab_ = 0;
   std::vector<ParamInfo> infos_;
@@ -94,13 +125,10 @@ class ParameterSet {
   float* grads_ = nullptr;
 };
 
-// Index of the parameters of block `layer` (stable order inside a block, see the list above).
-enum class BlockParam : int {
-  kLn1W = 0, kLn1B, kQkvW, kQkvB, kAttnProjW, kAttnProjB,
-  kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kCount
-};
 constexpr int kParamWte = 0;
 constexpr int kParamWpe = 1;
+// The index arithmetic of a DENSE model (every block the same size); ParameterSet's members hold
+// for MoE models too.
 inline int block_param_index(int layer, BlockParam p) {
   return 2 + layer * static_cast<int>(BlockParam::kCount) + static_cast<int>(p);
 }

@@ -18,9 +18,15 @@ std::vector<DdpBucket> plan_ddp_buckets(const std::vector<ParamInfo>& infos, std
   for (int i = static_cast<int>(infos.size()) - 1; i >= 0; --i) {
     auto cap = [&] { return buckets.empty() ? first_bucket_bytes : bucket_bytes; };
     const size_t bytes = infos[i].numel * sizeof(float);
-    // A parameter that would overflow a non-empty bucket starts the next one.
-    if (!current.params.empty() && (current.numel * sizeof(float) + bytes) > cap()) close();
-    if (current.params.empty()) end = infos[i].offset + infos[i].numel;
+    // A parameter that would overflow a non-empty bucket starts the next one; so does the switch
+    // between expert and dense tensors (they are reduced over different groups).
+    if (!current.params.empty() && ((current.numel * sizeof(float) + bytes) > cap() ||
+                                    current.expert != infos[i].expert))
+      close();
+    if (current.params.empty()) {
+      end = infos[i].offset + infos[i].numel;
+      current.expert = infos[i].expert;
+    }
     current.params.push_back(i);
     current.offset = infos[i].offset;  // walking backwards: the newest is the lowest offset
     current.numel = end - current.offset;  // spans any alignment padding between parameters

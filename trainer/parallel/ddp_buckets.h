@@ -6,7 +6,9 @@
 // bucket is small (it launches as soon as the head's gradients are done, starting the overlap
 // early, as PyTorch DDP does); later ones are about `bucket_bytes`; a parameter larger than a
 // bucket gets one of its own. Bucket 0 is reduced first; the order is fixed and the same on every
-// rank (they must issue identical collectives). Is not: the reduction (ddp_reducer.h).
+// rank (they must issue identical collectives). A bucket holds only MoE expert tensors or only
+// other tensors (ParamInfo::expert): expert buckets are reduced over edp{m}, not dp{j}.
+// Is not: the reduction (ddp_reducer.h).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,7 @@ struct DdpBucket {
   std::vector<int> params;  // parameter indices, in the order their gradients become final
   size_t offset = 0;        // first element in the flat gradient buffer
   size_t numel = 0;         // elements: [offset, offset + numel)
+  bool expert = false;      // MoE expert tensors: reduced over the expert-data-parallel group
 };
 
 // Buckets for `infos` (forward order, contiguous in the flat buffer). bucket_of[i] is filled

@@ -4,8 +4,9 @@
 namespace gpt2 {
 
 DdpReducer::DdpReducer(ParameterSet& params, Communicator& dp, rankscope::probe::Probe* probe,
-                       GradDropFn drop, size_t bucket_bytes, size_t first_bucket_bytes)
-    : params_(params), dp_(dp), probe_(probe), drop_(std::move(drop)) {
+                       GradDropFn drop, size_t bucket_bytes, size_t first_bucket_bytes,
+                       Communicator* expert_dp)
+    : params_(params), dp_(dp), expert_dp_(expert_dp ? *expert_dp : dp), probe_(probe), drop_(std::move(drop)) {
   buckets_ = plan_ddp_buckets(params_.infos(), bucket_of_, bucket_bytes, first_bucket_bytes);
   handles_.resize(params_.count());
   if (probe_) {
@@ -84,8 +85,10 @@ void DdpReducer::comm_loop() {
     const DdpBucket& bucket = buckets_[b];
     // A range on this thread, so the recorder and the event stream say what the collective is for.
     rankscope::probe::ScopedRange range(probe_, "grad_sync/bucket");
-    Status s = dp_.all_reduce(params_.grads() + bucket.offset, bucket.numel, DataType::kFloat32,
-                              ReduceOp::kSum);
+    Communicator& group = bucket.expert ? expert_dp_ : dp_;
+    Status s = group.size() > 1 ? group.all_reduce(params_.grads() + bucket.offset, bucket.numel,
+                                                   DataType::kFloat32, ReduceOp::kSum)
+                                : Status{};
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++reduced_;

@@ -7,6 +7,9 @@
 // to a communication thread that all-reduces it (sum) while backward continues. wait() blocks
 // until every bucket is reduced. Gradients are pre-scaled by 1/DP through the loss scale, so the
 // sum is the mean. Only the last micro-step of gradient accumulation syncs.
+// MoE expert buckets go over the expert-data-parallel group edp{m} instead (when given): an expert
+// rank's gradient already sums the rows of its whole ep{k} group, each pre-scaled by 1/DP by its
+// sender's loss scale, so the edp sum is the mean over all DP ranks, as DDP's dense sum is.
 // Is not: TP reductions (inside the model) or the optimizer.
 #pragma once
 
@@ -31,9 +34,10 @@ class DdpReducer {
  public:
   // dp may have size 1 (then nothing is reduced, gradients are still reported). probe may be
   // null. All three must outlive the reducer.
+  // expert_dp: edp{m} for expert buckets; null means dp (EP 1: edp is dp).
   DdpReducer(ParameterSet& params, Communicator& dp, rankscope::probe::Probe* probe,
              GradDropFn drop = {}, size_t bucket_bytes = kDdpBucketBytes,
-             size_t first_bucket_bytes = kDdpFirstBucketBytes);
+             size_t first_bucket_bytes = kDdpFirstBucketBytes, Communicator* expert_dp = nullptr);
   ~DdpReducer();
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;
@@ -54,6 +58,7 @@ class DdpReducer {
 
   ParameterSet& params_;
   Communicator& dp_;
+  Communicator& expert_dp_;
   rankscope::probe::Probe* probe_;
   GradDropFn drop_;
   std::vector<DdpBucket> buckets_;

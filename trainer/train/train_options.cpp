@@ -100,6 +100,21 @@ std::vector<Flag> flags(TrainOptions& o) {
       {"ep", "N", "expert-parallel degree: groups of N data-parallel ranks form ep{k} communicators "
                   "(expert-data-parallel groups edp{m} hold the same experts); must divide the "
                   "data-parallel degree [1]", number(o.ep, 1, 4096)},
+      {"moe-experts", "E", "mixture of experts: E experts per MoE block (0: dense MLP) [0]",
+       number(o.moe.experts, 0, 4096)},
+      {"moe-top-k", "K", "experts per token, 1 or 2 (K=1 gate = probability, K=2 renormalised) [1]",
+       number(o.moe.top_k, 1, 2)},
+      {"moe-every", "N", "MoE MLP in blocks l with l % N == 0 (1: every block) [1]", number(o.moe.every, 1, 1000)},
+      {"moe-capacity-factor", "F", "per-expert capacity ceil(tokens*K/E*F) slots, the rest dropped "
+                                   "and counted (0: dropless) [0]", number(o.moe.capacity_factor, 0.0f, 1e6f)},
+      {"moe-aux-loss-coef", "A", "Switch/GShard load-balancing loss A*E*sum f_i*P_i added to the loss [0]",
+       number(o.moe.aux_loss_coef, 0.0f, 1e6f)},
+      {"moe-expert-loop", "grouped|token", "one GEMM chain per expert, or per routed row (the "
+                                           "incident's anti-pattern) [grouped]",
+       [&o](std::string_view v) -> Status {
+         RS_ASSIGN_OR_RETURN(o.moe.loop, parse_expert_loop(v));
+         return {};
+       }},
       {"vocab-shard", "KIND", "contiguous (Megatron; skewed on real text) or strided [contiguous]",
        [&o](std::string_view v) -> Status {
          RS_ASSIGN_OR_RETURN(o.vocab_shard, parse_vocab_shard(v));
@@ -158,6 +173,31 @@ std::vector<Flag> flags(TrainOptions& o) {
 
 }  // namespace
 
+// The --moe-* flags among themselves and against --ep and the features that have no MoE path.
+Status validate_moe_options(const TrainOptions& o) {
+  const MoeConfig dense;
+  if (!o.moe.enabled()) {
+    const bool moe_flag = o.moe.top_k != dense.top_k || o.moe.every != dense.every ||
+                          o.moe.capacity_factor != dense.capacity_factor ||
+                          o.moe.aux_loss_coef != dense.aux_loss_coef || o.moe.loop != dense.loop;
+    if (moe_flag)
+      return rankscope::invalid_argument(
+          "--moe-top-k/--moe-every/--moe-capacity-factor/--moe-aux-loss-coef/--moe-expert-loop need "
+          "--moe-experts E (E > 0)");
+    return {};
+  }
+  RS_RETURN_IF_ERROR(o.moe.validate(o.ep));
+  if (o.save_every > 0 || !o.resume.empty() || !o.init_from.empty())
+    return rankscope::invalid_argument(
+        "--save-every, --resume and --init-from move llm.c model files, which hold a dense GPT-2 "
+        "only (hint: drop them for an MoE run, or train without --moe-experts)");
+  if (o.sample > 0 && o.ep > 1)
+    return rankscope::invalid_argument(
+        "--sample runs on the first data-parallel rank alone, but with --ep > 1 every token needs "
+        "the whole ep{k} group (hint: --sample 0, or --ep 1)");
+  return {};
+}
+
 std::string train_usage() {
   TrainOptions scratch;
   std::string out =
@@ -208,6 +248,7 @@ rankscope::Result<TrainOptions> parse_train_options(int argc, const char* const*
   if (o.warmup < 0) o.warmup = o.steps / 10;
   if (!o.resume.empty() && !o.init_from.empty())
     return rankscope::invalid_argument("--resume and --init-from exclude each other (a checkpoint has its own weights)");
+  RS_RETURN_IF_ERROR(validate_moe_options(o));
   return o;
 }
 

@@ -34,6 +34,7 @@ struct TrainOptions {
   // parallelism
   int tp = 1;
   int ep = 1;                           // expert-parallel degree, carved out of the DP ranks
+  MoeConfig moe;                        // --moe-*: experts 0 = dense MLP
   VocabShard vocab_shard = VocabShard::kContiguous;
   Recompute recompute = Recompute::kNone;
   // data

@@ -28,6 +28,7 @@
 #include "metrics_log.h"
 #include "model/adamw.h"
 #include "model/gpt2.h"
+#include "ops/cpu/cpu_moe_ops.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cuda/cuda_backend.h"
 #include "parallel/ddp_reducer.h"
@@ -91,6 +92,20 @@ rankscope::Result<std::string> resolve_val_data(const std::string& val_spec, con
       "--val-every needs validation data for --data {} (hint: pass --val-data)", train_spec));
 }
 
+// MoE faults that cannot act on this run are command-line mistakes: say so before training.
+Status check_moe_fault(const FaultSpec& f, const MoeConfig& moe, const GroupLayout& L) {
+  if (f.kind != FaultKind::kRouteSkew && f.kind != FaultKind::kA2aMiscount) return {};
+  if (!moe.enabled())
+    return rankscope::invalid_argument(fmt::format("--inject {}: needs an MoE model (hint: --moe-experts E)", f.text));
+  if (f.kind == FaultKind::kRouteSkew && f.expert >= moe.experts)
+    return rankscope::invalid_argument(fmt::format("--inject {}: expert {} does not exist (--moe-experts {})",
+                                                   f.text, f.expert, moe.experts));
+  if (f.kind == FaultKind::kA2aMiscount && L.ep < 2)
+    return rankscope::invalid_argument(fmt::format(
+        "--inject {}: with --ep 1 no all_to_all_v runs (hint: --ep 2 or more)", f.text));
+  return {};
+}
+
 class Trainer {
  public:
   Trainer(TrainOptions options, Bootstrap& boot) : o_(std::move(options)), boot_(boot) {}
@@ -111,6 +126,7 @@ class Trainer {
   Status setup_data();
   Status write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings);
   Status train_step(int step, StepMetrics& m);
+  void add_moe_counters(const ForwardStats& stats);
   Status finish();
 
   TrainOptions o_;
@@ -128,6 +144,7 @@ class Trainer {
   std::pair<int64_t, int64_t> profile_steps_{-1, -1};
   std::unique_ptr<Communicator> host_world_;  // NCCL's id transport (MPI world), kept for its life
   std::unique_ptr<Ops> ops_;
+  std::unique_ptr<MoeOps> moe_ops_;
   std::unique_ptr<GPT2> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<DdpReducer> reducer_;
@@ -136,6 +153,7 @@ class Trainer {
   std::vector<int> inputs_, targets_;
   LrSchedule schedule_;
   int start_step_ = 0;
+  std::vector<std::string> expert_counter_names_;  // moe.expert{e}.routed
 };
 
 Status Trainer::setup() {
@@ -254,8 +272,13 @@ Status Trainer::setup_device(const std::vector<std::string>& hosts) {
       return rankscope::invalid_argument(
           "--profile-steps needs --device cuda (it brackets CUDA activity for nsys -c cudaProfilerApi)");
     ops_ = make_cpu_ops();
+    moe_ops_ = make_cpu_moe_ops();
     return {};
   }
+  if (o_.moe.enabled())
+    return rankscope::unsupported(
+        "--moe-experts runs on the CPU backend in this build: the CUDA MoE ops compile but are not yet "
+        "checked against the CPU oracle (hint: --device cpu)");
   CudaOpsOptions co;
   co.device = plan_.device_index;
   co.precision = plan_.precision;
@@ -327,7 +350,10 @@ Status Trainer::setup_model() {
   mo.recompute = o_.recompute;
   mo.batch = o_.batch;
   mo.seq_len = o_.seq_len;
-  RS_ASSIGN_OR_RETURN(model_, GPT2::create(mo, *ops_, L.tp > 1 ? groups_.tp.get() : nullptr));
+  mo.moe = o_.moe;
+  mo.ep = {L.ep, L.ep_rank(groups_.rank)};
+  RS_ASSIGN_OR_RETURN(model_, GPT2::create(mo, *ops_, L.tp > 1 ? groups_.tp.get() : nullptr,
+                                           groups_.ep.get(), moe_ops_.get()));
   if (from_file) {
     RS_RETURN_IF_ERROR(model_->load_full_weights(initial));
   } else {
@@ -338,13 +364,17 @@ Status Trainer::setup_model() {
   optimizer_ = std::make_unique<AdamW>(model_->params(), *ops_, ac);
   FaultInjector* faults = faults_.get();
   reducer_ = std::make_unique<DdpReducer>(model_->params(), *groups_.dp, probe_.get(),
-                                          [faults](std::string_view p) { return faults->drop_grad(p); });
+                                          [faults](std::string_view p) { return faults->drop_grad(p); },
+                                          kDdpBucketBytes, kDdpFirstBucketBytes, groups_.edp.get());
+  if (auto skew = faults_->router_logit_bias(o_.moe); !skew.empty())
+    RS_RETURN_IF_ERROR(model_->set_router_logit_bias(skew));
   schedule_ = {o_.lr, o_.warmup, o_.steps, o_.min_lr_frac};
   // Faults that can never fire are mistakes on the command line: say so before training starts.
   for (const FaultSpec& f : o_.inject) {
     if (f.rank >= L.world_size)
       return rankscope::invalid_argument(fmt::format("--inject {}: rank {} does not exist (world size {})",
                                                      f.text, f.rank, L.world_size));
+    RS_RETURN_IF_ERROR(check_moe_fault(f, o_.moe, L));
     if (f.kind == FaultKind::kDropGrad && model_->params().index_of(f.param) < 0)
       return rankscope::invalid_argument(fmt::format(
           "--inject {}: no parameter '{}' (names as in Hugging Face GPT-2, e.g. wte.weight, "
@@ -367,6 +397,10 @@ Status Trainer::setup_model() {
     fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
                config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
                static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
+  if (leader() && o_.moe.enabled())
+    fmt::print("moe: {} experts top-{} every {} block(s), {} per EP rank | capacity factor {} | aux loss coef {} | "
+               "expert loop {}\n", o_.moe.experts, o_.moe.top_k, o_.moe.every, o_.moe.experts / L.ep,
+               o_.moe.capacity_factor, o_.moe.aux_loss_coef, expert_loop_name(o_.moe.loop));
   return {};
 }
 
@@ -414,7 +448,19 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const 
                 {"max_seq_len", config_.max_seq_len},
                 {"params", model_->params().total_numel()},
                 {"vocab_shard", std::string(vocab_shard_name(o_.vocab_shard))},
-                {"recompute", static_cast<int>(o_.recompute)}};
+                {"recompute", static_cast<int>(o_.recompute)},
+                {"moe_experts", o_.moe.experts}};
+  if (o_.moe.enabled()) {
+    std::vector<int> moe_blocks;
+    for (int l = 0; l < config_.num_layers; l++)
+      if (o_.moe.is_moe_block(l)) moe_blocks.push_back(l);
+    meta.model["moe"] = {{"experts", o_.moe.experts}, {"top_k", o_.moe.top_k}, {"every", o_.moe.every},
+                         {"blocks", moe_blocks}, {"capacity_factor", o_.moe.capacity_factor},
+                         {"aux_loss_coef", o_.moe.aux_loss_coef},
+                         {"expert_loop", std::string(expert_loop_name(o_.moe.loop))},
+                         {"local_experts", o_.moe.experts / L.ep},
+                         {"tp_dispatch", "replicated: every TP rank routes all rows over its own ep group"}};
+  }
   meta.training = {{"seq_len", o_.seq_len}, {"batch", o_.batch}, {"grad_accum", o_.grad_accum},
                    {"steps", o_.steps}, {"lr", o_.lr}, {"warmup", o_.warmup},
                    {"seed", o_.seed}, {"data", loader_->source().describe()},
@@ -450,9 +496,13 @@ Status Trainer::train_step(int step, StepMetrics& m) {
         ScopedRange r(probe_.get(), "data");
         loader_->next(inputs_.data(), targets_.data());
       }
+      if (micro == 0)
+        if (auto miscount = faults_->combine_miscount(step, L.ep_rank(groups_.rank)); miscount.peer >= 0)
+          model_->inject_combine_miscount(miscount);
       RS_ASSIGN_OR_RETURN(ForwardStats stats, model_->forward(inputs_.data(), targets_.data(), probe_.get()));
       loss_sum += stats.loss;
       probe_->counter_add("embed.local_tokens", static_cast<double>(stats.embed_local_tokens));
+      if (o_.moe.enabled()) add_moe_counters(stats);
       reducer_->begin_backward(micro + 1 == o_.grad_accum);
       RS_RETURN_IF_ERROR(model_->backward(loss_scale, [this](int p) { reducer_->on_grad_ready(p); },
                                           probe_.get()));
@@ -468,7 +518,7 @@ Status Trainer::train_step(int step, StepMetrics& m) {
     {
       ScopedRange r(probe_.get(), "optimizer");
       RS_ASSIGN_OR_RETURN(m.grad_norm, global_grad_norm(model_->params(), *ops_,
-                                                        L.tp > 1 ? groups_.tp.get() : nullptr));
+                                                        L.tp > 1 ? groups_.tp.get() : nullptr, groups_.ep.get()));
       if (o_.grad_clip > 0) clip_grads_to_norm(model_->params(), *ops_, m.grad_norm, o_.grad_clip);
       m.lr = schedule_.at(step);
       optimizer_->step(m.lr);
@@ -483,6 +533,19 @@ Status Trainer::train_step(int step, StepMetrics& m) {
   const double tokens = static_cast<double>(o_.batch) * o_.seq_len * o_.grad_accum * L.dp;
   m.tokens_per_s = tokens / (m.step_ms / 1e3);
   return {};
+}
+
+// The MoE counters of one micro-batch, summed over the MoE blocks (docs/FORMAT.md, counters):
+// per step they add up over micro-batches; the aux loss is the micro-batches' mean.
+void Trainer::add_moe_counters(const ForwardStats& stats) {
+  Probe* p = probe_.get();
+  p->counter_add("moe.tokens_received", static_cast<double>(stats.moe_received));
+  p->counter_add("moe.tokens_dropped", static_cast<double>(stats.moe_dropped));
+  p->counter_add("moe.aux_loss", static_cast<double>(stats.moe_aux_loss) / o_.grad_accum);
+  if (expert_counter_names_.empty())
+    for (int e = 0; e < o_.moe.experts; e++) expert_counter_names_.push_back(fmt::format("moe.expert{}.routed", e));
+  for (size_t e = 0; e < stats.moe_routed.size() && e < expert_counter_names_.size(); e++)
+    p->counter_add(expert_counter_names_[e], static_cast<double>(stats.moe_routed[e]));
 }
 
 Status Trainer::run() {
