@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "rankscope/format/flight_recorder_layout.h"
+#include "peer_counts_section.h"
 #include "seqlock.h"
 
 namespace rankscope::format {
@@ -49,6 +50,12 @@ const CollectiveSnapshot* CommSnapshot::find(uint64_t s) const {
   auto it = std::lower_bound(ring.begin(), ring.end(), s,
                              [](const CollectiveSnapshot& c, uint64_t v) { return c.seq < v; });
   return (it != ring.end() && it->seq == s) ? &*it : nullptr;
+}
+
+const PeerCountsSnapshot* CommSnapshot::find_counts(uint64_t s) const {
+  for (const auto& p : peer_counts)
+    if (p.seq == s) return &p;
+  return nullptr;
 }
 
 const CommSnapshot* FlightRecorderSnapshot::comm(std::string_view name) const {
@@ -203,6 +210,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
       if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
       c.ring.push_back(std::move(cs));
     }
+    c.peer_counts = read_peer_counts(bytes, int(i), c.next_seq, c.name, s.warnings);
     s.comms.push_back(std::move(c));
   }
 

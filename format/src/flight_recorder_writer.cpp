@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "peer_counts_section.h"
+#include "rankscope/format/peer_counts.h"
 #include "seqlock.h"
 
 namespace rankscope::format {
@@ -42,7 +44,8 @@ void publish(uint32_t& claimed) { std::atomic_ref<uint32_t>(claimed).store(1, st
 
 uint64_t flight_file_bytes(const FlightLayoutParams& p) {
   return sizeof(FlightHeader) + p.max_threads * thread_slot_bytes(p) + p.max_comms * comm_slot_bytes(p) +
-         uint64_t(p.max_params) * sizeof(ParamSlot) + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot);
+         uint64_t(p.max_params) * sizeof(ParamSlot) + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot) +
+         peer_counts_section_bytes(p);
 }
 
 Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
@@ -87,6 +90,7 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   h->bounds.bounds_offset = h->params_offset + uint64_t(params.max_params) * sizeof(ParamSlot);
   h->bounds.max_bounds = kDefaultMaxBounds;
   h->bounds.bound_slot_bytes = sizeof(BoundSlot);
+  init_peer_counts_directory(w->base_, h->bounds.bounds_offset + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot), params);
   h->rank = id.rank;
   h->world_size = id.world_size;
   h->local_rank = id.local_rank;
@@ -229,6 +233,8 @@ uint64_t FlightRecorderWriter::collective_enqueue(int comm, const CollectiveDesc
   r->step = step;
   copy_name(r->range, range);
   seqlock::end(r->guard);
+  if (!desc.send_counts.empty() || !desc.recv_counts.empty())
+    write_peer_counts(base_, comm, seq, c->rank_in_comm, desc.send_counts, desc.recv_counts);
   std::atomic_ref<uint64_t>(header()->live.collectives_issued).fetch_add(1, std::memory_order_relaxed);
   return seq;
 }

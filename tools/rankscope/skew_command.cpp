@@ -39,6 +39,7 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
     std::fprintf(out, "%2zu. [%6.1f ms/step] %s: %s\n", i + 1, f.cost_ms_per_step, f.kind.c_str(), f.text.c_str());
   }
   if (r.what_if) std::fprintf(out, "what if: %s\n", r.what_if->text.c_str());
+  if (r.expert_load && r.expert_load->balanced) std::fprintf(out, "what if: %s\n", r.expert_load->balanced->text.c_str());
   // The slowest ranks first (by step time without communication); all of them for small jobs.
   std::vector<const analyzers::RankSkew*> ranks;
   for (const auto& rs : r.ranks) {

@@ -14,7 +14,10 @@ namespace rankscope::cli {
 namespace {
 constexpr const char* kHelp =
     "usage: rankscope synth --ranks N --steps S [--tp T] [--layers L]\n"
-    "                       [--fault KIND:rank=R[,step=S,range=NAME,comm=C,seq=K,factor=F,param=P,ms=M]]\n"
+    "                       [--fault KIND:rank=R[,step=S,range=NAME,comm=C,seq=K,factor=F,param=P,ms=M,\n"
+    "                                           delta=D,peer=P]]\n"
+    "                       [--moe-experts E [--moe-top-k K] [--moe-every N] [--ep N]\n"
+    "                        [--moe-hot-expert E [--moe-hot-bias B]]]\n"
     "                       [--idle SECONDS] [--seed N] [--local-host] -o DIR\n\n"
     "Writes a run directory of a simulated GPT-2 job (TP groups of consecutive ranks, DP groups\n"
     "strided) in the real format: run.json, a flight recorder and an event stream per rank. The job\n"
@@ -25,9 +28,17 @@ constexpr const char* kHelp =
     "  crash      rank R dies at step S (on entering NAME, or at the step's start)\n"
     "  drop-grad  rank R never reports param P's gradient ready (needs DP >= 2)\n"
     "  delay      rank R is M ms slower inside NAME (a straggler; the job still finishes)\n"
+    "  a2a-miscount  (MoE) rank R expects D rows more (negative: fewer) from ep rank P in the\n"
+    "             all_to_all_v of NAME (default forward/block0/moe/combine) at step S: the ep\n"
+    "             group blocks inside it\n"
     "Details left out get defaults that fit the layout; the summary line prints them.\n\n"
     "  --layers L      transformer blocks (default 2); ranges and collectives per step grow with L\n"
     "  --idle SECONDS  how long a stuck job has been stuck at the snapshot (default 60)\n"
+    "  --moe-experts E mixture of experts in every --moe-every'th block (default 1), top-K routing\n"
+    "                  (default 2), experts sharded over ep{k} groups of --ep N data-parallel ranks;\n"
+    "                  all_to_all of counts, all_to_all_v of rows with per-peer counts, expert time\n"
+    "                  following the rows received, counters moe.* per step\n"
+    "  --moe-hot-expert E  route skew: expert E's router weight times 1 + --moe-hot-bias (default 2)\n"
     "  --local-host    ranks claim this machine's host name and the parent shell's pid\n"
     "                  (the crashed rank a pid that has exited), so pid checks apply\n";
 
@@ -66,6 +77,18 @@ int synth_command(Args args) {
       ok = value(v) && number(v, o.tp);
     } else if (a == "--layers") {
       ok = value(v) && number(v, o.layers);
+    } else if (a == "--moe-experts") {
+      ok = value(v) && number(v, o.moe_experts);
+    } else if (a == "--moe-top-k") {
+      ok = value(v) && number(v, o.moe_top_k);
+    } else if (a == "--moe-every") {
+      ok = value(v) && number(v, o.moe_every);
+    } else if (a == "--ep") {
+      ok = value(v) && number(v, o.ep);
+    } else if (a == "--moe-hot-expert") {
+      ok = value(v) && number(v, o.hot_expert) && o.hot_expert >= 0;
+    } else if (a == "--moe-hot-bias") {
+      ok = value(v) && number(v, o.hot_bias) && o.hot_bias >= 0;
     } else if (a == "--idle") {
       ok = value(v) && number(v, o.idle_s) && o.idle_s >= 0;
     } else if (a == "--seed") {

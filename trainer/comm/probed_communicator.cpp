@@ -26,7 +26,8 @@ ProbedCommunicator::ProbedCommunicator(std::unique_ptr<Communicator> inner,
 }
 
 template <class Run>
-Status ProbedCommunicator::run(CollectiveOp op, DataType dtype, size_t count, int peer, Run&& body) {
+Status ProbedCommunicator::run(CollectiveOp op, DataType dtype, size_t count, int peer, Run&& body,
+                               std::span<const size_t> send_counts, std::span<const size_t> recv_counts) {
   CollectiveCall call{inner_->name(), next_seq_, op, dtype, count};
   InterceptDecision decision;
   if (interceptor_) decision = interceptor_->before_collective(call);
@@ -41,6 +42,8 @@ Status ProbedCommunicator::run(CollectiveOp op, DataType dtype, size_t count, in
     desc.count = call.count;
     desc.bytes = call.count * dtype_size(dtype);
     desc.peer = peer;
+    desc.send_counts = send_counts;
+    desc.recv_counts = recv_counts;
     h = probe_->collective_enqueue(handle_, desc);
     // Blocking CPU collectives start when they are called; stream-ordered ones when the device
     // reaches them (below).
@@ -172,10 +175,15 @@ Status ProbedCommunicator::all_to_all_v(const void* send, std::span<const size_t
                                         std::span<const size_t> recv_displs, DataType dtype) {
   size_t total = 0;
   for (size_t c : send_counts) total += c;
-  // Per-peer counts cannot be rescaled meaningfully: a resize fault leaves this call alone.
-  return run(CollectiveOp::kAllToAllV, dtype, total, -1, [&](const CollectiveCall&) {
-    return inner_->all_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype);
-  });
+  // Per-peer counts cannot be rescaled meaningfully: a resize fault leaves this call alone. The
+  // counts as passed to the backend go to the flight recorder, so hangdoctor can check them across
+  // ranks (send_i[j] == recv_j[i]) even while the call hangs.
+  return run(
+      CollectiveOp::kAllToAllV, dtype, total, -1,
+      [&](const CollectiveCall&) {
+        return inner_->all_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype);
+      },
+      send_counts, recv_counts);
 }
 
 Status ProbedCommunicator::barrier() {

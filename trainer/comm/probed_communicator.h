@@ -44,8 +44,10 @@ class ProbedCommunicator final : public Communicator {
   uint64_t issued() const { return next_seq_; }
 
  private:
+  // send_counts / recv_counts: all_to_all_v's per-peer counts, kept in the flight recorder.
   template <class Run>
-  Status run(rankscope::format::CollectiveOp op, DataType dtype, size_t count, int peer, Run&& body);
+  Status run(rankscope::format::CollectiveOp op, DataType dtype, size_t count, int peer, Run&& body,
+             std::span<const size_t> send_counts = {}, std::span<const size_t> recv_counts = {});
 
   std::unique_ptr<Communicator> inner_;
   rankscope::probe::Probe* probe_;

@@ -47,6 +47,17 @@ struct MismatchFinding {
 std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
                                              bool with_call_site);
 
+// a2a_counts.cpp. The earliest all_to_all_v (by first arrival) whose per-peer counts disagree
+// between two members: exact vectors where both kept them, else the sketch of every member's
+// digest. `row_elements` (0: unknown) is the row width to speak of rows. Empty when all agree.
+struct CountMismatchFinding {
+  CountMismatch mismatch;
+  CollectiveRef at;               // as the sender (else any member) recorded it
+  int64_t when_ns = 0;
+};
+std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankView>& views,
+                                                        const std::vector<GroupView>& groups, uint64_t row_elements);
+
 struct WaitEdge {
   int waiter = 0;
   int absent = 0;                 // never issued the waiter's seq on that comm

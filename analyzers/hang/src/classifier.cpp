@@ -50,6 +50,7 @@ class Classifier {
   void timeline();
   std::vector<int> find_dead();
   bool try_mismatch(bool with_call_site);
+  bool try_count_mismatch();
   void blame_silent(Verdict verdict, Kind kind, const std::vector<int>& silent);
   void blame_stuck();
   void blame_terminal(const WaitGraph& g);
@@ -117,7 +118,8 @@ Diagnosis Classifier::run() {
                               return !v.readable() || v.finished;
                             });
   if (all_finished) {
-    d_.verdict = Verdict::kFinished;
+    // Counts that disagreed but completed short (MPI) still corrupted data: worth a desync.
+    if (!try_count_mismatch()) d_.verdict = Verdict::kFinished;
   } else {
     const std::vector<int> dead = find_dead();
     std::optional<Detection> past_bound;
@@ -137,7 +139,9 @@ Diagnosis Classifier::run() {
     else if (o_.no_progress_observed) d_.detection = detected_by("watched");
     else if (facts_.forming) d_.detection = detected_by("forming");
     else if (stuck) d_.detection = detected_by("no_progress");
-    if (try_mismatch(false)) {
+    if (try_count_mismatch()) {
+      // an all_to_all_v's per-peer counts disagree: the crash or hang that follows comes from it
+    } else if (try_mismatch(false)) {
       // op, dtype or size disagreement: a bug whatever else happened after it
     } else if (!dead.empty()) {
       blame_silent(Verdict::kCrash, Kind::kRankDead, dead);
@@ -255,6 +259,27 @@ bool Classifier::try_mismatch(bool with_call_site) {
   d_.collective = m->at;
   d_.mismatch = m->mismatch;
   facts_.ambiguous = m->ambiguous;
+  return true;
+}
+
+// Elements per row of an MoE dispatch: the model width, when run.json states it.
+uint64_t row_elements_of(const format::RunDirectory& run) {
+  if (!run.metadata) return 0;
+  const auto& m = run.metadata->model;
+  if (!m.is_object() || !m.contains("channels") || !m["channels"].is_number_integer()) return 0;
+  const int64_t c = m["channels"].get<int64_t>();
+  return c > 0 ? uint64_t(c) : 0;
+}
+
+bool Classifier::try_count_mismatch() {
+  auto m = find_count_mismatch(views_, groups_, row_elements_of(run_));
+  if (!m) return false;
+  d_.verdict = Verdict::kDesync;
+  d_.kind = Kind::kA2aCountMismatch;
+  d_.collective = m->at;
+  d_.count_mismatch = m->mismatch;
+  for (int r : {m->mismatch.receiver, m->mismatch.sender})
+    if (r >= 0) d_.culprit_ranks.push_back(r);
   return true;
 }
 

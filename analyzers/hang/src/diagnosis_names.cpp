@@ -26,6 +26,7 @@ std::string_view kind_name(Kind k) {
     case Kind::kGpuBehindHost: return "gpu_behind_host";
     case Kind::kRankFrozen: return "rank_frozen";
     case Kind::kStuckInCompute: return "stuck_in_compute";
+    case Kind::kA2aCountMismatch: return "a2a_count_mismatch";
   }
   return "?";
 }

@@ -61,6 +61,28 @@ nlohmann::json render_json(const Diagnosis& d) {
   } else {
     j["mismatch"] = nullptr;
   }
+  if (d.count_mismatch) {
+    const CountMismatch& m = *d.count_mismatch;
+    auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+    json cm = {{"comm", m.comm},
+               {"seq", m.seq},
+               {"sender", m.sender < 0 ? json(nullptr) : json(m.sender)},
+               {"receiver", m.receiver < 0 ? json(nullptr) : json(m.receiver)},
+               {"sent", opt(m.sent)},
+               {"expected", opt(m.expected)},
+               {"difference", m.difference},
+               {"unit", "elements"},
+               {"row_elements", m.row_elements == 0 ? json(nullptr) : json(m.row_elements)},
+               {"evidence", m.evidence},
+               {"other_pairs", m.other_pairs}};
+    if (m.row_elements > 0) {
+      cm["sent_rows"] = m.sent ? json(*m.sent / m.row_elements) : json(nullptr);
+      cm["expected_rows"] = m.expected ? json(*m.expected / m.row_elements) : json(nullptr);
+    }
+    j["count_mismatch"] = std::move(cm);
+  } else {
+    j["count_mismatch"] = nullptr;
+  }
   j["headline"] = d.headline;
   j["explanation"] = d.explanation;
   j["problems"] = d.problems;

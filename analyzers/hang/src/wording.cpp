@@ -251,7 +251,8 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                       missing_note;
       return;
     case Verdict::kDesync:
-      word_mismatch(d, f);
+      if (d.kind == Kind::kA2aCountMismatch) word_count_mismatch(d, f);
+      else word_mismatch(d, f);
       d.explanation += missing_note;
       return;
     case Verdict::kCrash: {

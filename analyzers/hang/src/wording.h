@@ -27,6 +27,9 @@ std::string human_seconds(double s);       // "31 s", "3.1 s", "450 ms"
 // "allreduce #57 on tp0 (3.1 MiB fp32)"
 std::string collective_phrase(const CollectiveRef& c);
 
+// a2a_wording.cpp: the headline and explanation of an a2a_count_mismatch.
+void word_count_mismatch(Diagnosis& d, const WordingFacts& facts);
+
 // Fills d.headline and d.explanation.
 void compose_wording(Diagnosis& d, const WordingFacts& facts);
 

@@ -35,6 +35,8 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_kinds_[id] = kind;
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
+  grow(expert_of_local_, n, -1);
+  if (kind == format::NameKind::kCounter) expert_of_local_[id] = routed_counter_expert(name).value_or(-1);
 }
 
 void RankScan::on_clock(const format::ClockRecord& clock) {
@@ -186,6 +188,8 @@ void RankScan::on_step(const format::StepRecord& step) {
     counter_sum_[cv.name_id] += cv.value;
     counter_max_[cv.name_id] = std::max(counter_max_[cv.name_id], cv.value);
     ++counter_steps_[cv.name_id];
+    if (experts_ && cv.name_id < expert_of_local_.size() && expert_of_local_[cv.name_id] >= 0)
+      experts_->add(step.step, expert_of_local_[cv.name_id], cv.value);
   }
 }
 

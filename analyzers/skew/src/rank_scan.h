@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expert_load.h"
 #include "name_table.h"
 #include "rankscope/analyzers/skew/skew_report.h"
 #include "rankscope/format/event_stream.h"
@@ -51,6 +52,8 @@ class RankScan : public format::EventStreamVisitor {
   void on_step(const format::StepRecord& step) override;
 
   RankScanResult finish();
+  // Also add this rank's moe.expert{e}.routed counters of each step to `series` (MoE runs).
+  void collect_expert_load(ExpertSeries* series) { experts_ = series; }
 
  private:
   bool is_range(uint32_t local) const;
@@ -86,6 +89,8 @@ class RankScan : public format::EventStreamVisitor {
   std::vector<double> step_ms_, noncomm_ms_;
   double compute_ms_sum_ = 0, idle_ms_sum_ = 0, collective_ms_sum_ = 0;
   RankScanResult result_;
+  ExpertSeries* experts_ = nullptr;
+  std::vector<int> expert_of_local_;  // by local counter id: the expert of moe.expert{e}.routed, -1 other
 };
 
 }  // namespace rankscope::analyzers

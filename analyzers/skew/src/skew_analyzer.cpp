@@ -52,6 +52,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
   if (run.world_size <= 0) return invalid_argument(fmt::format("{}: world size unknown (no run.json and no rank files)", run.dir.string()));
 
   NameTable names;
+  ExpertSeries expert_series;
   ArrivalTable arrivals(run.world_size);
   std::vector<RankSteps> rank_steps(size_t(run.world_size));
   std::vector<double> collective_ms_mean(size_t(run.world_size), 0.0);
@@ -65,6 +66,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
       continue;
     }
     RankScan scan(files.rank, names, arrivals, options.first_step, options.last_step);
+    scan.collect_expert_load(&expert_series);
     auto scanned = format::scan_event_stream(files.events_path, scan);
     if (!scanned.ok()) {
       report.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().to_string()));
@@ -106,6 +108,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
   build_heatmap(rank_steps, options, report);
   const format::RunMetadata* meta = run.metadata ? &*run.metadata : nullptr;
   compute_counter_skew(meta, options, report);
+  compute_expert_load(meta, options, expert_series, report);
   derive_findings(meta, options, report);
   return report;
 }

@@ -173,8 +173,9 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
 void counter_findings(const format::RunMetadata* meta, const SkewOptions& options, SkewReport& report) {
   for (const CounterSkew& cs : report.counters) {
     if (!cs.worst_group || cs.worst_group->imbalance < options.counter_imbalance_threshold) continue;
-    // mem.* counters describe the process, not a share of the step's work.
-    if (cs.name.rfind("mem.", 0) == 0) continue;
+    // mem.* counters describe the process, not a share of the step's work; moe.* counters have
+    // their own finding (expert_load.cpp), which knows which ranges the tokens cost time in.
+    if (cs.name.rfind("mem.", 0) == 0 || cs.name.rfind("moe.", 0) == 0) continue;
     const CounterGroupImbalance& g = *cs.worst_group;
     Finding f;
     f.kind = "counter_imbalance";

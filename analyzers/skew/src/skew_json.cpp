@@ -110,6 +110,19 @@ nlohmann::json to_json(const SkewReport& report) {
   } else {
     j["what_if"] = nullptr;
   }
+  if (report.expert_load) {
+    const ExpertLoad& x = *report.expert_load;
+    json ranks = json::array();
+    for (const auto& r : x.ranks)
+      ranks.push_back({{"rank", r.rank}, {"group", r.group}, {"tokens_received", r.tokens_received}, {"experts_ms", r.experts_ms}});
+    json balanced = nullptr;
+    if (x.balanced)
+      balanced = {{"rank", x.balanced->rank}, {"step_ms", x.balanced->step_ms},
+                  {"estimated_step_ms", x.balanced->estimated_step_ms}, {"text", x.balanced->text}};
+    j["expert_load"] = {{"experts", x.experts},          {"step_labels", x.step_labels}, {"tokens", x.tokens},
+                        {"share", x.share},              {"imbalance", x.imbalance},     {"hottest_expert", x.hottest_expert},
+                        {"ranks", std::move(ranks)},     {"ms_per_token", x.ms_per_token}, {"balanced", std::move(balanced)}};
+  }
   j["problems"] = report.problems;
   return j;
 }

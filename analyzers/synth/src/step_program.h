@@ -15,10 +15,14 @@
 
 namespace rankscope::synth {
 
-enum class CommRole : uint8_t { kWorld, kTp, kDp };
+enum class CommRole : uint8_t { kWorld, kTp, kDp, kEp };
+
+// Which all_to_all_v of an MoE block a collective is (its rows go to the experts or come back).
+enum class A2aDirection : uint8_t { kNone, kDispatch, kCombine };
 
 struct ProgramOp {
-  enum class Kind : uint8_t { kEnter, kExit, kCompute, kCollective, kBeginBackward, kGradReady, kEndBackward };
+  // kExpertCompute: a kCompute whose duration scales with the rows the rank received (MoE experts).
+  enum class Kind : uint8_t { kEnter, kExit, kCompute, kCollective, kBeginBackward, kGradReady, kEndBackward, kExpertCompute };
   Kind kind = Kind::kCompute;
   uint16_t range = 0;       // range entered/left; for other kinds the innermost open range
   int64_t ns = 0;           // kCompute: nominal duration on an unloaded rank
@@ -28,6 +32,8 @@ struct ProgramOp {
   uint64_t count = 0;       // elements
   int bucket = -1;          // dp collectives: the DDP bucket they reduce
   int param = -1;           // kGradReady
+  int16_t moe_block = -1;   // MoE ops: the block; its routing decides counts and expert time
+  A2aDirection a2a = A2aDirection::kNone;  // kAllToAllV of an MoE block: which way the rows go
 };
 
 struct ParamInfo {
@@ -45,7 +51,10 @@ struct ModelShape {
   int seq_len = 64;
   int batch = 4;
   int vocab = 50257;
+  int moe_experts = 0;      // 0: dense MLP everywhere
+  int moe_every = 1;        // block i is MoE when i % moe_every == 0
   int padded_vocab() const;
+  bool moe_block(int i) const { return moe_experts > 0 && i % moe_every == 0; }
 };
 
 struct StepProgram {

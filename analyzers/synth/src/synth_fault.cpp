@@ -16,10 +16,10 @@ struct KindName {
 constexpr KindName kKinds[] = {
     {FaultKind::kNone, "none"},   {FaultKind::kStall, "stall"}, {FaultKind::kSkip, "skip"},
     {FaultKind::kResize, "resize"}, {FaultKind::kCrash, "crash"}, {FaultKind::kDropGrad, "drop-grad"},
-    {FaultKind::kDelay, "delay"},
+    {FaultKind::kDelay, "delay"}, {FaultKind::kA2aMiscount, "a2a-miscount"},
 };
-constexpr std::string_view kAllowedKinds = "stall, skip, resize, crash, drop-grad, delay";
-constexpr std::string_view kAllowedKeys = "rank, step, range, comm, seq, factor, param, ms";
+constexpr std::string_view kAllowedKinds = "stall, skip, resize, crash, drop-grad, delay, a2a-miscount";
+constexpr std::string_view kAllowedKeys = "rank, step, range, comm, seq, factor, param, ms, delta, peer";
 
 template <class T>
 bool parse_number(std::string_view text, T& out) {
@@ -65,6 +65,8 @@ Result<FaultSpec> parse_fault(std::string_view text) {
     else if (key == "seq") ok = parse_number(value, f.seq) && f.seq >= 0;
     else if (key == "factor") ok = parse_number(value, f.factor) && f.factor > 0;
     else if (key == "ms") ok = parse_number(value, f.ms) && f.ms >= 0;
+    else if (key == "delta") ok = parse_number(value, f.delta) && f.delta != 0;
+    else if (key == "peer") ok = parse_number(value, f.peer) && f.peer >= 0;
     else if (key == "range") f.range = std::string(value);
     else if (key == "comm") f.comm = std::string(value);
     else if (key == "param") f.param = std::string(value);
@@ -90,6 +92,8 @@ std::string describe_fault(const FaultSpec& f) {
     case FaultKind::kDelay:
       return f.step < 0 ? fmt::format("delay:rank={},range={},ms={}", f.rank, f.range, f.ms)
                         : fmt::format("delay:rank={},range={},ms={},step={}", f.rank, f.range, f.ms, f.step);
+    case FaultKind::kA2aMiscount:
+      return fmt::format("a2a-miscount:rank={},step={},range={},peer={},delta={}", f.rank, f.step, f.range, f.peer, f.delta);
   }
   return "?";
 }

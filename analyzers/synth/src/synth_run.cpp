@@ -35,7 +35,7 @@ namespace {
 using format::CollectiveOp;
 using Kind = ProgramOp::Kind;
 
-constexpr int kRoles = 3;  // CommRole::kWorld, kTp, kDp
+constexpr int kRoles = 4;  // CommRole::kWorld, kTp, kDp, kEp
 constexpr int64_t kNsPerS = 1'000'000'000;
 constexpr int kDetailSteps = 3;  // steps before the end whose ranges/gradients reach the recorders
 
@@ -49,11 +49,17 @@ double unit(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
   return double(mix(a ^ mix(b ^ mix(c ^ mix(d)))) >> 11) / double(1ull << 53);
 }
 
-std::string role_comm_name(CommRole role, int rank, int tp) {
+// ep{k}: `ep` consecutive positions of one dp group, k = (dp_rank / ep) * tp + tp_rank (Megatron,
+// as gpt2-train's process_groups.h).
+int ep_index(int rank, int tp, int ep) { return (rank / tp / ep) * tp + rank % tp; }
+int ep_rank_of(int rank, int tp, int ep) { return (rank / tp) % ep; }
+
+std::string role_comm_name(CommRole role, int rank, int tp, int ep = 1) {
   switch (role) {
     case CommRole::kWorld: return "world";
     case CommRole::kTp: return fmt::format("tp{}", rank / tp);
     case CommRole::kDp: return fmt::format("dp{}", rank % tp);
+    case CommRole::kEp: return fmt::format("ep{}", ep_index(rank, tp, ep));
   }
   return "?";
 }
@@ -82,9 +88,9 @@ struct RankSim {
   int64_t t = 0;             // true time (rank 0's clock)
   int64_t offset_ns = 0;     // own clock = true - offset
   int64_t stop_ns = 0;
-  uint64_t next_seq[kRoles] = {0, 0, 0};
-  int comm_slot[kRoles] = {-1, -1, -1};
-  uint32_t comm_id[kRoles] = {0, 0, 0};
+  uint64_t next_seq[kRoles] = {0, 0, 0, 0};
+  int comm_slot[kRoles] = {-1, -1, -1, -1};
+  uint32_t comm_id[kRoles] = {0, 0, 0, 0};
   std::vector<std::pair<uint16_t, int64_t>> stack;  // open ranges, enter time
   int broken_bucket = std::numeric_limits<int>::max();  // drop-grad: buckets >= this never launch
   bool skip_done = false;
@@ -95,6 +101,9 @@ struct RankSim {
   std::unique_ptr<format::EventStreamWriter> events;
   std::vector<uint32_t> range_ids;  // event-stream name ids by program range index
   uint32_t counter_id = 0;
+  std::vector<uint32_t> moe_counter_ids;  // tokens_received, tokens_dropped, aux_loss, expert{e}.routed...
+  double moe_received = 0, moe_aux = 0;   // this step, summed over MoE blocks
+  std::vector<double> moe_routed;         // this step, per global expert
   int main_slot = -1;
 
   int64_t own(int64_t true_ns) const { return true_ns - offset_ns; }
@@ -108,12 +117,18 @@ class Simulation {
     shape_.layers = o.layers;
     shape_.tp = o.tp;
     shape_.dp = o.ranks / o.tp;
+    shape_.moe_experts = o.moe_experts;
+    shape_.moe_every = std::max(1, o.moe_every);
     program_ = build_step_program(shape_);
     for (int r = 0; r < o.ranks; ++r) {
       tp_groups_.resize(o.ranks / o.tp);
       dp_groups_.resize(o.tp);
       tp_groups_[r / o.tp].push_back(r);
       dp_groups_[r % o.tp].push_back(r);
+    }
+    if (o.moe()) {
+      ep_groups_.resize(size_t(o.ranks / o.ep));
+      for (int r = 0; r < o.ranks; ++r) ep_groups_[ep_index(r, o.tp, o.ep)].push_back(r);  // ascending = ep rank order
     }
     world_group_.resize(o.ranks);
     for (int r = 0; r < o.ranks; ++r) world_group_[r] = r;
@@ -133,6 +148,11 @@ class Simulation {
   void collective(const ProgramOp& op, int64_t s);
   void group_collective(const ProgramOp& op, const std::vector<int>& members, int64_t s);
   void end_step(RankSim& r, int64_t s);
+  // MoE routing of rank `rank` at step s, block b: rows it routes to each global expert (sum T*K).
+  std::vector<int64_t> route(int rank, int64_t s, int block) const;
+  int64_t received_rows(int rank, int64_t s, int block) const;
+  int64_t slots_per_rank() const { return int64_t(shape_.batch) * shape_.seq_len * o_.moe_top_k; }
+  std::string comm_name(CommRole role, int rank) const { return role_comm_name(role, rank, o_.tp, o_.ep); }
   format::RunMetadata metadata(const std::string& run_id, int64_t start_ns) const;
   const std::vector<std::vector<int>>& groups(CommRole role) const;
   bool detail(int64_t s) const { return s >= detail_from_; }
@@ -144,7 +164,7 @@ class Simulation {
   ModelShape shape_;
   StepProgram program_;
   std::vector<RankSim> ranks_;
-  std::vector<std::vector<int>> tp_groups_, dp_groups_;
+  std::vector<std::vector<int>> tp_groups_, dp_groups_, ep_groups_;
   std::vector<int> world_group_;
   int fault_range_ = -1;
   int fault_param_ = -1;
@@ -152,7 +172,39 @@ class Simulation {
 };
 
 const std::vector<std::vector<int>>& Simulation::groups(CommRole role) const {
-  return role == CommRole::kTp ? tp_groups_ : dp_groups_;
+  return role == CommRole::kTp ? tp_groups_ : role == CommRole::kEp ? ep_groups_ : dp_groups_;
+}
+
+std::vector<int64_t> Simulation::route(int rank, int64_t s, int block) const {
+  const int E = o_.moe_experts;
+  const int64_t slots = slots_per_rank(), tokens = slots / o_.moe_top_k;
+  std::vector<double> w(size_t(E), 0.0);
+  double sum = 0;
+  for (int e = 0; e < E; ++e) {
+    w[e] = 1.0 + 0.3 * (unit(o_.seed, uint64_t(rank), uint64_t(s) * 64 + uint64_t(block), uint64_t(e) + 0xe0) - 0.5);
+    if (e == o_.hot_expert) w[e] *= 1.0 + o_.hot_bias;
+    sum += w[e];
+  }
+  // Top-k picks k distinct experts per token: an expert gets at most `tokens` slots.
+  std::vector<int64_t> cnt(size_t(E), 0);
+  int64_t given = 0;
+  for (int e = 0; e < E; ++e) {
+    cnt[e] = std::min<int64_t>(tokens, int64_t(double(slots) * w[e] / sum));
+    given += cnt[e];
+  }
+  for (int e = 0; given < slots; e = (e + 1) % E)
+    if (cnt[e] < tokens) ++cnt[e], ++given;
+  return cnt;
+}
+
+int64_t Simulation::received_rows(int rank, int64_t s, int block) const {
+  const int L = o_.moe_experts / o_.ep, first = ep_rank_of(rank, o_.tp, o_.ep) * L;
+  int64_t rows = 0;
+  for (int m : ep_groups_[ep_index(rank, o_.tp, o_.ep)]) {
+    const auto cnt = route(m, s, block);
+    for (int e = first; e < first + L; ++e) rows += cnt[e];
+  }
+  return rows;
 }
 
 format::RunMetadata Simulation::metadata(const std::string& run_id, int64_t start_ns) const {
@@ -169,12 +221,20 @@ format::RunMetadata Simulation::metadata(const std::string& run_id, int64_t star
     for (size_t k = 0; k < tp_groups_.size(); ++k) m.groups.push_back({fmt::format("tp{}", k), tp_groups_[k]});
   if (o_.ranks / o_.tp > 1)
     for (size_t k = 0; k < dp_groups_.size(); ++k) m.groups.push_back({fmt::format("dp{}", k), dp_groups_[k]});
+  if (o_.moe() && o_.ep > 1)
+    for (size_t k = 0; k < ep_groups_.size(); ++k) m.groups.push_back({fmt::format("ep{}", k), ep_groups_[k]});
   const std::string local = o_.local_host ? this_host() : std::string();
   for (int r = 0; r < o_.ranks; ++r)
     m.hosts.push_back(o_.local_host ? local : fmt::format("synth-node{}", r / o_.ranks_per_host));
   m.model = {{"preset", "tiny"},        {"layers", shape_.layers}, {"heads", shape_.heads},
              {"channels", shape_.channels}, {"vocab_size", shape_.vocab}, {"padded_vocab_size", shape_.padded_vocab()}};
   m.training = {{"seq_len", shape_.seq_len}, {"batch", shape_.batch}, {"steps", o_.steps}, {"vocab_shard", "contiguous"}};
+  if (o_.moe()) {
+    m.model["moe_experts"] = o_.moe_experts;
+    m.model["moe_top_k"] = o_.moe_top_k;
+    m.model["moe_every"] = shape_.moe_every;
+    m.training["ep"] = o_.ep;
+  }
   m.versions = {{"rankscope", RANKSCOPE_VERSION}};
   m.extra["synth"] = {{"fault", describe_fault(fault_)}, {"seed", o_.seed}};
   return m;
@@ -222,7 +282,14 @@ Status Simulation::open_rank(RankSim& r, const std::string& run_id, int64_t star
   for (size_t i = 0; i < program_.range_names.size(); ++i)
     r.range_ids[i] = r.events->intern(format::NameKind::kRange, program_.range_names[i]);
   r.counter_id = r.events->intern(format::NameKind::kCounter, "embed.local_tokens");
-  const CommRole roles[kRoles] = {CommRole::kWorld, CommRole::kTp, CommRole::kDp};
+  if (o_.moe()) {
+    for (const char* n : {"moe.tokens_received", "moe.tokens_dropped", "moe.aux_loss"})
+      r.moe_counter_ids.push_back(r.events->intern(format::NameKind::kCounter, n));
+    for (int e = 0; e < o_.moe_experts; ++e)
+      r.moe_counter_ids.push_back(r.events->intern(format::NameKind::kCounter, fmt::format("moe.expert{}.routed", e)));
+    r.moe_routed.assign(size_t(o_.moe_experts), 0.0);
+  }
+  const CommRole roles[kRoles] = {CommRole::kWorld, CommRole::kTp, CommRole::kDp, CommRole::kEp};
   for (int k = 0; k < kRoles; ++k) {
     const CommRole role = roles[k];
     int size = o_.ranks, rank_in_comm = r.rank;
@@ -234,8 +301,12 @@ Status Simulation::open_rank(RankSim& r, const std::string& run_id, int64_t star
       if (o_.ranks / o_.tp == 1) continue;
       size = o_.ranks / o_.tp;
       rank_in_comm = r.rank / o_.tp;
+    } else if (role == CommRole::kEp) {
+      if (!o_.moe() || o_.ep == 1) continue;
+      size = o_.ep;
+      rank_in_comm = ep_rank_of(r.rank, o_.tp, o_.ep);
     }
-    const std::string name = role_comm_name(role, r.rank, o_.tp);
+    const std::string name = comm_name(role, r.rank);
     r.comm_slot[k] = r.flight->register_comm(name, size, rank_in_comm);
     r.comm_id[k] = r.events->intern(format::NameKind::kComm, name);
   }
@@ -293,6 +364,7 @@ void Simulation::exit_range(RankSim& r, const ProgramOp& op, int64_t s) {
 }
 
 void Simulation::collective(const ProgramOp& op, int64_t s) {
+  if (op.role == CommRole::kEp && o_.ep == 1) return;  // every expert is local: no exchange
   if (op.role == CommRole::kWorld) {
     group_collective(op, world_group_, s);
     return;
@@ -313,7 +385,7 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
       continue;
     }
     const uint64_t seq = r.next_seq[k];
-    const std::string comm = role_comm_name(op.role, m, o_.tp);
+    const std::string comm = comm_name(op.role, m);
     const bool fault_here = !fault_.comm.empty() && fault_.rank == m && int64_t(seq) == fault_.seq && fault_.comm == comm;
     if (fault_here && fault_.kind == FaultKind::kSkip && !r.skip_done) {
       r.skip_done = true;  // leaves the collective out; its next one on `comm` takes this seq
@@ -329,14 +401,51 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
     last_arrival = std::max(last_arrival, r.t);
   }
 
+  // An MoE block's all_to_all_v: per-peer counts (elements) of every member, in ep-rank order.
+  std::vector<std::vector<size_t>> send_counts, recv_counts;
+  if (op.a2a != A2aDirection::kNone) {
+    const size_t n = members.size();
+    const int per_rank = o_.moe_experts / int(n);
+    const uint64_t width = uint64_t(shape_.channels);
+    std::vector<std::vector<size_t>> rows(n, std::vector<size_t>(n, 0));  // rows[i][j]: i's tokens for j's experts
+    for (size_t i = 0; i < n; ++i) {
+      const auto cnt = route(members[i], s, op.moe_block);
+      for (int e = 0; e < o_.moe_experts; ++e) rows[i][size_t(e / per_rank)] += size_t(cnt[e]);
+    }
+    send_counts.assign(n, std::vector<size_t>(n));
+    recv_counts.assign(n, std::vector<size_t>(n));
+    const bool dispatch = op.a2a == A2aDirection::kDispatch;
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j) {
+        send_counts[i][j] = (dispatch ? rows[i][j] : rows[j][i]) * width;
+        recv_counts[i][j] = (dispatch ? rows[j][i] : rows[i][j]) * width;
+      }
+    if (fault_.kind == FaultKind::kA2aMiscount && fault_.step == s && fault_range_ == int(op.range)) {
+      for (size_t i = 0; i < n; ++i) {
+        if (members[i] != fault_.rank) continue;
+        auto& c = recv_counts[i][size_t(fault_.peer)];
+        c = size_t(std::max<int64_t>(0, int64_t(c) + fault_.delta * int64_t(width)));
+        complete = false;  // sizes disagree: the exchange never matches, every member stays inside
+      }
+    }
+  }
+
   const uint64_t elem = format::dtype_size(op.dtype);
   for (auto [m, seq] : arrived) {
     RankSim& r = ranks_[m];
-    const std::string comm = role_comm_name(op.role, m, o_.tp);
+    const std::string comm = comm_name(op.role, m);
     uint64_t count = op.count;
     if (fault_.kind == FaultKind::kResize && fault_.rank == m && int64_t(seq) == fault_.seq && fault_.comm == comm)
       count = uint64_t(std::llround(double(count) * fault_.factor));
     format::CollectiveDesc d{op.op, op.dtype, count, count * elem, -1};
+    if (!send_counts.empty()) {
+      const size_t i = size_t(std::find(members.begin(), members.end(), m) - members.begin());
+      d.send_counts = send_counts[i];
+      d.recv_counts = recv_counts[i];
+      d.count = 0;
+      for (size_t c : send_counts[i]) d.count += c;
+      d.bytes = d.count * elem;
+    }
     const int64_t arrive = r.t;
     const uint64_t got = r.flight->collective_enqueue(r.comm_slot[k], d, s, program_.range_names[op.range], r.own(arrive));
     r.flight->collective_start(r.comm_slot[k], got, r.own(arrive));
@@ -385,6 +494,14 @@ void Simulation::end_step(RankSim& r, int64_t s) {
   const double jitter = 1.0 + 0.04 * (unit(o_.seed, r.rank, s, 0x70c) - 0.5);
   r.record.counters.clear();
   r.record.counters.push_back({r.counter_id, 0, std::round(tokens * share * jitter)});
+  if (o_.moe()) {
+    r.record.counters.push_back({r.moe_counter_ids[0], 0, r.moe_received});
+    r.record.counters.push_back({r.moe_counter_ids[1], 0, 0.0});  // dropless
+    r.record.counters.push_back({r.moe_counter_ids[2], 0, r.moe_aux});
+    for (int e = 0; e < o_.moe_experts; ++e) r.record.counters.push_back({r.moe_counter_ids[3 + e], 0, r.moe_routed[e]});
+    r.moe_received = r.moe_aux = 0;
+    std::fill(r.moe_routed.begin(), r.moe_routed.end(), 0.0);
+  }
   r.events->write_step(r.record);
   r.record.collectives.clear();
   r.flight->heartbeat(r.own(r.t));
@@ -420,6 +537,25 @@ void Simulation::step(int64_t s) {
           if (delay_step && fault_.rank == r.rank && fault_range_ == int(op.range)) r.t += int64_t(fault_.ms * 1e6);
           break;
         }
+        case Kind::kExpertCompute: {
+          // Expert GEMMs over the rows this rank received: time follows the load.
+          const int64_t rows = received_rows(r.rank, s, op.moe_block);
+          const double jitter = 1.0 + 0.06 * (unit(o_.seed, r.rank, s, i) - 0.5);
+          r.t += int64_t(double(op.ns) * double(rows) / double(slots_per_rank()) * jitter);
+          if (delay_step && fault_.rank == r.rank && fault_range_ == int(op.range)) r.t += int64_t(fault_.ms * 1e6);
+          if (program_.range_names[op.range].rfind("forward/", 0) == 0) {
+            const auto cnt = route(r.rank, s, op.moe_block);
+            double aux = 0;
+            for (int e = 0; e < o_.moe_experts; ++e) {
+              r.moe_routed[e] += double(cnt[e]);
+              const double f = double(cnt[e]) / double(slots_per_rank());
+              aux += f * f;
+            }
+            r.moe_received += double(rows);
+            r.moe_aux += aux * o_.moe_experts;  // Switch loss with P ~ f: 1.0 when balanced
+          }
+          break;
+        }
         case Kind::kBeginBackward:
           if (detail(s)) r.flight->begin_backward(s, r.own(r.t));
           break;
@@ -446,7 +582,7 @@ Result<SynthSummary> Simulation::run() {
 
   // The step the fault strikes bounds the simulation; ranges and gradients are detailed before it.
   int64_t last_step = o_.steps - 1;
-  if (fault_.kind == FaultKind::kStall || fault_.kind == FaultKind::kCrash ||
+  if (fault_.kind == FaultKind::kStall || fault_.kind == FaultKind::kCrash || fault_.kind == FaultKind::kA2aMiscount ||
       (fault_.kind == FaultKind::kDropGrad && fault_.step >= 0))
     last_step = fault_.step;
   if (fault_.kind == FaultKind::kDropGrad && fault_.step < 0) last_step = 0;
@@ -526,13 +662,30 @@ Result<FaultSpec> resolve_fault(const SynthOptions& o) {
   if (o.layers < 1 || o.layers > 64) return invalid_argument(fmt::format("--layers {}: must be 1..64", o.layers));
   if (o.ring_entries < 8) return invalid_argument("ring_entries must be at least 8");
   if (o.ranks_per_host < 1) return invalid_argument("ranks_per_host must be at least 1");
+  const int dp = o.ranks / o.tp;
+  if (o.moe_experts < 0 || o.moe_experts > 1024) return invalid_argument(fmt::format("--moe-experts {}: must be 0..1024", o.moe_experts));
+  if (o.moe()) {
+    if (o.ep < 1 || dp % o.ep != 0)
+      return invalid_argument(fmt::format("--ep {}: must divide the data-parallel size {} (hint: expert groups are carved out of dp groups)", o.ep, dp));
+    if (o.moe_experts % o.ep != 0)
+      return invalid_argument(fmt::format("--moe-experts {}: must be a multiple of --ep {}", o.moe_experts, o.ep));
+    if (o.moe_top_k < 1 || o.moe_top_k > std::min(2, o.moe_experts))
+      return invalid_argument(fmt::format("--moe-top-k {}: must be 1 or 2 and at most the experts", o.moe_top_k));
+    if (o.moe_every < 1) return invalid_argument("--moe-every must be at least 1");
+    if (o.hot_expert >= o.moe_experts)
+      return invalid_argument(fmt::format("--moe-hot-expert {}: only {} experts", o.hot_expert, o.moe_experts));
+    if (o.hot_bias < 0) return invalid_argument("--moe-hot-bias must be >= 0");
+  } else if (o.ep != 1) {
+    return invalid_argument("--ep needs --moe-experts");
+  }
   FaultSpec f = o.fault;
   if (f.kind == FaultKind::kNone) return f;
-  const int dp = o.ranks / o.tp;
   ModelShape shape;
   shape.layers = o.layers;
   shape.tp = o.tp;
   shape.dp = dp;
+  shape.moe_experts = o.moe_experts;
+  shape.moe_every = std::max(1, o.moe_every);
   const StepProgram program = build_step_program(shape);
   const int64_t mid_step = o.steps / 2;
   if (f.rank < 0) f.rank = o.ranks > 1 ? 1 : 0;
@@ -586,6 +739,21 @@ Result<FaultSpec> resolve_fault(const SynthOptions& o) {
       if (f.seq >= int64_t(o.steps) * per_step)
         return invalid_argument(fmt::format("--fault {}: {} has only {} collectives in {} steps", fault_kind_name(f.kind), f.comm, int64_t(o.steps) * per_step, o.steps));
       if (f.kind == FaultKind::kResize && f.factor == 1.0) return invalid_argument("--fault resize: factor 1 changes nothing");
+      break;
+    }
+    case FaultKind::kA2aMiscount: {
+      if (!o.moe() || o.ep < 2)
+        return invalid_argument("--fault a2a-miscount: needs experts spread over ranks (--moe-experts E --ep N, N >= 2)");
+      if (f.range.empty()) f.range = "forward/block0/moe/combine";
+      RS_RETURN_IF_ERROR(check_range());
+      if (f.range.find("/moe/combine") == std::string::npos && f.range.find("/moe/dispatch") == std::string::npos)
+        return invalid_argument(fmt::format("--fault a2a-miscount: range {} has no all_to_all_v (hint: .../moe/combine or .../moe/dispatch)", f.range));
+      const int own = ep_rank_of(f.rank, o.tp, o.ep);
+      if (f.peer < 0) f.peer = (own + 1) % o.ep;
+      if (f.peer >= o.ep || f.peer == own)
+        return invalid_argument(fmt::format("--fault a2a-miscount: peer {} must be another rank of the ep group (0..{})", f.peer, o.ep - 1));
+      if (f.delta == 0) f.delta = 1;
+      if (f.step < 0) f.step = mid_step;
       break;
     }
     case FaultKind::kNone: break;

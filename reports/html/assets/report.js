@@ -193,9 +193,33 @@
   function heatmap(data) {
     var h = data.heatmap;
     if (!h || !h.values_ms.length) return;
+    grid(h.rank_labels, h.step_labels, h.values_ms, { title: 'Step time, rank × step', row: 'rank', unit: 'ms', digits: 1,
+      note: 'slowest step in each cell; darker is slower; hover for values' });
+  }
+
+  // MoE: tokens routed to each expert (all ranks) per step; a hot expert is a dark row.
+  function expertLoad(data) {
+    var x = data.expert_load;
+    if (!x) return;
+    if (x.balanced) document.getElementById('what-if').textContent += (document.getElementById('what-if').textContent ? ' · ' : '') +
+      'What if routing were balanced: ' + x.balanced.text;
+    if (x.experts && x.step_labels.length) {
+      var labels = x.tokens.map(function (row, e) { return e + ' (' + fmt(100 * x.share[e], 0) + '%)'; });
+      grid(labels, x.step_labels, x.tokens, { title: 'Tokens per expert, expert × step', row: 'expert', unit: 'tokens', digits: 0,
+        id: 'expert-heatmap', note: 'tokens routed to each expert by all ranks (share of the window in brackets); darker is busier; imbalance max/mean ' + fmt(x.imbalance, 2) });
+    }
+    if (x.ranks.length && x.ranks.length <= 64) {
+      table('Expert load per rank (' + fmt(x.ms_per_token * 1000, 3) + ' µs of expert time per token)', ['rank', 'ep group', 'tokens received per step', 'expert ms per step'],
+        x.ranks.map(function (r) { return [r.rank, r.group, fmt(r.tokens_received, 0), fmt(r.experts_ms, 2)]; }));
+    }
+  }
+
+  function grid(rowLabels, colLabels, values, o) {
+    var h = { rank_labels: rowLabels, step_labels: colLabels, values_ms: values };
     var rows = h.values_ms.length, cols = h.step_labels.length;
     var left = 70, top = 10, w = 1000, hgt = Math.max(120, Math.min(600, rows * 18));
-    var canvas = panel('Step time, rank × step', 'slowest step in each cell; darker is slower; hover for values', left + w + 80, top + hgt + 40);
+    var canvas = panel(o.title, o.note, left + w + 80, top + hgt + 40);
+    if (o.id) canvas.id = o.id;
     var ctx = canvas.getContext('2d');
     var lo = Infinity, hi = -Infinity, cells = 0;
     h.values_ms.forEach(function (row) { row.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
@@ -215,17 +239,17 @@
     ctx.fillStyle = '#1d232b';
     ctx.font = '11px sans-serif';
     var every = Math.ceil(rows / Math.floor(hgt / 12));
-    h.rank_labels.forEach(function (l, i) { if (i % every === 0) ctx.fillText('rank ' + l, 2, top + i * ch + ch / 2 + 4); });
+    h.rank_labels.forEach(function (l, i) { if (i % every === 0) ctx.fillText(o.row + ' ' + l, 2, top + i * ch + ch / 2 + 4); });
     ctx.fillText('step ' + h.step_labels[0], left, top + hgt + 16);
     var last = 'step ' + h.step_labels[cols - 1];
     ctx.fillText(last, left + w - ctx.measureText(last).width, top + hgt + 16);
-    ctx.fillText(fmt(lo, 1) + ' ms', left + w + 8, top + hgt);
-    ctx.fillText(fmt(hi, 1) + ' ms', left + w + 8, top + 10);
+    ctx.fillText(fmt(lo, o.digits) + ' ' + o.unit, left + w + 8, top + hgt);
+    ctx.fillText(fmt(hi, o.digits) + ' ' + o.unit, left + w + 8, top + 10);
     canvas.addEventListener('mousemove', function (e) {
       var r = canvas.getBoundingClientRect();
       var j = Math.floor((e.clientX - r.left - left) / cw), i = Math.floor((e.clientY - r.top - top) / ch);
       if (i >= 0 && i < rows && j >= 0 && j < cols) {
-        canvas.title = 'rank ' + h.rank_labels[i] + ', step ' + h.step_labels[j] + ': ' + fmt(h.values_ms[i][j], 2) + ' ms';
+        canvas.title = o.row + ' ' + h.rank_labels[i] + ', step ' + h.step_labels[j] + ': ' + fmt(h.values_ms[i][j], 2) + ' ' + o.unit;
       }
     });
     state.charts += 1;
@@ -299,6 +323,7 @@
     breakdown(data);
     topLevel(data);
     heatmap(data);
+    expertLoad(data);
     arrivals(data);
     counters(data);
     // The rank table lists every rank up to 64, else the 64 slowest by straggler score.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rankscope/format/flight_recorder_layout.h"
+#include "rankscope/format/peer_counts.h"
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
 
@@ -46,9 +47,13 @@ struct CommSnapshot {
   uint64_t next_seq = 0;         // collectives issued on this communicator
   uint64_t completed_count = 0;
   std::vector<CollectiveSnapshot> ring;  // valid records, ascending seq (at most ring_entries)
+  // Per-peer counts of its last all_to_all_v calls (peer_counts.h), ascending seq; empty for files
+  // written before the section existed and for communicators without all_to_all_v.
+  std::vector<PeerCountsSnapshot> peer_counts;
   // The newest record, or nullptr.
   const CollectiveSnapshot* last() const { return ring.empty() ? nullptr : &ring.back(); }
   const CollectiveSnapshot* find(uint64_t seq) const;
+  const PeerCountsSnapshot* find_counts(uint64_t seq) const;
 };
 
 struct OpenRangeSnapshot {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ struct CollectiveDesc {
   uint64_t count = 0;
   uint64_t bytes = 0;
   int32_t peer = -1;
+  // all_to_all_v only: elements sent to / expected from each member, by rank in the communicator.
+  // Kept in the recorder's peer-counts section (peer_counts.h); empty for every other op.
+  std::span<const size_t> send_counts = {};
+  std::span<const size_t> recv_counts = {};
 };
 
 struct WatchdogEventDesc {

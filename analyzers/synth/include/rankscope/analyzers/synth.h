@@ -21,7 +21,9 @@
 
 namespace rankscope::synth {
 
-enum class FaultKind { kNone, kStall, kSkip, kResize, kCrash, kDropGrad, kDelay };
+// kA2aMiscount: (MoE) one rank expects `delta` rows more from one peer in a combine all_to_all_v
+// than that peer sends, as gpt2-train's --inject a2a-miscount; the ep group blocks inside it.
+enum class FaultKind { kNone, kStall, kSkip, kResize, kCrash, kDropGrad, kDelay, kA2aMiscount };
 
 std::string_view fault_kind_name(FaultKind kind);
 
@@ -36,10 +38,12 @@ struct FaultSpec {
   double factor = 2.0;  // resize
   std::string param;    // drop-grad
   double ms = 20.0;     // delay
+  int64_t delta = 0;    // a2a-miscount: rows (negative: fewer); 0 -> 1
+  int peer = -1;        // a2a-miscount: the EP rank (in ep{k}) whose rows are miscounted; -1 -> the next one
 };
 
 // Parses "KIND:key=value,..." (the keys of gpt2-train's --inject: rank, step, range, comm, seq,
-// factor, param, ms). Errors name the bad part and list what is allowed.
+// factor, param, ms, delta, peer). Errors name the bad part and list what is allowed.
 Result<FaultSpec> parse_fault(std::string_view text);
 // "stall:rank=1,range=forward/embed,step=5" for a resolved spec.
 std::string describe_fault(const FaultSpec& fault);
@@ -58,6 +62,20 @@ struct SynthOptions {
   int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
   uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;
+  // Mixture of experts (issue 12); moe_experts 0 is the dense MLP. Experts are sharded over ep{k}
+  // groups of `ep` data-parallel ranks (Megatron layout, as gpt2-train --ep); block i is an MoE block
+  // when i % moe_every == 0. Ranges forward|backward/block{i}/moe/router|dispatch|experts|combine
+  // nest in .../mlp; the dispatch is an all_to_all of counts then an all_to_all_v of rows (with
+  // per-peer counts in the flight recorder), the combine the reverse all_to_all_v; expert compute time
+  // follows the rows a rank receives. Counters per step: moe.tokens_received, moe.tokens_dropped,
+  // moe.aux_loss, moe.expert{e}.routed (summed over the MoE blocks).
+  int moe_experts = 0;
+  int moe_top_k = 2;
+  int moe_every = 1;
+  int ep = 1;
+  int hot_expert = -1;            // route skew: this expert's router weight is multiplied by 1 + hot_bias
+  double hot_bias = 2.0;
+  bool moe() const { return moe_experts > 0; }
 };
 
 struct SynthSummary {

@@ -28,6 +28,7 @@ enum class Kind {
   kGpuBehindHost,       // the culprit's host moved on but its GPU never reached the collective
   kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
   kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
+  kA2aCountMismatch,    // an all_to_all_v whose per-peer counts disagree: send_i[j] != recv_j[i]
 };
 
 std::string_view verdict_name(Verdict v);
@@ -96,6 +97,21 @@ struct Mismatch {
   std::map<int, std::string> values_by_rank;
 };
 
+// a2a_count_mismatch: what rank `sender` sends to `receiver` in one all_to_all_v is not what the
+// receiver expects from it (flight recorder peer counts, format/peer_counts.h).
+struct CountMismatch {
+  std::string comm;
+  uint64_t seq = 0;
+  int sender = -1;                  // world ranks; -1 when the disagreement could not be located
+  int receiver = -1;
+  std::optional<uint64_t> sent;     // elements; unknown when only the digest was kept
+  std::optional<uint64_t> expected;
+  int64_t difference = 0;           // sent - expected (elements)
+  uint64_t row_elements = 0;        // elements per row (run.json model.channels divides every count); 0 unknown
+  std::string evidence;             // exact | sketch | totals
+  int other_pairs = 0;              // further disagreeing pairs at the same collective (exact evidence)
+};
+
 // What made hangdoctor call the job stuck: a rank's collective or step past the bound its own probe
 // learned (the fast path, no flags needed), or no progress anywhere for --stuck-after / --wait.
 struct Detection {
@@ -116,6 +132,7 @@ struct Diagnosis {
   std::vector<RankReport> ranks;             // every rank of the world, present or not
   std::vector<MissingGradient> missing_gradients;
   std::optional<Mismatch> mismatch;
+  std::optional<CountMismatch> count_mismatch;  // kind a2a_count_mismatch
   std::string headline;                      // the one-line verdict
   std::string explanation;                   // why, in a few sentences
   std::vector<std::string> problems;         // files missing or corrupt, torn sections

@@ -15,6 +15,11 @@
 // innermost open range), top-level recompute (run.json's recompute setting in words, or null) and
 // detection {by: learned_bound|forming|no_progress|watched|dead_or_frozen; for learned_bound also rank,
 // what, open_s, bound_s, quantile_s, samples}, null when healthy or finished.
+// Added within version 2 (issue 12): kind "a2a_count_mismatch" (verdict desync) with count_mismatch
+// {comm, seq, sender, receiver (world ranks, null when not located), sent, expected (elements, null
+// when only digests were kept), difference (sent - expected), unit "elements", row_elements (null
+// unknown), sent_rows, expected_rows (when row_elements is known), evidence exact|sketch|totals,
+// other_pairs}; null for every other kind. culprit_ranks lists the receiver, then the sender.
 #pragma once
 
 #include <string>

@@ -99,7 +99,7 @@ struct CounterSkew {
 };
 
 struct Finding {
-  std::string kind;  // "late_arrival", "counter_imbalance", "straggler"
+  std::string kind;  // "late_arrival", "counter_imbalance", "straggler", "expert_load"
   std::vector<int> ranks;
   std::string range;  // the range named as the cause ("" when none)
   double cost_ms_per_step = 0;
@@ -125,6 +125,27 @@ struct Heatmap {
   std::vector<std::vector<double>> values_ms;  // [rank bin][step bin], max step time in the bin
 };
 
+// Mixture of experts (issue 12), from the counters moe.tokens_received and moe.expert{e}.routed and
+// the ranges .../moe/experts.
+struct RankExpertLoad {
+  int rank = 0;
+  std::string group;            // its expert-parallel communicator (ep{k}); "" when none
+  double tokens_received = 0;   // mean per step, summed over the MoE blocks
+  double experts_ms = 0;        // median per step of every .../moe/experts range, summed
+};
+
+struct ExpertLoad {
+  int experts = 0;
+  std::vector<std::string> step_labels;        // "12", or "10-19" when steps are binned
+  std::vector<std::vector<double>> tokens;     // [expert][step bin]: tokens routed to it, all ranks (bin mean)
+  std::vector<double> share;                   // per expert: share of all routed tokens in the window
+  double imbalance = 0;                        // max/mean of the experts' loads over the window
+  int hottest_expert = -1;
+  std::vector<RankExpertLoad> ranks;           // ranks that report moe.tokens_received
+  double ms_per_token = 0;                     // expert time per received token (fit over ranks); 0 unknown
+  std::optional<WhatIf> balanced;              // if every rank received its group's mean
+};
+
 struct SkewReport {
   std::string run_dir, run_id;
   int world_size = 0;
@@ -137,6 +158,7 @@ struct SkewReport {
   Heatmap heatmap;
   std::vector<Finding> findings;  // most costly first
   std::optional<WhatIf> what_if;
+  std::optional<ExpertLoad> expert_load;  // MoE runs only
   std::vector<std::string> problems;
 };
 

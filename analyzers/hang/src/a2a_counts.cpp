@@ -1,0 +1,149 @@
+// a2a_counts.cpp — all_to_all_v calls whose per-peer counts disagree between ranks.
+//
+// Rank i's send_counts[j] must equal rank j's recv_counts[i] at the same (comm, seq). The flight
+// recorder keeps both vectors exactly for small communicators and a digest beyond (totals and a
+// linear sketch, format/peer_counts.h). Exact pairs are compared directly, among whichever members
+// recorded the call (a member that never entered it is a lagging rank, not a count problem). With
+// digests the sums over all members must match; one bad pair (i, j) off by d leaves the sketch
+// difference d·w(i, j), which locates it by trying every pair.
+#include <algorithm>
+#include <map>
+
+#include "analysis_parts.h"
+
+namespace rankscope::hang {
+namespace {
+
+struct Member {
+  int world = -1;
+  int in_comm = -1;
+  const format::CommSnapshot* comm = nullptr;
+  const RankView* view = nullptr;
+};
+
+struct Pair {
+  int sender = -1, receiver = -1;  // ranks in the communicator
+  uint64_t sent = 0, expected = 0;
+};
+
+std::optional<CountMismatch> check_exact(const std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>>& recs) {
+  std::vector<Pair> bad;
+  for (const auto& [si, s] : recs) {
+    if (!s->exact) continue;
+    for (const auto& [ri, r] : recs) {
+      if (!r->exact || si == ri) continue;
+      const int i = si->in_comm, j = ri->in_comm;
+      if (j < 0 || i < 0 || size_t(j) >= s->send.size() || size_t(i) >= r->recv.size()) continue;
+      if (s->send[j] != r->recv[i]) bad.push_back({si->world, ri->world, s->send[j], r->recv[i]});
+    }
+  }
+  if (bad.empty()) return std::nullopt;
+  // The pair with the lowest sender, then receiver, is named; the others are counted.
+  std::sort(bad.begin(), bad.end(), [](const Pair& a, const Pair& b) { return std::pair(a.sender, a.receiver) < std::pair(b.sender, b.receiver); });
+  CountMismatch m;
+  m.sender = bad[0].sender;
+  m.receiver = bad[0].receiver;
+  m.sent = bad[0].sent;
+  m.expected = bad[0].expected;
+  m.difference = int64_t(bad[0].sent) - int64_t(bad[0].expected);
+  m.evidence = "exact";
+  m.other_pairs = int(bad.size()) - 1;
+  return m;
+}
+
+// Every member recorded the call: the digests' sums must agree.
+std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>>& recs) {
+  uint64_t send_total = 0, recv_total = 0, send_sketch = 0, recv_sketch = 0;
+  for (const auto& [m, p] : recs) {
+    send_total += p->send_total;
+    recv_total += p->recv_total;
+    send_sketch += p->send_sketch;
+    recv_sketch += p->recv_sketch;
+  }
+  if (send_total == recv_total && send_sketch == recv_sketch) return std::nullopt;
+  CountMismatch m;
+  const uint64_t d = send_total - recv_total;  // mod 2^64
+  m.difference = int64_t(d);
+  m.evidence = "totals";
+  const uint64_t target = send_sketch - recv_sketch;
+  if (d != 0) {
+    std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>> by_rank(recs.size());
+    for (const auto& x : recs)
+      if (x.first->in_comm >= 0 && size_t(x.first->in_comm) < by_rank.size()) by_rank[x.first->in_comm] = x;
+    for (uint32_t i = 0; i < by_rank.size() && m.sender < 0; ++i)
+      for (uint32_t j = 0; j < by_rank.size(); ++j)
+        if (d * format::peer_pair_weight(i, j) == target && by_rank[i].first && by_rank[j].first) {
+          m.sender = by_rank[i].first->world;
+          m.receiver = by_rank[j].first->world;
+          m.evidence = "sketch";
+          if (by_rank[i].second->exact) m.sent = by_rank[i].second->send[j];
+          if (by_rank[j].second->exact) m.expected = by_rank[j].second->recv[i];
+          break;
+        }
+  }
+  return m;
+}
+
+}  // namespace
+
+std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankView>& views,
+                                                        const std::vector<GroupView>& groups, uint64_t row_elements) {
+  std::optional<CountMismatchFinding> best;
+  std::vector<Member> members;
+  for (const auto& g : groups) {
+    members.clear();
+    bool any_counts = false;
+    for (int r : g.ranks) {
+      if (r < 0 || r >= int(views.size()) || !views[r].readable()) continue;
+      const auto* c = views[r].comm(g.name);
+      if (!c) continue;
+      members.push_back({r, c->rank_in_comm, c, &views[r]});
+      any_counts |= !c->peer_counts.empty();
+    }
+    if (members.size() < 2 || !any_counts) continue;
+    std::map<uint64_t, std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>>> by_seq;
+    for (const auto& m : members)
+      for (const auto& p : m.comm->peer_counts)
+        if (!p.torn) by_seq[p.seq].emplace_back(&m, &p);
+    for (const auto& [seq, recs] : by_seq) {
+      if (recs.size() < 2) continue;
+      std::optional<CountMismatch> found = check_exact(recs);
+      const bool all_exact = std::all_of(recs.begin(), recs.end(), [](const auto& x) { return x.second->exact; });
+      const bool everyone = recs.size() == members.size() && recs.front().second->n_peers == members.size();
+      if (!found && !all_exact && everyone) found = check_digest(recs);
+      if (!found) continue;
+      CountMismatchFinding f;
+      f.mismatch = std::move(*found);
+      f.mismatch.comm = g.name;
+      f.mismatch.seq = seq;
+      if (row_elements > 0) {
+        bool divides = true;
+        for (const auto& [m, p] : recs)
+          for (const auto* v : {&p->send, &p->recv})
+            for (uint64_t c : *v) divides = divides && c % row_elements == 0;
+        if (f.mismatch.sent) divides = divides && *f.mismatch.sent % row_elements == 0;
+        if (f.mismatch.expected) divides = divides && *f.mismatch.expected % row_elements == 0;
+        if (divides && f.mismatch.difference % int64_t(row_elements) == 0) f.mismatch.row_elements = row_elements;
+      }
+      f.when_ns = INT64_MAX;
+      const format::CollectiveSnapshot* named = nullptr;
+      for (const auto& [m, p] : recs) {
+        const auto* rec = m->comm->find(seq);
+        if (!rec) continue;
+        f.when_ns = std::min(f.when_ns, m->view->aligned(rec->enqueue_ns));
+        if (!named || m->world == f.mismatch.sender) named = rec;
+      }
+      if (named) f.at = collective_ref(g.name, *named);
+      else {
+        f.at.comm = g.name;
+        f.at.seq = seq;
+        f.at.op = format::CollectiveOp::kAllToAllV;
+      }
+      if (!best || f.when_ns < best->when_ns) best = std::move(f);
+      break;  // the earliest disagreement of this communicator; later calls follow from it
+    }
+  }
+  return best;
+}
+
+}  // namespace rankscope::hang

@@ -1,0 +1,49 @@
+// hang_timing.h — times what `hangdoctor RUN_DIR --json FILE` does on a run directory, for the
+// hang benchmarks: open the run directory (every recorder), classify, render text and JSON; five
+// repetitions, sorted.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rankscope/analyzers/hang/classifier.h"
+#include "rankscope/analyzers/hang/report.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::bench {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct HangTiming {
+  std::vector<double> open_s, total_s;  // sorted, 5 each
+  hang::Diagnosis diagnosis;            // of the last repetition
+  bool ok = false;
+  double median() const { return total_s[2]; }
+};
+
+inline HangTiming time_hangdoctor(const std::filesystem::path& dir) {
+  HangTiming t;
+  hang::SystemProcessTable procs;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto run = format::open_run_directory(dir);
+    if (!run.ok()) return t;
+    t.open_s.push_back(seconds_since(t0));
+    t.diagnosis = hang::diagnose(*run, procs);
+    const std::string text = hang::render_text(t.diagnosis);
+    const std::string json = hang::render_json(t.diagnosis).dump(2);
+    t.total_s.push_back(seconds_since(t0));
+    if (text.empty() || json.empty()) return t;
+  }
+  std::sort(t.open_s.begin(), t.open_s.end());
+  std::sort(t.total_s.begin(), t.total_s.end());
+  t.ok = true;
+  return t;
+}
+
+}  // namespace rankscope::bench
