@@ -281,6 +281,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
     }
   }
   if (std::memcmp(h->nccl.magic, kNcclInfoMagic, sizeof(kNcclInfoMagic)) == 0) {
+    s.nccl_plugin = true;
     const NcclCommSnapshot n = read_nccl_section(h->nccl, s.warnings);
     for (auto& c : s.comms) c.nccl = n;  // a plugin recorder holds one communicator
   }

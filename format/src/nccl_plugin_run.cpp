@@ -72,8 +72,8 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
     p.host = snap->host;
     p.pid = snap->pid;
     for (const auto& w : snap->warnings) run.problems.push_back(fmt::format("{}: {}", name, w));
-    const bool plugin = !snap->comms.empty() && snap->comms.front().nccl.has_value();
-    if (plugin) {
+    if (snap->nccl_plugin && snap->comms.empty()) continue;  // ABI v3: no collective identified its communicator
+    if (snap->nccl_plugin) {
       if (snap->rank >= 0) p.launcher_rank = snap->rank;
       p.launcher_world = std::max(p.launcher_world, snap->world_size);
       p.comms.push_back(std::move(snap).value());

@@ -100,7 +100,7 @@ class CommContext {
   InflightSlot* own_slot(void* parent);        // null for a foreign (PXN) or unknown parent
   void host_stopped(InflightSlot* s);
   void channel_stopped(InflightSlot* s);
-  void complete(InflightSlot* s);
+  void complete(InflightSlot* s, int64_t now_ns);
   void release(InflightSlot* s);
   void api_start(HandleKind kind, const NcclEvent& e);
   void api_stop() { nccl_->api_leave(); }

@@ -18,35 +18,38 @@ abi::Result init_v5(void** context, uint64_t comm_id, int* mask, const char* com
   return abi::kSuccess;
 }
 
-abi::Result start_v5(void* context, void** handle, abi::DescrV5* d) {
-  if (handle) *handle = nullptr;
-  CommContext* c = comm_of(context);
-  if (!c || !d || !handle) return abi::kSuccess;
+// Coll and P2p fields carry the same names in v4 and v5 (v5 adds parentGroup): one decoder.
+template <typename Descr>
+NcclEvent decode_v4_v5(const Descr* d) {
   NcclEvent e;
   e.type = d->type;
   e.parent = d->parentObj;
   e.rank = d->rank;
-  switch (d->type) {
-    case abi::kColl:
-      e.func = d->coll.func;
-      e.datatype = d->coll.datatype;
-      e.count = d->coll.count;
-      e.root = d->coll.root;
-      e.has_seq = true;
-      e.seq_number = d->coll.seqNumber;
-      e.n_channels = d->coll.nChannels;
-      break;
-    case abi::kP2p:
-      e.func = d->p2p.func;
-      e.datatype = d->p2p.datatype;
-      e.count = d->p2p.count;
-      e.peer = d->p2p.peer;
-      e.n_channels = d->p2p.nChannels;
-      break;
-    case abi::kCollApi: e.func = d->collApi.func; break;
-    case abi::kP2pApi: e.func = d->p2pApi.func; break;
-    default: break;
+  if (d->type == abi::kColl) {
+    e.func = d->coll.func;
+    e.datatype = d->coll.datatype;
+    e.count = d->coll.count;
+    e.root = d->coll.root;
+    e.has_seq = true;
+    e.seq_number = d->coll.seqNumber;
+    e.n_channels = d->coll.nChannels;
+  } else if (d->type == abi::kP2p) {
+    e.func = d->p2p.func;
+    e.datatype = d->p2p.datatype;
+    e.count = d->p2p.count;
+    e.peer = d->p2p.peer;
+    e.n_channels = d->p2p.nChannels;
   }
+  return e;
+}
+
+abi::Result start_v5(void* context, void** handle, abi::DescrV5* d) {
+  if (handle) *handle = nullptr;
+  CommContext* c = comm_of(context);
+  if (!c || !d || !handle) return abi::kSuccess;
+  NcclEvent e = decode_v4_v5(d);
+  if (d->type == abi::kCollApi) e.func = d->collApi.func;
+  if (d->type == abi::kP2pApi) e.func = d->p2pApi.func;
   *handle = c->start(e);
   return abi::kSuccess;
 }
@@ -77,26 +80,7 @@ abi::Result start_v4(void* context, void** handle, abi::DescrV4* d) {
   if (handle) *handle = nullptr;
   CommContext* c = comm_of(context);
   if (!c || !d || !handle) return abi::kSuccess;
-  NcclEvent e;
-  e.type = d->type;
-  e.parent = d->parentObj;
-  e.rank = d->rank;
-  if (d->type == abi::kColl) {
-    e.func = d->coll.func;
-    e.datatype = d->coll.datatype;
-    e.count = d->coll.count;
-    e.root = d->coll.root;
-    e.has_seq = true;
-    e.seq_number = d->coll.seqNumber;
-    e.n_channels = d->coll.nChannels;
-  } else if (d->type == abi::kP2p) {
-    e.func = d->p2p.func;
-    e.datatype = d->p2p.datatype;
-    e.count = d->p2p.count;
-    e.peer = d->p2p.peer;
-    e.n_channels = d->p2p.nChannels;
-  }
-  *handle = c->start(e);
+  *handle = c->start(decode_v4_v5(d));
   return abi::kSuccess;
 }
 

@@ -123,17 +123,6 @@ struct Process {
   std::optional<RecorderSettings> settings;
   int heartbeat_ms = 100;
 
-  ~Process() {
-    // The process exits with communicators never finalized (common): stop the thread first.
-    if (!heartbeat.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stopping = true;
-    }
-    wake.notify_all();
-    heartbeat.join();
-  }
-
   void beat_loop() {
     std::unique_lock<std::mutex> lock(mu);
     while (!stopping) {
@@ -145,8 +134,11 @@ struct Process {
 };
 
 Process& process() {
-  static Process p;  // destroyed at exit or when NCCL dlcloses the plugin
-  return p;
+  // Never destroyed: a framework may finalize communicators from its own exit handlers, after ours
+  // would have run. A thread still beating at exit (communicators never finalized) ends with the
+  // process; after the last finalize it has been joined, and NCCL may dlclose us.
+  static Process* p = new Process();
+  return *p;
 }
 
 void after_fork_in_child() {
@@ -157,6 +149,7 @@ void after_fork_in_child() {
   p.live.clear();
   new (&p.heartbeat) std::thread();  // forget the parent's thread without touching it
   p.stopping = false;
+  p.json_written = false;  // a new pid: its own process.json at its first communicator
 }
 
 }  // namespace

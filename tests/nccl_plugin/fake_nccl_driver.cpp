@@ -17,6 +17,11 @@
 // (held back); --signal STOP|KILL then sends that signal to it once the others are stuck. The driver
 // prints "READY <culprit pid>" and waits for SIGTERM or SIGINT, then kills every rank and exits.
 // Without a hold, every rank runs --steps steps, finalizes and exits; exit status 0 when all did.
+// --hold-in gpu|transport|group_end moves the hold: the rank's GPU stream stops before its first
+// kernel of step S (its host goes on), every tp1 kernel of step S starts and none finishes, or the
+// rank stays inside ncclGroupEnd of its send/recv group.
+// --nvtx: the job's own NVTX ranges ("step", and "data/next_batch" where a rank holds), recorded
+// when NVTX_INJECTION64_PATH names librankscope-nvtx.so.
 // Is not: NCCL. It checks nothing itself: the tests run hangdoctor on the run directory.
 #include <dlfcn.h>
 #include <signal.h>
@@ -35,9 +40,19 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "nccl_profiler_abi.h"
+
+#if FAKE_DRIVER_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#define NVTX_PUSH(name) nvtxRangePushA(name)
+#define NVTX_POP() nvtxRangePop()
+#else
+#define NVTX_PUSH(name) ((void)0)
+#define NVTX_POP() ((void)0)
+#endif
 
 namespace abi = rankscope::nccl_plugin::abi;
 
@@ -59,6 +74,11 @@ struct Options {
   std::string signal;  // "", "STOP", "KILL"
   bool callback_thread = false;
   bool reload = false;
+  bool nvtx = false;
+  // Where the hold happens instead of before the step: "gpu" (the rank's GPU stream stops before
+  // its first kernel of the step; the host goes on), "transport" (every tp1 kernel of the step starts
+  // and none finishes), "group_end" (the rank stays inside ncclGroupEnd of its send/recv group).
+  std::string hold_in;  // the job's own NVTX ranges: "step" per step, "data/next_batch" where it holds
   int reload_after = 2;
   uint64_t seed = 0x5eed;
 };
@@ -90,7 +110,12 @@ struct GpuOp {
   bool p2p;
   uint64_t index;
   int peer_member;  // p2p: the peer's comm rank
+  bool never_finishes = false;  // its kernel starts and spins forever
 };
+
+void sleep_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 
 // Calls into the plugin for one ABI version, taking ABI-independent arguments.
 class Plugin {
@@ -176,119 +201,71 @@ class Plugin {
     return h;
   }
 
-  void* coll(const Comm& c, void* parent, const char* func, uint64_t seq, size_t count) {
+  // One descriptor per version; the fields shared by name are filled once (generic lambdas).
+  template <typename Fill>
+  void* start(const Comm& c, uint64_t type, void* parent, Fill fill) {
     void* h = nullptr;
-    if (v_ == 5) {
-      abi::DescrV5 d{};
-      d.type = abi::kColl;
+    auto common = [&](auto& d) {
       d.parentObj = parent;
       d.rank = c.my_rank;
-      d.coll.seqNumber = seq;
-      d.coll.func = func;
-      d.coll.count = count;
-      d.coll.root = -1;
-      d.coll.datatype = "ncclFloat32";
-      d.coll.nChannels = kChannels;
-      d.coll.algo = "RING";
-      d.coll.proto = "SIMPLE";
+      fill(d);
+    };
+    if (v_ == 5) {
+      abi::DescrV5 d{};
+      d.type = type;
+      common(d);
       v5_->startEvent(c.ctx, &h, &d);
     } else if (v_ == 4) {
       abi::DescrV4 d{};
-      d.type = uint8_t(abi::kColl);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.coll.seqNumber = seq;
-      d.coll.func = func;
-      d.coll.count = count;
-      d.coll.root = -1;
-      d.coll.datatype = "ncclFloat32";
-      d.coll.nChannels = kChannels;
+      d.type = uint8_t(type);
+      common(d);
       v4_->startEvent(c.ctx, &h, &d);
     } else {
       abi::DescrV3 d{};
-      d.type = uint8_t(abi::kColl);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.coll.name = c.name.c_str();
-      d.coll.commHash = c.hash;
+      d.type = uint8_t(type);
+      common(d);
+      v3_->startEvent(c.ctx, &h, &d);
+    }
+    return h;
+  }
+
+  void* coll(const Comm& c, void* parent, const char* func, uint64_t seq, size_t count) {
+    return start(c, abi::kColl, parent, [&](auto& d) {
       d.coll.seqNumber = seq;
       d.coll.func = func;
       d.coll.count = count;
       d.coll.root = -1;
       d.coll.datatype = "ncclFloat32";
-      d.coll.nMaxChannels = kChannels;
-      v3_->startEvent(c.ctx, &h, &d);
-    }
-    return h;
+      if constexpr (std::is_same_v<std::decay_t<decltype(d)>, abi::DescrV3>) {
+        d.coll.name = c.name.c_str();
+        d.coll.commHash = c.hash;  // v3 only: the communicator's identity rides on the descriptor
+        d.coll.nMaxChannels = kChannels;
+      } else {
+        d.coll.nChannels = kChannels;
+      }
+    });
   }
 
   void* p2p(const Comm& c, void* parent, const char* func, int peer, size_t count) {
-    void* h = nullptr;
-    if (v_ == 5) {
-      abi::DescrV5 d{};
-      d.type = abi::kP2p;
-      d.parentObj = parent;
-      d.rank = c.my_rank;
+    return start(c, abi::kP2p, parent, [&](auto& d) {
       d.p2p.func = func;
       d.p2p.count = count;
       d.p2p.datatype = "ncclFloat32";
       d.p2p.peer = peer;
-      d.p2p.nChannels = kChannels;
-      v5_->startEvent(c.ctx, &h, &d);
-    } else if (v_ == 4) {
-      abi::DescrV4 d{};
-      d.type = uint8_t(abi::kP2p);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.p2p.func = func;
-      d.p2p.count = count;
-      d.p2p.datatype = "ncclFloat32";
-      d.p2p.peer = peer;
-      d.p2p.nChannels = kChannels;
-      v4_->startEvent(c.ctx, &h, &d);
-    } else {
-      abi::DescrV3 d{};
-      d.type = uint8_t(abi::kP2p);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.p2p.name = c.name.c_str();
-      d.p2p.commHash = c.hash;
-      d.p2p.func = func;
-      d.p2p.count = count;
-      d.p2p.datatype = "ncclFloat32";
-      d.p2p.peer = peer;
-      v3_->startEvent(c.ctx, &h, &d);
-    }
-    return h;
+      if constexpr (std::is_same_v<std::decay_t<decltype(d)>, abi::DescrV3>) {
+        d.p2p.name = c.name.c_str();
+        d.p2p.commHash = c.hash;
+      } else {
+        d.p2p.nChannels = kChannels;
+      }
+    });
   }
 
   void* kernel_channel(const Comm& c, void* parent, int channel, uint64_t ptimer) {
-    void* h = nullptr;
-    if (v_ == 5) {
-      abi::DescrV5 d{};
-      d.type = abi::kKernelCh;
-      d.parentObj = parent;
-      d.rank = c.my_rank;
+    return start(c, abi::kKernelCh, parent, [&](auto& d) {
       d.kernelCh.channelId = uint8_t(channel);
-      d.kernelCh.pTimer = ptimer;
-      v5_->startEvent(c.ctx, &h, &d);
-    } else if (v_ == 4) {
-      abi::DescrV4 d{};
-      d.type = uint8_t(abi::kKernelCh);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.kernelCh.channelId = uint8_t(channel);
-      d.kernelCh.pTimer = ptimer;
-      v4_->startEvent(c.ctx, &h, &d);
-    } else {
-      abi::DescrV3 d{};
-      d.type = uint8_t(abi::kKernelCh);
-      d.parentObj = parent;
-      d.rank = c.my_rank;
-      d.kernelCh.channelId = uint8_t(channel);
-      v3_->startEvent(c.ctx, &h, &d);
-    }
-    return h;
+      if constexpr (!std::is_same_v<std::decay_t<decltype(d)>, abi::DescrV3>) d.kernelCh.pTimer = ptimer;
+    });
   }
 
   int mask() const { return mask_; }
@@ -389,7 +366,9 @@ int rank_main(const Options& o, int rank) {
   std::vector<Comm> comms = make_comms(o, rank, generation);
   for (auto& c : comms) c.ctx = plugin.init(c, n_nodes);
 
+  std::atomic<bool> gpu_stalled{false};  // a kernel before the next one never ends
   auto gpu_serve = [&](GpuOp& op) {
+    if (gpu_stalled.load()) sleep_forever();
     Comm& c = *op.comm;
     void* ch[kChannels];
     for (int i = 0; i < kChannels; ++i) ch[i] = plugin.kernel_channel(c, op.handle, i, now_ns());
@@ -401,7 +380,7 @@ int rank_main(const Options& o, int rank) {
         if (started[generation][c.index][m].load() < op.index + 1) return false;
       return true;
     };
-    while (!ready()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while (!ready() || op.never_finishes) std::this_thread::sleep_for(std::chrono::microseconds(200));
     for (int i = 0; i < kChannels; ++i) {
       plugin.state(ch[i], abi::kStateKernelChStop, now_ns());
       plugin.stop(ch[i]);
@@ -443,13 +422,18 @@ int rank_main(const Options& o, int rank) {
     callbacks->push(op);
   };
 
+  bool transport_stall = false;  // the next tp1 collective never finishes on any member
   auto collective = [&](Comm& c, const char* func, size_t count) {
     void* api = plugin.api(c, abi::kCollApi, func, count);
     void* launch_h = plugin.api(c, abi::kKernelLaunch, nullptr, 0);
-    plan(GpuOp{&c, nullptr, false, c.colls++, -1}, func, count, api);
+    GpuOp op{&c, nullptr, false, c.colls++, -1};
+    op.never_finishes = transport_stall && c.name == "tp1";
+    if (op.never_finishes) transport_stall = false;
+    plan(op, func, count, api);
     plugin.stop(launch_h);
     plugin.stop(api);
   };
+  bool hold_in_group_end = false;
   auto exchange = [&](Comm& c) {
     // ncclGroupStart; ncclSend(peer); ncclRecv(peer); ncclGroupEnd — with the tp peer.
     const int peer = c.my_rank ^ 1;
@@ -459,6 +443,10 @@ int rank_main(const Options& o, int rank) {
     plugin.stop(plugin.api(c, abi::kP2pApi, "Send", 1024));
     plugin.stop(plugin.api(c, abi::kP2pApi, "Recv", 1024));
     plugin.state(group, abi::kStateGroupEndApiStart, 0);
+    if (hold_in_group_end) {
+      g_shared->held.store(1);
+      sleep_forever();  // e.g. connecting to a peer that never answers
+    }
     plan(GpuOp{&c, nullptr, true, c.p2ps++, peer}, "Send", 1024, group);
     plan(GpuOp{&c, nullptr, true, c.p2ps++, peer}, "Recv", 1024, group);
     plugin.stop(group);
@@ -493,7 +481,13 @@ int rank_main(const Options& o, int rank) {
           launch(p.op, p.func, p.count, nullptr);
         });
     }
-    if (rank == o.hold_rank && step == o.hold_step) {
+    if (o.nvtx) NVTX_PUSH("step");
+    const bool hold_here = rank == o.hold_rank && step == o.hold_step;
+    if (hold_here && o.hold_in == "gpu") gpu_stalled.store(true);
+    if (step == o.hold_step && o.hold_in == "transport") transport_stall = true;
+    if (hold_here && o.hold_in == "group_end") hold_in_group_end = true;
+    if (hold_here && o.hold_in.empty()) {
+      if (o.nvtx) NVTX_PUSH("data/next_batch");
       g_shared->held.store(1);
       for (;;) pause();  // held back: in its own code, never calling NCCL again
     }
@@ -505,7 +499,9 @@ int rank_main(const Options& o, int rank) {
     exchange(tp);
     collective(dp, "AllReduce", 8192);
     collective(world, "AllReduce", 1);
+    if (hold_here) g_shared->held.store(1);  // gpu, transport: the host is done, its GPU is not
     sync();
+    if (o.nvtx) NVTX_POP();
   }
   callbacks.reset();
   gpu.reset();
@@ -529,6 +525,8 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--signal") o.signal = next();
     else if (a == "--callback-thread") o.callback_thread = true;
     else if (a == "--reload") o.reload = true;
+    else if (a == "--nvtx") o.nvtx = true;
+    else if (a == "--hold-in") o.hold_in = next();
     else if (a == "--reload-after") o.reload_after = std::atoi(next());
     else if (a == "--seed") o.seed = std::strtoull(next(), nullptr, 0);
     else {

@@ -226,4 +226,97 @@ TEST(NcclPluginHang, KilledRankIsDead) {
   expect_culprit_at_tp1(j);
 }
 
+// New evidence from NCCL's own events.
+TEST(NcclPluginEvidence, LaunchedWithoutKernelChannelStartIsAGpuStreamBlockedBeforeNccl) {
+  const fs::path dir = fresh_dir("gpu_stall");
+  Driver d;
+  int culprit = 0;
+  start_held(d, driver_args(dir, 5, {"--steps", "4", "--hold-rank", "2", "--hold-step", "2", "--hold-in", "gpu"}), &culprit);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const auto j = hangdoctor(dir);
+  EXPECT_EQ(j["verdict"], "hang") << j.dump(2);
+  EXPECT_EQ(j["kind"], "gpu_behind_host");
+  expect_culprit_at_tp1(j);
+  EXPECT_NE(j["explanation"].get<std::string>().find("GPU stream is blocked before NCCL"), std::string::npos) << j.dump(2);
+}
+
+TEST(NcclPluginEvidence, AllKernelsStartedNoneFinishedIsStuckInTheTransport) {
+  const fs::path dir = fresh_dir("transport");
+  Driver d;
+  int culprit = 0;
+  start_held(d, driver_args(dir, 5, {"--steps", "4", "--hold-rank", "2", "--hold-step", "2", "--hold-in", "transport"}),
+             &culprit);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const auto j = hangdoctor(dir);
+  EXPECT_EQ(j["verdict"], "hang") << j.dump(2);
+  EXPECT_EQ(j["kind"], "stuck_in_collective");
+  EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array());
+  EXPECT_EQ(j["collective"]["comm"], "tp1");
+  EXPECT_EQ(j["collective"]["seq"], 2);
+  EXPECT_NE(j["explanation"].get<std::string>().find("stuck in the transport"), std::string::npos) << j.dump(2);
+}
+
+TEST(NcclPluginEvidence, HostThreadInsideGroupEndTooLong) {
+  const fs::path dir = fresh_dir("group_end");
+  Driver d;
+  int culprit = 0;
+  start_held(d, driver_args(dir, 5, {"--steps", "4", "--hold-rank", "2", "--hold-step", "2", "--hold-in", "group_end"}),
+             &culprit);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  const auto j = hangdoctor(dir);
+  EXPECT_EQ(j["verdict"], "hang") << j.dump(2);
+  EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({2}));
+  // It launched tp1's collectives of the step and never got out of its send/recv group: dp0 (one
+  // AllReduce a step, #1 after the reload) is the innermost collective others wait in for it.
+  EXPECT_EQ(j["collective"]["comm"], "dp0");
+  EXPECT_EQ(j["collective"]["seq"], 1);
+  const std::string note = j["ranks"][2]["note"].get<std::string>();
+  EXPECT_NE(note.find("inside ncclGroupEnd on tp1"), std::string::npos) << j.dump(2);
+  EXPECT_NE(j["explanation"].get<std::string>().find("blocked inside NCCL"), std::string::npos);
+}
+
+#ifdef NVTX_EMITTER
+// A program using only NVTX's headers: its ranges land in RUN_DIR/nccl/<host>.<pid>.nvtx.flight.
+TEST(NvtxInjection, RecordsAProgramsRangesWithDomainPrefixAndCappedDepth) {
+  const fs::path dir = fresh_dir("nvtx");
+  setenv("NVTX_INJECTION64_PATH", NVTX_INJECTION_SO, 1);
+  setenv("RANKSCOPE_RUN_DIR", dir.c_str(), 1);
+  const int status = run_to_end({NVTX_EMITTER});
+  unsetenv("NVTX_INJECTION64_PATH");
+  unsetenv("RANKSCOPE_RUN_DIR");
+  ASSERT_EQ(status, 0);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir / "nccl")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].filename().string().find(".nvtx.flight"), std::string::npos);
+  auto snap = rankscope::format::read_flight_recorder(files[0]);
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->threads.size(), 2u);
+  const auto& main = snap->threads[0];
+  EXPECT_EQ(main.depth, 2u) << "30 nested levels pushed and popped again";
+  ASSERT_EQ(main.stack.size(), 2u);
+  EXPECT_EQ(main.stack[0].name, "train");
+  EXPECT_EQ(main.stack[1].name, "megatron/forward");
+  ASSERT_EQ(snap->threads[1].stack.size(), 1u);
+  EXPECT_EQ(snap->threads[1].stack[0].name, "data/loader");
+}
+
+// The plugin and the NVTX library together: the held-back rank is in its data loading.
+TEST(NcclPluginHang, HeldBackInDataLoadingIsAHostStall) {
+  const fs::path dir = fresh_dir("held_nvtx");
+  setenv("NVTX_INJECTION64_PATH", NVTX_INJECTION_SO, 1);
+  Driver d;
+  int culprit = 0;
+  start_held(d, driver_args(dir, 5, {"--steps", "4", "--hold-rank", "2", "--hold-step", "2", "--nvtx"}), &culprit);
+  unsetenv("NVTX_INJECTION64_PATH");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const auto j = hangdoctor(dir);
+  EXPECT_EQ(j["verdict"], "hang") << j.dump(2);
+  EXPECT_EQ(j["kind"], "host_stall");
+  expect_culprit_at_tp1(j);
+  ASSERT_TRUE(j["ranks"].is_array());
+  EXPECT_EQ(j["ranks"][2]["range"], "data/next_batch");
+}
+#endif
+
 }  // namespace

@@ -137,7 +137,7 @@ struct NcclCommInfo {
   uint64_t dropped_events;     // atomic: no free in-flight slot (pool full), event not recorded
   uint64_t foreign_events;     // atomic: events whose parent is not ours (PXN proxies of another process)
   uint64_t ignored_events;     // atomic: event kinds not recorded (proxy, network, v6 copy-engine)
-  int64_t last_kernel_ns;      // atomic: newest KernelCh start or stop seen (CPU clock)
+  int64_t last_kernel_ns;      // atomic: newest first-channel start or last-channel stop (CPU clock)
   char comm_name[64];          // ncclConfig_t.commName; empty when NCCL gave none
   NcclApiState api;
   uint32_t peers_used;         // atomic: entries of `peers` claimed

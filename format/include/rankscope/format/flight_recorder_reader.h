@@ -168,6 +168,7 @@ struct FlightRecorderSnapshot {
   std::vector<ParamSnapshot> params;    // registered parameters, in registration order
   std::vector<BoundSnapshot> bounds;    // learned bounds (empty for files written before them)
   std::vector<std::string> warnings;    // torn sections and other oddities worth telling a user
+  bool nccl_plugin = false;             // written by the NCCL profiler plugin (NcclCommInfo magic)
 
   const ThreadSnapshot* main_thread() const { return threads.empty() ? nullptr : &threads.front(); }
   const CommSnapshot* comm(std::string_view name) const;
