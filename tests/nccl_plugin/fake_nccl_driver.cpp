@@ -88,6 +88,7 @@ struct Shared {
   std::atomic<uint64_t> kernel_started[2][kMaxComms][kMaxRanks];  // [generation][comm][member]
   std::atomic<uint64_t> p2p_started[2][kMaxComms][kMaxRanks];
   std::atomic<int> held;
+  std::atomic<int> syncing[kMaxRanks];  // reached the blocking stream synchronize of the hold step
 };
 Shared* g_shared = nullptr;
 
@@ -500,6 +501,7 @@ int rank_main(const Options& o, int rank) {
     collective(dp, "AllReduce", 8192);
     collective(world, "AllReduce", 1);
     if (hold_here) g_shared->held.store(1);  // gpu, transport: the host is done, its GPU is not
+    if (o.hold_step >= 0 && step >= o.hold_step) g_shared->syncing[rank].store(1);
     sync();
     if (o.nvtx) NVTX_POP();
   }
@@ -579,8 +581,16 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  while (g_shared->held.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others run into it
+  // In place once the culprit holds and every other rank launched its step and waits for its GPU.
+  auto in_place = [&] {
+    if (g_shared->held.load() == 0) return false;
+    for (int r = 0; r < o.ranks; ++r)
+      if (r != o.hold_rank && g_shared->syncing[r].load() == 0) return false;
+    return true;
+  };
+  for (int waited_ms = 0; !in_place() && waited_ms < 30000; waited_ms += 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // their GPUs start what they can
   const pid_t culprit = pids[size_t(o.hold_rank)];
   if (o.signal == "STOP") kill(culprit, SIGSTOP);
   if (o.signal == "KILL") {
