@@ -28,9 +28,14 @@ if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # The probe (recorder writer, watchdog thread, learned bounds, seqlocks) and the DDP reducer's
   # communication thread are lock-free by design: ThreadSanitizer checks them. CPU only, no MPI;
   # the trainer tests other than DDP use OpenMP/OpenBLAS, which TSan cannot see into.
-  echo "== ThreadSanitizer build (probe, DDP reducer)"
+  echo "== ThreadSanitizer build (probe, DDP reducer, NCCL profiler plugin)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_TSAN=ON -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
-  cmake --build build-tsan -j"$jobs" --target probe_tests trainer_runtime_test
+  cmake --build build-tsan -j"$jobs" --target probe_tests trainer_runtime_test fake_nccl_driver rankscope_nccl_profiler
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/probe_tests
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/trainer_runtime_test --gtest_filter='Ddp*:ProbedCommunicator*'
+  # The plugin's callbacks from three threads at once (application, host-callback, proxy) in each of
+  # 4 forked ranks, with an unload and reload; any race makes a rank, and so the driver, fail.
+  rm -rf build-tsan/nccl_plugin_tsan_run
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/fake_nccl_driver --plugin build-tsan/lib/librankscope-nccl.so \
+    --run-dir build-tsan/nccl_plugin_tsan_run --abi 5 --ranks 4 --tp 2 --steps 8 --reload --reload-after 3 --callback-thread
 fi

@@ -47,15 +47,16 @@ nlohmann::json collective_json(const CollectiveSnapshot& c) {
           {"torn", c.torn}};
 }
 
-std::string collective_line(const CollectiveSnapshot& c, int64_t now) {
+// `nccl`: a recorder of the NCCL profiler plugin, whose `step` is NCCL's per-function seqNumber.
+std::string collective_line(const CollectiveSnapshot& c, int64_t now, bool nccl) {
   std::string when;
   if (c.state == format::CollectiveState::kCompleted || c.state == format::CollectiveState::kFailed)
     when = fmt::format("took {}", human_duration_ns(c.end_ns - c.enqueue_ns));
   else
     when = fmt::format("open for {}", human_duration_ns(now - c.enqueue_ns));
-  return fmt::format("#{} {} {} {} {} {} ({}, step {}){}", c.seq, format::op_name(c.op), format::dtype_name(c.dtype),
-                     human_bytes(c.bytes), format::state_name(c.state), when, c.range.empty() ? "-" : c.range, c.step,
-                     c.torn ? " [torn]" : "");
+  return fmt::format("#{} {} {} {} {} {} ({}, {} {}){}", c.seq, format::op_name(c.op), format::dtype_name(c.dtype),
+                     human_bytes(c.bytes), format::state_name(c.state), when, c.range.empty() ? "-" : c.range,
+                     nccl ? "nccl seq" : "step", c.step, c.torn ? " [torn]" : "");
 }
 
 }  // namespace
@@ -166,7 +167,8 @@ std::string inspect_text(const format::RunDirectory& run, const InspectOptions& 
     for (const auto& c : f.comms) {
       out += fmt::format("  {} (rank {} of {}): {} issued, {} completed\n", c.name, c.rank_in_comm, c.size, c.next_seq,
                          c.completed_count);
-      for (const auto* cs : last_n(c, o.last_collectives)) out += "    " + collective_line(*cs, now) + "\n";
+      for (const auto* cs : last_n(c, o.last_collectives))
+        out += "    " + collective_line(*cs, now, c.nccl.has_value()) + "\n";
     }
     if (f.grad.in_backward) {
       const auto missing = f.missing_gradients();

@@ -44,6 +44,36 @@ CollectiveState to_state(uint8_t v, bool& ok) {
   return ok ? CollectiveState(v) : CollectiveState::kEmpty;
 }
 
+NcclCommSnapshot read_nccl_section(const NcclCommInfo& in, std::vector<std::string>& warnings) {
+  auto load64 = [](const uint64_t& v) { return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_relaxed); };
+  NcclCommSnapshot n;
+  n.comm_hash = load64(in.comm_hash);
+  n.abi_version = in.abi_version;
+  n.event_mask = in.event_mask;
+  n.n_nodes = in.n_nodes;
+  n.finalized = in.finalized != 0;
+  n.dropped_events = load64(in.dropped_events);
+  n.foreign_events = load64(in.foreign_events);
+  n.ignored_events = load64(in.ignored_events);
+  n.last_kernel_ns = int64_t(load64(reinterpret_cast<const uint64_t&>(in.last_kernel_ns)));
+  n.comm_name = read_name(in.comm_name);
+  NcclApiState api;
+  n.api_torn = !seqlock::read(&in.api, &api, sizeof(api), &in.api.seq);
+  if (n.api_torn) warnings.push_back("NCCL API state torn");
+  n.api_begin_ns = api.begin_ns;
+  n.api_tid = api.tid;
+  n.api_call = api.call <= uint32_t(NcclApiCall::kGroupEnd) ? NcclApiCall(api.call) : NcclApiCall::kNone;
+  n.api_op = api.op <= kMaxCollectiveOp ? CollectiveOp(api.op) : CollectiveOp::kUnknown;
+  n.api_depth = api.depth;
+  n.peers_overflow = in.peers_overflow;
+  for (const auto& p : in.peers) {
+    if (p.peer < 0) continue;
+    n.peers.push_back({p.peer, load64(p.send_launched), load64(p.send_completed), load64(p.recv_launched),
+                       load64(p.recv_completed)});
+  }
+  return n;
+}
+
 }  // namespace
 
 const CollectiveSnapshot* CommSnapshot::find(uint64_t s) const {
@@ -194,7 +224,7 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
       bool state_ok = true;
       CollectiveSnapshot cs;
       cs.seq = r.seq;
-      cs.op = r.op <= uint8_t(CollectiveOp::kRecv) ? CollectiveOp(r.op) : CollectiveOp::kUnknown;
+      cs.op = r.op <= kMaxCollectiveOp ? CollectiveOp(r.op) : CollectiveOp::kUnknown;
       cs.dtype = r.dtype <= uint8_t(DataType::kFloat64) ? DataType(r.dtype) : DataType::kUnknown;
       cs.state = to_state(r.state, state_ok);
       cs.peer = r.peer;
@@ -257,6 +287,11 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
         s.bounds.push_back(std::move(out));
       }
     }
+  }
+  if (std::memcmp(h->nccl.magic, kNcclInfoMagic, sizeof(kNcclInfoMagic)) == 0) {
+    s.nccl_plugin = true;
+    const NcclCommSnapshot n = read_nccl_section(h->nccl, s.warnings);
+    for (auto& c : s.comms) c.nccl = n;  // a plugin recorder holds one communicator
   }
   return s;
 }

@@ -213,17 +213,23 @@ int FlightRecorderWriter::register_comm(std::string_view name, int size, int ran
   return -1;
 }
 
+void FlightRecorderWriter::begin_record(CollectiveRecord* r) {
+  if (concurrent_) seqlock::begin_exclusive(r->guard);
+  else seqlock::begin(r->guard);
+}
+
 uint64_t FlightRecorderWriter::collective_enqueue(int comm, const CollectiveDesc& desc, int64_t step,
                                                   std::string_view range, int64_t now_ns) {
   if (comm < 0) return 0;
   auto* c = reinterpret_cast<CommSlotHeader*>(comm_slot(comm));
   const uint64_t seq = std::atomic_ref<uint64_t>(c->next_seq).fetch_add(1, std::memory_order_acq_rel);
   CollectiveRecord* r = ring_record(comm, seq);
-  seqlock::begin(r->guard);
-  r->seq = seq;
+  begin_record(r);
+  std::atomic_ref<uint64_t>(r->seq).store(seq, std::memory_order_relaxed);
   r->op = uint8_t(desc.op);
   r->dtype = uint8_t(desc.dtype);
   r->state = uint8_t(CollectiveState::kEnqueued);
+  r->flags = 0;
   r->peer = desc.peer;
   r->count = desc.count;
   r->bytes = desc.bytes;
@@ -239,22 +245,30 @@ uint64_t FlightRecorderWriter::collective_enqueue(int comm, const CollectiveDesc
   return seq;
 }
 
+// The record still holds `seq` (the ring has not wrapped past it). Read atomically: with concurrent
+// writers a newer enqueue may be rewriting the slot.
+static bool holds(CollectiveRecord* r, uint64_t seq) {
+  return std::atomic_ref<uint64_t>(r->seq).load(std::memory_order_relaxed) == seq;
+}
+
 void FlightRecorderWriter::collective_start(int comm, uint64_t seq, int64_t now_ns) {
   if (comm < 0) return;
   CollectiveRecord* r = ring_record(comm, seq);
-  if (r->seq != seq) return;  // overwritten by a newer collective: the ring wrapped
-  seqlock::begin(r->guard);
-  r->start_ns = now_ns;
-  r->state = uint8_t(CollectiveState::kStarted);
+  if (!holds(r, seq)) return;  // overwritten by a newer collective: the ring wrapped
+  begin_record(r);
+  if (holds(r, seq) && r->state == uint8_t(CollectiveState::kEnqueued)) {
+    r->start_ns = now_ns;
+    r->state = uint8_t(CollectiveState::kStarted);
+  }
   seqlock::end(r->guard);
 }
 
 void FlightRecorderWriter::collective_host_returned(int comm, uint64_t seq) {
   if (comm < 0) return;
   CollectiveRecord* r = ring_record(comm, seq);
-  if (r->seq != seq) return;
-  seqlock::begin(r->guard);
-  r->flags = uint8_t(r->flags | kCollectiveHostReturned);
+  if (!holds(r, seq)) return;
+  begin_record(r);
+  if (holds(r, seq)) r->flags = uint8_t(r->flags | kCollectiveHostReturned);
   seqlock::end(r->guard);
 }
 
@@ -262,11 +276,13 @@ void FlightRecorderWriter::collective_complete(int comm, uint64_t seq, int64_t n
   if (comm < 0) return;
   auto* c = reinterpret_cast<CommSlotHeader*>(comm_slot(comm));
   CollectiveRecord* r = ring_record(comm, seq);
-  if (r->seq == seq) {
-    seqlock::begin(r->guard);
-    if (r->start_ns == 0) r->start_ns = r->enqueue_ns;
-    r->end_ns = now_ns;
-    r->state = uint8_t(failed ? CollectiveState::kFailed : CollectiveState::kCompleted);
+  if (holds(r, seq)) {
+    begin_record(r);
+    if (holds(r, seq)) {
+      if (r->start_ns == 0) r->start_ns = r->enqueue_ns;
+      r->end_ns = now_ns;
+      r->state = uint8_t(failed ? CollectiveState::kFailed : CollectiveState::kCompleted);
+    }
     seqlock::end(r->guard);
   }
   std::atomic_ref<uint64_t>(c->completed_count).fetch_add(1, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "rankscope/format/nccl_plugin_run.h"
 #include "rankscope/format/run_directory_layout.h"
 
 namespace rankscope::format {
@@ -28,6 +29,8 @@ Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const 
       if (auto r = rank_of_file(entry.path(), ext)) max_rank = std::max(max_rank, *r);
   }
   if (ec) return io_error(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+  // No probe recorders but the NCCL profiler plugin's: a job run with NCCL_PROFILER_PLUGIN.
+  if (max_rank < 0 && has_nccl_plugin_files(dir)) return open_nccl_plugin_run(dir, options);
 
   auto meta = read_run_metadata(dir);
   if (meta.ok()) {

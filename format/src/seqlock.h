@@ -17,6 +17,25 @@ inline void begin(uint64_t& word) {
   std::atomic_thread_fence(std::memory_order_release);
 }
 
+// begin() for a section that more than one thread may write (e.g. a collective's record: launched
+// on the application thread, started and completed on NCCL's proxy thread): waits while another
+// writer holds the word odd, then makes it odd with a CAS. end() releases it as usual.
+inline void begin_exclusive(uint64_t& word) {
+  std::atomic_ref<uint64_t> w(word);
+  uint64_t cur = w.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((cur & 1) != 0) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      cur = w.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (w.compare_exchange_weak(cur, cur + 1, std::memory_order_acquire, std::memory_order_relaxed)) break;
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
 inline void end(uint64_t& word) {
   std::atomic_ref<uint64_t> w(word);
   w.store(w.load(std::memory_order_relaxed) + 1, std::memory_order_release);

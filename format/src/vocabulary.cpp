@@ -7,7 +7,7 @@
 namespace rankscope::format {
 namespace {
 
-constexpr std::array<std::pair<CollectiveOp, std::string_view>, 11> kOps = {{
+constexpr std::array<std::pair<CollectiveOp, std::string_view>, 15> kOps = {{
     {CollectiveOp::kUnknown, "unknown"},
     {CollectiveOp::kAllReduceSum, "allreduce_sum"},
     {CollectiveOp::kAllReduceMax, "allreduce_max"},
@@ -19,6 +19,10 @@ constexpr std::array<std::pair<CollectiveOp, std::string_view>, 11> kOps = {{
     {CollectiveOp::kBarrier, "barrier"},
     {CollectiveOp::kSend, "send"},
     {CollectiveOp::kRecv, "recv"},
+    {CollectiveOp::kAllReduce, "allreduce"},
+    {CollectiveOp::kReduce, "reduce"},
+    {CollectiveOp::kGather, "gather"},
+    {CollectiveOp::kScatter, "scatter"},
 }};
 
 constexpr std::array<std::pair<DataType, std::string_view>, 8> kDtypes = {{

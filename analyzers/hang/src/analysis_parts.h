@@ -87,4 +87,10 @@ bool waits_for_own_device(const RankView& v);
 std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
                                         const std::string& comm, uint64_t seq);
 
+// nccl_evidence.cpp. Recorders of the NCCL profiler plugin: "thread T inside ncclGroupEnd on tp1 for
+// 12 s" when a host thread has been inside an NCCL call for over a second ("" otherwise), and the
+// sentences the kernel-channel and API evidence add to the verdict's explanation.
+std::string nccl_call_note(const RankView& v, int64_t reference_ns);
+std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankView>& views);
+
 }  // namespace rankscope::hang

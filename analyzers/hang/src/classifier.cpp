@@ -160,6 +160,7 @@ Diagnosis Classifier::run() {
     facts_.progress = progress_on(d_.collective->comm);
   }
   compose_wording(d_, facts_);
+  d_.explanation += nccl_evidence_sentence(d_, views_);
   return std::move(d_);
 }
 
@@ -515,6 +516,8 @@ void Classifier::fill_ranks() {
                            v.os.wchan.empty() ? "" : fmt::format("; waits in kernel function {}", v.os.wchan));
     else if (v.dead && v.aborted) r.note = "the program marked itself aborted";
     else if (v.dead) r.note = fmt::format("no heartbeat for {:.0f} s", r.heartbeat_age_s);
+    if (const std::string call = nccl_call_note(v, d_.reference_ns); !call.empty())
+      r.note = r.note.empty() ? call : r.note + "; " + call;
     if (s.watchdog.kind != format::WatchdogKind::kNone) {
       r.stacks_file = s.watchdog.stacks_file;
       if (r.note.empty()) r.note = fmt::format("watchdog: {}", s.watchdog.message);

@@ -22,8 +22,9 @@ std::string state_key(const RankReport& r) {
       return fmt::format("waiting in {} #{} on {} ({})", format::short_op_name(r.waiting->op), r.waiting->seq,
                          r.waiting->comm, r.waiting->range.empty() ? "no range" : r.waiting->range);
     case RankState::kRunning:
-      return r.range.empty() ? fmt::format("between ranges at step {}", r.step)
-                             : fmt::format("in {} at step {}", r.range, r.step);
+      // No "at step" for jobs without steps (the NCCL profiler plugin's: step -1).
+      return (r.range.empty() ? std::string("between ranges") : "in " + r.range) +
+             (r.step >= 0 ? fmt::format(" at step {}", r.step) : std::string());
     case RankState::kDead:
       return fmt::format("dead in {} at step {}", r.range.empty() ? "no range" : r.range, r.step);
     case RankState::kAborted: return fmt::format("aborted at step {}", r.step);

@@ -37,8 +37,10 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
     const std::string subject = places.size() == 1 ? (culprits.size() == 1 ? "it is" : "they are")
                                                    : fmt::format("{} {}", who(ranks), ranks.size() == 1 ? "is" : "are");
     if (!out.empty()) out += "; ";
-    out += place.first == "no open range" ? fmt::format("{} between ranges at step {}", subject, place.second)
-                                          : fmt::format("{} in {} at step {}", subject, place.first, place.second);
+    // Jobs recorded by the NCCL profiler plugin have no steps (step -1): no "at step" then.
+    const std::string at = place.second >= 0 ? fmt::format(" at step {}", place.second) : "";
+    out += place.first == "no open range" ? fmt::format("{} between ranges{}", subject, at)
+                                          : fmt::format("{} in {}{}", subject, place.first, at);
   }
   return out + fmt::format(", idle {}", human_seconds(idle));
 }

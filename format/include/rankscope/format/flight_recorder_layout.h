@@ -95,6 +95,57 @@ struct BoundsDirectory {
 static_assert(sizeof(BoundsDirectory) == 16);
 inline constexpr uint32_t kDefaultMaxBounds = 64;
 
+// What an NCCL profiler plugin recorder (probe/nccl, librankscope-nccl.so) adds: one recorder per
+// process and NCCL communicator, whose single CommSlot is that communicator. Added inside schema
+// version 1 in the header's padding (offset 936): probe-written files have zeros here (no magic).
+inline constexpr char kNcclInfoMagic[8] = {'R', 'S', 'N', 'C', 'C', 'L', '0', '1'};
+inline constexpr uint32_t kNcclMaxPeers = 32;
+
+// Which NCCL call a host thread is inside (NcclApiState::call).
+enum class NcclApiCall : uint32_t { kNone = 0, kCollective = 1, kP2p = 2, kGroupStart = 3, kGroupEnd = 4 };
+
+// "A host thread is inside an NCCL call on this communicator now", from the API events. Seqlocked;
+// written by the application thread only (NCCL forbids concurrent calls on one communicator).
+struct NcclApiState {
+  uint64_t seq;
+  int64_t begin_ns;            // 0: no thread inside an NCCL call now
+  int32_t tid;                 // Linux thread id of the caller
+  uint32_t call;               // NcclApiCall
+  uint32_t op;                 // CollectiveOp of a collective or p2p call
+  uint32_t depth;              // nested API events open (a group's calls)
+};
+static_assert(sizeof(NcclApiState) == 32);
+
+// Point-to-point operations with one peer, per direction; counters updated atomically.
+struct NcclPeerCounters {
+  int32_t peer;                // comm rank of the peer; -1 free (claimed with a CAS)
+  uint32_t reserved0;
+  uint64_t send_launched;
+  uint64_t send_completed;
+  uint64_t recv_launched;
+  uint64_t recv_completed;
+};
+static_assert(sizeof(NcclPeerCounters) == 40);
+
+struct NcclCommInfo {
+  char magic[8];               // kNcclInfoMagic; written last by init
+  uint64_t comm_hash;          // NCCL's commId / commHash, the same on every member; 0 until known (ABI v3)
+  uint32_t abi_version;        // the ncclProfiler_vN NCCL bound: 3, 4 or 5
+  uint32_t event_mask;         // activation mask the plugin set
+  int32_t n_nodes;             // -1 unknown (v3)
+  uint32_t finalized;          // 1 once NCCL finalized the communicator
+  uint64_t dropped_events;     // atomic: no free in-flight slot (pool full), event not recorded
+  uint64_t foreign_events;     // atomic: events whose parent is not ours (PXN proxies of another process)
+  uint64_t ignored_events;     // atomic: event kinds not recorded (proxy, network, v6 copy-engine)
+  int64_t last_kernel_ns;      // atomic: newest first-channel start or last-channel stop (CPU clock)
+  char comm_name[64];          // ncclConfig_t.commName; empty when NCCL gave none
+  NcclApiState api;
+  uint32_t peers_used;         // atomic: entries of `peers` claimed
+  uint32_t peers_overflow;     // atomic: p2p operations with a peer that found the table full
+  NcclPeerCounters peers[kNcclMaxPeers];
+};
+static_assert(sizeof(NcclCommInfo) == 1448);
+
 struct FlightHeader {
   char magic[8];
   uint32_t schema_version;
@@ -123,10 +174,13 @@ struct FlightHeader {
   WatchdogRecord watchdog;
   GradState grad;
   BoundsDirectory bounds;      // offset 920
+  NcclCommInfo nccl;           // offset 936; zeros unless written by the NCCL profiler plugin
   uint8_t padding[4096 - 8 - 4 - 4 - 8 - 20 - 5 * 4 - 3 * 8 - 4 * 4 - 8 - 64 - 64 - 8 -
-                  sizeof(LiveState) - sizeof(WatchdogRecord) - sizeof(GradState) - sizeof(BoundsDirectory)];
+                  sizeof(LiveState) - sizeof(WatchdogRecord) - sizeof(GradState) - sizeof(BoundsDirectory) -
+                  sizeof(NcclCommInfo)];
 };
 static_assert(offsetof(FlightHeader, bounds) == 920);
+static_assert(offsetof(FlightHeader, nccl) == 936);
 static_assert(sizeof(FlightHeader) == 4096);
 
 struct OpenRange {

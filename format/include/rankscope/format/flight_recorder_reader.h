@@ -39,6 +39,31 @@ struct CollectiveSnapshot {
   bool torn = false;
 };
 
+// The NCCL profiler plugin's section (NcclCommInfo); present only in recorders the plugin wrote.
+struct NcclPeerSnapshot {
+  int peer = -1;  // comm rank
+  uint64_t send_launched = 0, send_completed = 0, recv_launched = 0, recv_completed = 0;
+};
+struct NcclCommSnapshot {
+  uint64_t comm_hash = 0;
+  uint32_t abi_version = 0;
+  uint32_t event_mask = 0;
+  int n_nodes = -1;
+  bool finalized = false;
+  uint64_t dropped_events = 0, foreign_events = 0, ignored_events = 0;
+  int64_t last_kernel_ns = 0;
+  std::string comm_name;
+  // A host thread inside an NCCL call on this communicator (api_begin_ns 0: none).
+  int64_t api_begin_ns = 0;
+  int api_tid = 0;
+  NcclApiCall api_call = NcclApiCall::kNone;
+  CollectiveOp api_op = CollectiveOp::kUnknown;
+  uint32_t api_depth = 0;
+  bool api_torn = false;
+  uint32_t peers_overflow = 0;
+  std::vector<NcclPeerSnapshot> peers;
+};
+
 struct CommSnapshot {
   int index = 0;  // slot index; matches WatchdogSnapshot::comm_index
   std::string name;
@@ -50,6 +75,7 @@ struct CommSnapshot {
   // Per-peer counts of its last all_to_all_v calls (peer_counts.h), ascending seq; empty for files
   // written before the section existed and for communicators without all_to_all_v.
   std::vector<PeerCountsSnapshot> peer_counts;
+  std::optional<NcclCommSnapshot> nccl;  // recorders written by the NCCL profiler plugin only
   // The newest record, or nullptr.
   const CollectiveSnapshot* last() const { return ring.empty() ? nullptr : &ring.back(); }
   const CollectiveSnapshot* find(uint64_t seq) const;
@@ -147,6 +173,7 @@ struct FlightRecorderSnapshot {
   std::vector<ParamSnapshot> params;    // registered parameters, in registration order
   std::vector<BoundSnapshot> bounds;    // learned bounds (empty for files written before them)
   std::vector<std::string> warnings;    // torn sections and other oddities worth telling a user
+  bool nccl_plugin = false;             // written by the NCCL profiler plugin (NcclCommInfo magic)
 
   const ThreadSnapshot* main_thread() const { return threads.empty() ? nullptr : &threads.front(); }
   const CommSnapshot* comm(std::string_view name) const;

@@ -113,6 +113,15 @@ class FlightRecorderWriter {
   uint32_t max_bounds() const { return kDefaultMaxBounds; }
   void write_bound(int slot, const BoundDesc& bound);
 
+  // Collective records written by more than one thread (the NCCL profiler plugin: launched on the
+  // application thread, started and completed on NCCL's proxy thread): each record update then
+  // takes its sequence word with a CAS instead of assuming one writer. Set before the first use.
+  void set_concurrent_collective_writers(bool on) { concurrent_ = on; }
+
+  // The NCCL plugin section of the header (flight_recorder_layout.h NcclCommInfo); written through
+  // nccl_section_writer.h.
+  NcclCommInfo* nccl_section() { return &header()->nccl; }
+
   // Asks the kernel to write dirty pages back (MS_ASYNC). Not needed for readability by other
   // processes on this host (they share the page cache); it narrows the window on a machine crash.
   void sync();
@@ -129,9 +138,12 @@ class FlightRecorderWriter {
   CollectiveRecord* ring_record(int comm, uint64_t seq);
   ParamSlot* param_slot(int param);
 
+  void begin_record(CollectiveRecord* r);
+
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
   FlightLayoutParams params_;
+  bool concurrent_ = false;
 };
 
 // Bytes a flight recorder file with these parameters occupies.

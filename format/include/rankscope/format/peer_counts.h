@@ -36,7 +36,7 @@ inline constexpr uint32_t kPeerCountsEntriesPerComm = 8;  // all_to_all_v calls 
 
 // Where the section is. Lives in the FlightHeader's padding at a fixed offset; files written before
 // the section existed have zeros there, meaning "no peer counts".
-inline constexpr size_t kPeerCountsDirectoryOffset = 2048;
+inline constexpr size_t kPeerCountsDirectoryOffset = 2384;  // the header's padding, after the NCCL plugin's section
 struct PeerCountsDirectory {
   uint64_t offset;             // byte offset of the section; 0 = none
   uint32_t entries_per_comm;   // records per communicator slot

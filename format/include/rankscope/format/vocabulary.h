@@ -22,7 +22,14 @@ enum class CollectiveOp : uint8_t {
   kBarrier = 8,
   kSend = 9,
   kRecv = 10,
+  // Appended for NCCL jobs recorded by the profiler plugin (probe/nccl): NCCL names the function
+  // but not the reduction, so an all-reduce of unknown reduction is kAllReduce.
+  kAllReduce = 11,
+  kReduce = 12,
+  kGather = 13,
+  kScatter = 14,
 };
+inline constexpr uint8_t kMaxCollectiveOp = 14;
 
 enum class DataType : uint8_t {
   kUnknown = 0, kFloat32 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kFloat64 = 7,

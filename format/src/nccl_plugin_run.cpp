@@ -1,0 +1,241 @@
+// nccl_plugin_run.cpp — folds the NCCL plugin's per-(process, communicator) recorders into ranks.
+#include "rankscope/format/nccl_plugin_run.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace rankscope::format {
+namespace {
+
+struct ProcessFiles {
+  std::string host;
+  int pid = 0;
+  std::vector<FlightRecorderSnapshot> comms;   // plugin recorders, one communicator each
+  std::optional<FlightRecorderSnapshot> nvtx;  // the process's NVTX ranges
+  nlohmann::json process_json;                 // process.json, null when missing
+  int launcher_rank = -1;
+  int launcher_world = 0;
+  int rank = -1;                               // assigned global rank
+};
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string process_key(const std::string& host, int pid) { return fmt::format("{}.{}", host, pid); }
+
+}  // namespace
+
+bool has_nccl_plugin_files(const std::filesystem::path& run_dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir / kNcclPluginDir, ec))
+    if (ends_with(e.path().filename().string(), ".flight")) return true;
+  return false;
+}
+
+std::string nccl_comm_display_name(uint64_t hash, std::string_view comm_name, bool name_shared) {
+  if (comm_name.empty()) return fmt::format("nccl-{:016x}", hash);
+  if (!name_shared) return std::string(comm_name);
+  return fmt::format("{}@{:08x}", comm_name, uint32_t(hash >> 32));
+}
+
+Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, const OpenOptions& options) {
+  (void)options;  // the recorders are the whole run: they are always read
+  const std::filesystem::path sub = dir / kNcclPluginDir;
+  RunDirectory run;
+  run.dir = dir;
+  std::map<std::string, ProcessFiles> processes;  // by "<host>.<pid>"
+  std::vector<std::filesystem::path> jsons;
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(sub, ec)) files.push_back(e.path());
+  if (ec) return io_error(fmt::format("{}: cannot list: {}", sub.string(), ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    const std::string name = path.filename().string();
+    if (ends_with(name, ".process.json")) {
+      jsons.push_back(path);
+      continue;
+    }
+    if (!ends_with(name, ".flight")) continue;
+    auto snap = read_flight_recorder(path);
+    if (!snap.ok()) {
+      run.problems.push_back(snap.status().message());
+      continue;
+    }
+    ProcessFiles& p = processes[process_key(snap->host, snap->pid)];
+    p.host = snap->host;
+    p.pid = snap->pid;
+    for (const auto& w : snap->warnings) run.problems.push_back(fmt::format("{}: {}", name, w));
+    if (snap->nccl_plugin && snap->comms.empty()) continue;  // ABI v3: no collective identified its communicator
+    if (snap->nccl_plugin) {
+      if (snap->rank >= 0) p.launcher_rank = snap->rank;
+      p.launcher_world = std::max(p.launcher_world, snap->world_size);
+      p.comms.push_back(std::move(snap).value());
+    } else {
+      p.nvtx = std::move(snap).value();
+    }
+  }
+  for (const auto& path : jsons) {
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      run.problems.push_back(fmt::format("{}: not valid JSON", path.filename().string()));
+      continue;
+    }
+    const std::string host = j.value("host", "");
+    const int pid = j.value("pid", 0);
+    auto it = processes.find(process_key(host, pid));
+    if (it != processes.end()) it->second.process_json = std::move(j);
+  }
+  // Only processes with a communicator take part; an NVTX-only process has no rank to diagnose.
+  std::vector<ProcessFiles*> procs;
+  for (auto& [key, p] : processes)
+    if (!p.comms.empty()) procs.push_back(&p);
+  if (procs.empty())
+    return invalid_argument(fmt::format("{}: no readable NCCL profiler plugin recorder (hint: was the job run with "
+                                        "NCCL_PROFILER_PLUGIN=librankscope-nccl.so and RANKSCOPE_RUN_DIR?)",
+                                        sub.string()));
+
+  // Display names: the job's commName where it names one communicator only. A communicator every
+  // member finalized gives its name up to a live one of the same name (a job that destroyed and
+  // recreated its groups); otherwise communicators sharing a name all carry their hash.
+  std::map<uint64_t, std::string> name_of_hash;
+  std::map<uint64_t, bool> live_hash;
+  for (auto* p : procs)
+    for (const auto& s : p->comms) {
+      const auto& n = *s.comms.front().nccl;
+      if (n.comm_hash == 0) continue;
+      auto& stored = name_of_hash[n.comm_hash];
+      if (stored.empty()) stored = n.comm_name;
+      live_hash[n.comm_hash] = live_hash[n.comm_hash] || !n.finalized;
+    }
+  std::map<std::string, std::pair<int, int>> uses;  // name -> (communicators, live communicators)
+  for (const auto& [h, n] : name_of_hash) {
+    uses[n].first++;
+    if (live_hash[h]) uses[n].second++;
+  }
+  auto display = [&](uint64_t hash) {
+    const std::string& n = name_of_hash[hash];
+    const auto [all, live] = uses[n];
+    const bool plain = all == 1 || (live == 1 && live_hash[hash]);
+    return nccl_comm_display_name(hash, n, !plain);
+  };
+
+  // Global ranks: the launcher's (RANK, OMPI_COMM_WORLD_RANK, ...) where every process has one,
+  // else the comm rank in a communicator spanning every process, else the order of (host, pid).
+  const bool launcher_ranks = std::all_of(procs.begin(), procs.end(), [](auto* p) { return p->launcher_rank >= 0; });
+  std::set<int> seen;
+  bool unique = launcher_ranks;
+  if (launcher_ranks)
+    for (auto* p : procs) unique = unique && seen.insert(p->launcher_rank).second;
+  if (unique) {
+    for (auto* p : procs) p->rank = p->launcher_rank;
+  } else {
+    if (launcher_ranks) run.problems.push_back("two processes claim the same launcher rank: ranks taken from NCCL instead");
+    std::optional<uint64_t> spanning;
+    std::map<uint64_t, int> members;
+    for (auto* p : procs)
+      for (const auto& s : p->comms)
+        if (s.comms.front().size == int(procs.size())) members[s.comms.front().nccl->comm_hash]++;
+    for (const auto& [h, n] : members)
+      if (n == int(procs.size()) && h != 0) spanning = h;
+    int next = 0;
+    for (auto* p : procs) {
+      p->rank = next++;
+      if (spanning)
+        for (const auto& s : p->comms)
+          if (s.comms.front().nccl->comm_hash == *spanning) p->rank = s.comms.front().rank_in_comm;
+    }
+    run.problems.push_back(spanning ? fmt::format("no launcher rank (RANK) in the recorders: ranks are the processes' "
+                                                  "ranks in communicator {}", display(*spanning))
+                                    : "no launcher rank (RANK) in the recorders: ranks numbered by host and pid");
+  }
+  int world = int(procs.size());
+  for (auto* p : procs) world = std::max({world, p->rank + 1, p->launcher_world});
+  run.world_size = world;
+  run.ranks.resize(size_t(world));
+  for (int r = 0; r < world; ++r) run.ranks[size_t(r)].rank = r;
+
+  RunMetadata meta;
+  meta.program = "NCCL job (rankscope profiler plugin)";
+  meta.world_size = world;
+  meta.tp = 1;
+  meta.dp = world;
+  meta.hosts.assign(size_t(world), "");
+  std::map<uint64_t, std::map<int, int>> membership;  // hash -> comm rank -> global rank
+  std::map<uint64_t, int> comm_size;
+  for (auto* p : procs) {
+    if (p->rank < 0 || p->rank >= world) continue;
+    RankFiles& rf = run.ranks[size_t(p->rank)];
+    if (rf.flight) {
+      run.problems.push_back(fmt::format("rank {}: two processes ({} and {}) claim it", p->rank, rf.flight->pid, p->pid));
+      continue;
+    }
+    meta.hosts[size_t(p->rank)] = p->host;
+    // The newest communicators first would reorder nothing the analyzers rely on; keep init order.
+    std::sort(p->comms.begin(), p->comms.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    FlightRecorderSnapshot merged = p->comms.front();
+    merged.rank = p->rank;
+    merged.world_size = world;
+    merged.comms.clear();
+    merged.warnings.clear();
+    merged.live = {};
+    merged.live.process_state = ProcessState::kFinished;
+    merged.live.clock_uncertainty_ns = -1;
+    for (auto& s : p->comms) {
+      CommSnapshot c = std::move(s.comms.front());
+      const uint64_t hash = c.nccl ? c.nccl->comm_hash : 0;
+      c.index = int(merged.comms.size());
+      c.name = hash != 0 ? display(hash) : fmt::format("nccl-unidentified-{}-{}", p->pid, c.index);
+      if (hash != 0) {
+        membership[hash][c.rank_in_comm] = p->rank;
+        comm_size[hash] = std::max(comm_size[hash], c.size);
+      }
+      merged.live.heartbeat_ns = std::max(merged.live.heartbeat_ns, s.live.heartbeat_ns);
+      merged.live.collectives_issued += s.live.collectives_issued;
+      merged.live.collectives_completed += s.live.collectives_completed;
+      merged.start_ns = std::min(merged.start_ns, s.start_ns);
+      if (s.live.process_state != ProcessState::kFinished) merged.live.process_state = s.live.process_state;
+      merged.comms.push_back(std::move(c));
+    }
+    if (p->nvtx) {
+      merged.threads = p->nvtx->threads;
+      merged.live.heartbeat_ns = std::max(merged.live.heartbeat_ns, p->nvtx->live.heartbeat_ns);
+      if (const auto* main = p->nvtx->main_thread(); main && !main->stack.empty()) merged.live.phase = main->stack.front().name;
+    }
+    if (merged.live.process_state == ProcessState::kStarting) merged.live.process_state = ProcessState::kRunning;
+    rf.flight = std::move(merged);
+    if (!p->process_json.is_null() && meta.command_line.empty() && p->process_json.contains("command_line") &&
+        p->process_json["command_line"].is_array()) {
+      for (const auto& a : p->process_json["command_line"])
+        if (a.is_string()) meta.command_line.push_back(a.get<std::string>());
+      if (!meta.command_line.empty()) meta.program = std::filesystem::path(meta.command_line.front()).filename().string();
+    }
+  }
+  for (const auto& [hash, by_comm_rank] : membership) {
+    CommGroup g;
+    g.name = display(hash);
+    for (const auto& [cr, global] : by_comm_rank) g.ranks.push_back(global);
+    if (int(by_comm_rank.size()) < comm_size[hash])
+      run.problems.push_back(fmt::format("communicator {}: {} of {} members left a recorder", g.name, by_comm_rank.size(),
+                                         comm_size[hash]));
+    meta.groups.push_back(std::move(g));
+  }
+  meta.extra["nccl_plugin"] = true;
+  for (auto& rf : run.ranks)
+    if (!rf.flight) {
+      rf.flight_status = not_found(fmt::format("rank {}: no NCCL plugin recorder (the process never initialised a "
+                                               "communicator, or its files are elsewhere)", rf.rank));
+      run.problems.push_back(rf.flight_status.message());
+    }
+  run.metadata = std::move(meta);
+  return run;
+}
+
+}  // namespace rankscope::format
