@@ -1,7 +1,8 @@
 // hang_a2a_counts_test.cpp — hangdoctor on MoE runs (rankscope synth --moe-experts): an
 // all_to_all_v whose per-peer counts disagree is a2a_count_mismatch naming sender, receiver, what
 // was sent and what was expected (exact counts, and the sketch beyond 32 peers); it outranks the
-// crash that follows; a healthy MoE run has none; a rank stalled in its experts is a lagging rank.
+// crash that follows; a healthy MoE run has none; a rank stalled in its experts, or one that never
+// enters the dispatch, is a lagging rank.
 #include <gtest/gtest.h>
 
 #include "hang_test_support.h"
@@ -107,6 +108,19 @@ TEST(HangA2aCounts, RankStalledInItsExpertsIsALaggingRankAtTheCombine) {
   EXPECT_EQ(d.collective->range, "forward/block1/moe/combine");
   EXPECT_EQ(d.ranks[2].range, "forward/block1/moe/experts");
   EXPECT_NE(d.headline.find("forward/block1/moe/experts"), std::string::npos) << d.headline;
+}
+
+TEST(HangA2aCounts, RankThatNeverEntersTheDispatchIsALaggingRank) {
+  auto run = make_run(scratch("a2a"), 4, 10, 1, "stall:rank=3,range=forward/block0/moe/router,step=5", moe(8, 4));
+  FakeProcessTable table;
+  const Diagnosis d = diagnose_dir(run.dir, table);
+  EXPECT_EQ(d.kind, Kind::kLaggingRank) << d.headline;
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3});
+  ASSERT_TRUE(d.collective);
+  EXPECT_EQ(d.collective->comm, "ep0");
+  EXPECT_EQ(d.collective->op, format::CollectiveOp::kAllToAll);  // the counts exchange opens the dispatch
+  EXPECT_EQ(d.collective->range, "forward/block0/moe/dispatch");
+  EXPECT_FALSE(d.count_mismatch);
 }
 
 TEST(HangA2aCounts, BeyondTheExactBoundTheSketchLocatesThePair) {

@@ -153,10 +153,13 @@ StepProgram build_step_program(const ModelShape& s) {
     b.compute(5 * kMs);
     tp_allreduce(BTC);  // row-parallel c_proj
     b.exit();
-    b.enter(fmt::format("forward/block{}/mlp", i));
+    // An MoE block's MLP is the range forward/block{i}/moe, whose phases nest under it by name
+    // (analyzers derive nesting from the names: forward/block{i}/mlp would not be their parent).
     if (s.moe_block(int(i))) {
+      b.enter(fmt::format("forward/block{}/moe", i));
       b.moe("forward", int(i), 6 * kMs, uint64_t(s.moe_experts));
     } else {
+      b.enter(fmt::format("forward/block{}/mlp", i));
       b.compute(6 * kMs);
       tp_allreduce(BTC);
     }
@@ -176,7 +179,7 @@ StepProgram build_step_program(const ModelShape& s) {
   tp_allreduce(BTC);  // input gradient of the vocab-parallel LM head
   b.exit();
   for (int64_t i = int64_t(L) - 1; i >= 0; --i) {
-    b.enter(fmt::format("backward/block{}/mlp", i));
+    b.enter(fmt::format("backward/block{}/{}", i, s.moe_block(int(i)) ? "moe" : "mlp"));
     if (s.moe_block(int(i))) b.moe("backward", int(i), 12 * kMs, uint64_t(s.moe_experts));
     else b.compute(12 * kMs);
     for (const char* n : {"mlp.c_proj.weight", "mlp.c_proj.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",

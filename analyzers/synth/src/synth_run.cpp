@@ -149,8 +149,10 @@ class Simulation {
   void group_collective(const ProgramOp& op, const std::vector<int>& members, int64_t s);
   void end_step(RankSim& r, int64_t s);
   // MoE routing of rank `rank` at step s, block b: rows it routes to each global expert (sum T*K).
-  std::vector<int64_t> route(int rank, int64_t s, int block) const;
-  int64_t received_rows(int rank, int64_t s, int block) const;
+  // Computed for every rank once per (step, block) and cached: large ep groups ask for it often.
+  const std::vector<int64_t>& route(int rank, int64_t s, int block);
+  int64_t received_rows(int rank, int64_t s, int block);
+  std::vector<int64_t> draw_route(int rank, int64_t s, int block) const;
   int64_t slots_per_rank() const { return int64_t(shape_.batch) * shape_.seq_len * o_.moe_top_k; }
   std::string comm_name(CommRole role, int rank) const { return role_comm_name(role, rank, o_.tp, o_.ep); }
   format::RunMetadata metadata(const std::string& run_id, int64_t start_ns) const;
@@ -168,6 +170,9 @@ class Simulation {
   std::vector<int> world_group_;
   int fault_range_ = -1;
   int fault_param_ = -1;
+  std::pair<int64_t, int> routing_key_{-1, -1};
+  std::vector<std::vector<int64_t>> routing_;  // by rank, for routing_key_
+  std::vector<int64_t> received_;              // by rank, for routing_key_
   int64_t detail_from_ = 0;
 };
 
@@ -175,7 +180,23 @@ const std::vector<std::vector<int>>& Simulation::groups(CommRole role) const {
   return role == CommRole::kTp ? tp_groups_ : role == CommRole::kEp ? ep_groups_ : dp_groups_;
 }
 
-std::vector<int64_t> Simulation::route(int rank, int64_t s, int block) const {
+const std::vector<int64_t>& Simulation::route(int rank, int64_t s, int block) {
+  if (routing_key_ != std::pair(s, block)) {
+    routing_key_ = {s, block};
+    routing_.resize(ranks_.size());
+    for (size_t r = 0; r < ranks_.size(); ++r) routing_[r] = draw_route(int(r), s, block);
+    const int L = o_.moe_experts / o_.ep;
+    received_.assign(ranks_.size(), 0);
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const int first = ep_rank_of(int(r), o_.tp, o_.ep) * L;
+      for (int m : ep_groups_[ep_index(int(r), o_.tp, o_.ep)])
+        for (int e = first; e < first + L; ++e) received_[r] += routing_[size_t(m)][size_t(e)];
+    }
+  }
+  return routing_[size_t(rank)];
+}
+
+std::vector<int64_t> Simulation::draw_route(int rank, int64_t s, int block) const {
   const int E = o_.moe_experts;
   const int64_t slots = slots_per_rank(), tokens = slots / o_.moe_top_k;
   std::vector<double> w(size_t(E), 0.0);
@@ -197,14 +218,9 @@ std::vector<int64_t> Simulation::route(int rank, int64_t s, int block) const {
   return cnt;
 }
 
-int64_t Simulation::received_rows(int rank, int64_t s, int block) const {
-  const int L = o_.moe_experts / o_.ep, first = ep_rank_of(rank, o_.tp, o_.ep) * L;
-  int64_t rows = 0;
-  for (int m : ep_groups_[ep_index(rank, o_.tp, o_.ep)]) {
-    const auto cnt = route(m, s, block);
-    for (int e = first; e < first + L; ++e) rows += cnt[e];
-  }
-  return rows;
+int64_t Simulation::received_rows(int rank, int64_t s, int block) {
+  (void)route(rank, s, block);
+  return received_[size_t(rank)];
 }
 
 format::RunMetadata Simulation::metadata(const std::string& run_id, int64_t start_ns) const {
@@ -409,7 +425,7 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
     const uint64_t width = uint64_t(shape_.channels);
     std::vector<std::vector<size_t>> rows(n, std::vector<size_t>(n, 0));  // rows[i][j]: i's tokens for j's experts
     for (size_t i = 0; i < n; ++i) {
-      const auto cnt = route(members[i], s, op.moe_block);
+      const auto& cnt = route(members[i], s, op.moe_block);
       for (int e = 0; e < o_.moe_experts; ++e) rows[i][size_t(e / per_rank)] += size_t(cnt[e]);
     }
     send_counts.assign(n, std::vector<size_t>(n));
@@ -544,7 +560,7 @@ void Simulation::step(int64_t s) {
           r.t += int64_t(double(op.ns) * double(rows) / double(slots_per_rank()) * jitter);
           if (delay_step && fault_.rank == r.rank && fault_range_ == int(op.range)) r.t += int64_t(fault_.ms * 1e6);
           if (program_.range_names[op.range].rfind("forward/", 0) == 0) {
-            const auto cnt = route(r.rank, s, op.moe_block);
+            const auto& cnt = route(r.rank, s, op.moe_block);
             double aux = 0;
             for (int e = 0; e < o_.moe_experts; ++e) {
               r.moe_routed[e] += double(cnt[e]);

@@ -64,8 +64,8 @@ struct SynthOptions {
   std::vector<std::string> command_line;
   // Mixture of experts (issue 12); moe_experts 0 is the dense MLP. Experts are sharded over ep{k}
   // groups of `ep` data-parallel ranks (Megatron layout, as gpt2-train --ep); block i is an MoE block
-  // when i % moe_every == 0. Ranges forward|backward/block{i}/moe/router|dispatch|experts|combine
-  // nest in .../mlp; the dispatch is an all_to_all of counts then an all_to_all_v of rows (with
+  // when i % moe_every == 0. Its MLP range is forward|backward/block{i}/moe (not .../mlp), with the
+  // phases .../moe/router|dispatch|experts|combine inside; the dispatch is an all_to_all of counts then an all_to_all_v of rows (with
   // per-peer counts in the flight recorder), the combine the reverse all_to_all_v; expert compute time
   // follows the rows a rank receives. Counters per step: moe.tokens_received, moe.tokens_dropped,
   // moe.aux_loss, moe.expert{e}.routed (summed over the MoE blocks).
