@@ -204,7 +204,7 @@ INSTANTIATE_TEST_SUITE_P(Flavours, NsysFlavour, ::testing::Values(Flavour::k2024
 // A sweep of 4 sequence lengths imported from nsys gives the scaling slopes of the same job's
 // probe-written run directories.
 TEST(NsysScaling, SlopesEqualThoseOfProbeRunDirectories) {
-  for (Flavour f : {Flavour::k2024, Flavour::kNoEnum}) {
+  for (Flavour f : {Flavour::k2024, Flavour::k2026, Flavour::kNoEnum}) {
     const fs::path dir = fresh_dir(std::string("scaling-") + testing::flavour_name(f));
     std::vector<analyzers::SweepPoint> nsys_points, probe_points;
     for (int64_t T : {128, 256, 512, 1024}) {

@@ -362,6 +362,8 @@ Result<ExportScan> scan_export(const std::filesystem::path& file) {
     if (p.kernels > 0 || p.ranges > 0 || p.mark_rank) scan.processes.push_back(std::move(p));
   }
   scan.absolute_timestamps = scan.min_ts != INT64_MAX && scan.min_ts > int64_t(1e17);
+  // Pass 2 reopens the export; the names (megabytes in real captures) are not kept for every file.
+  std::unordered_map<int64_t, std::string>().swap(scan.info.strings);
   return scan;
 }
 

@@ -40,7 +40,7 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
                   RankProvenance& prov);
 
 // The smallest period P such that the sequence repeats with period P (at most 2% of positions
-// differ, at least two periods); 0 when none. Exposed for tests.
+// differ, at least two periods); 0 when none.
 size_t repeating_period(const std::vector<uint32_t>& seq);
 
 }  // namespace rankscope::nsys
