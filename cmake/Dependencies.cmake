@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(SQLite3 REQUIRED)  # nsys SQLite exports (importers/nsys)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(OpenMP REQUIRED COMPONENTS CXX)

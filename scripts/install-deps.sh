@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config make
   libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
-  libjs-chart.js elfutils gdb python3-jsonschema
+  libjs-chart.js elfutils gdb python3-jsonschema libsqlite3-dev
 )
 # Headless Chromium renders the HTML report in its test; optional for the demo.
 if [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi

@@ -22,13 +22,14 @@ constexpr Subcommand kSubcommands[] = {
     {"scaling", "how step and ranges grow with seq len over a sweep (fit c + aT + bT^2)", rankscope::cli::scaling_command},
     {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
+    {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
 };
 
 void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: rankscope <command> [options]\n\n"
                     "Tells why a distributed training job is stuck or slow, from its run directory.\n\n"
                     "commands:\n");
-  for (const auto& c : kSubcommands) std::fprintf(out, "  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
+  for (const auto& c : kSubcommands) std::fprintf(out, "  %-12.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
   std::fprintf(out, "\n'rankscope <command> --help' describes one command.\n");
 }
 

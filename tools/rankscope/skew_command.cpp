@@ -12,6 +12,7 @@
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
+#include "rankscope/nsys/nsys_import.h"
 #include "report_output.h"
 #include "subcommands.h"
 
@@ -106,13 +107,21 @@ int skew_command(Args args) {
     std::fprintf(stderr, "rankscope skew: %s\n", report.status().to_string().c_str());
     return 2;
   }
+  auto meta = format::read_run_metadata(run_dir);
+  // A run imported from Nsight Systems: where each rank came from and how its clock was placed.
+  const nlohmann::json source = meta.ok() && meta->extra.contains("source") ? meta->extra["source"] : nlohmann::json();
   // With --json - the JSON owns stdout; the text goes to stderr.
-  if (!outputs.quiet) print_text(*report, outputs.json_path == "-");
+  if (!outputs.quiet) {
+    if (const std::string p = nsys::provenance_text(source); !p.empty()) {
+      std::fprintf(outputs.json_path == "-" ? stderr : stdout, "%s\n", p.c_str());
+    }
+    print_text(*report, outputs.json_path == "-");
+  }
   // Settings recorded in run.json that are known to slow a job, or differ across ranks.
   nlohmann::json json = analyzers::to_json(*report);
+  if (!source.is_null()) json["provenance"] = source;
   json["settings_findings"] = nlohmann::json::array();
-  if (auto meta = format::read_run_metadata(run_dir);
-      meta.ok() && meta->extra.contains("config")) {
+  if (meta.ok() && meta->extra.contains("config")) {
     int per_host = 0;
     std::map<std::string, int> hosts;
     for (const auto& h : meta->hosts) per_host = std::max(per_host, ++hosts[h]);

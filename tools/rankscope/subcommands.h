@@ -17,5 +17,6 @@ int skew_command(Args args);      // skew_command.cpp
 int scaling_command(Args args);   // scaling_command.cpp
 int export_command(Args args);    // export_command.cpp
 int startup_command(Args args);   // startup_command.cpp
+int import_nsys_command(Args args);  // import_nsys_command.cpp
 
 }  // namespace rankscope::cli

@@ -92,6 +92,22 @@
     sec.appendChild(ul);
   }
 
+  // A run imported from Nsight Systems (rankscope import-nsys): where each rank came from and how
+  // its clock was placed, first among the tables.
+  function provenance(src) {
+    if (!src || src.kind !== 'nsys' || !src.ranks) return;
+    var s = document.getElementById('summary');
+    s.textContent += ' · imported from Nsight Systems (' + src.ranks.length + ' exports)';
+    var ranks = src.ranks.length > 64 ? src.ranks.slice(0, 64) : src.ranks;
+    table('Provenance' + (src.ranks.length > 64 ? ': the first 64 of ' + src.ranks.length + ' ranks' : ''),
+      ['rank', 'file', 'host', 'nsys', 'schema', 'offset ms', 'error ms', 'alignment', 'rank from', 'steps from'],
+      ranks.map(function (r) {
+        var a = r.alignment || {};
+        return [r.rank, String(r.file).split('/').pop(), r.host, r.nsys_version, r.schema_version, fmt(a.offset_ms, 3),
+          a.residual_ms < 0 ? '?' : fmt(a.residual_ms, 3), a.method, r.identity, r.steps_from];
+      }));
+  }
+
   // --- skew ---
 
   // Beyond MANY ranks one bar per rank is unreadable: the per-rank charts show the TOP_K slowest
@@ -320,6 +336,7 @@
       data.steps.last + ' · median step ' + fmt(data.step_ms_median, 2) + ' ms · ' + data.run_dir;
     findings(data.findings);
     if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
+    provenance(data.provenance);
     breakdown(data);
     topLevel(data);
     heatmap(data);

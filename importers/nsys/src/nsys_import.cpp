@@ -1,0 +1,490 @@
+// nsys_import.cpp — see nsys_import.h. Two passes over the exports, each file by one worker:
+// pass 1 reads what identifies ranks and places clocks (small), pass 2 builds and writes one rank
+// at a time (rank_builder.h), so memory holds one rank's rows per worker.
+#include "rankscope/nsys/nsys_import.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "export_reader.h"
+#include "rank_builder.h"
+#include "rankscope/format/run_directory_layout.h"
+#include "rankscope/format/run_metadata.h"
+
+namespace rankscope::nsys {
+namespace {
+
+namespace fs = std::filesystem;
+using format::CollectiveOp;
+
+// Runs fn(i) for i in [0, n) on up to `threads` workers.
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(n, threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency())));
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(run);
+  run();
+  for (auto& t : pool) t.join();
+}
+
+// The number in "rep_12.sqlite" / "rep_12.nsys-rep.sqlite" / "rank3-node7.sqlite" (the last one
+// before the extensions); nullopt without one.
+std::optional<int> rank_from_file_name(const fs::path& file, std::string* stem_out) {
+  std::string stem = file.filename().string();
+  for (const char* ext : {".sqlite", ".nsys-rep", ".qdrep"}) {
+    if (stem.size() > std::strlen(ext) && stem.compare(stem.size() - std::strlen(ext), std::string::npos, ext) == 0) {
+      stem.resize(stem.size() - std::strlen(ext));
+    }
+  }
+  *stem_out = stem;
+  size_t e = stem.size();
+  while (e > 0 && !std::isdigit(static_cast<unsigned char>(stem[e - 1]))) --e;
+  size_t b = e;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(stem[b - 1]))) --b;
+  if (b == e || e - b > 7) return std::nullopt;
+  return std::stoi(stem.substr(b, e - b));
+}
+
+bool aligns(CollectiveOp op) {
+  return op == CollectiveOp::kAllReduceSum || op == CollectiveOp::kAllReduceMax || op == CollectiveOp::kAllGather;
+}
+
+// Exact on epoch-sized values (a double would round them to 256 ns).
+int64_t median_of(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + long(m), v.end());
+  const int64_t hi = v[m];
+  if (v.size() % 2 == 1) return hi;
+  const int64_t lo = *std::max_element(v.begin(), v.begin() + long(m));
+  return lo + (hi - lo) / 2;
+}
+
+struct RankChoice {
+  int rank = -1;
+  size_t file = 0;
+  const ProcessScan* process = nullptr;
+  std::string identity;
+  int64_t to_own_ns = 0;
+  double offset_ns = 0, residual_ns = 0;
+  int64_t matched = 0;
+  std::string alignment;
+  bool placed = false;
+};
+
+uint32_t fnv1a(std::string_view s, uint32_t h = 2166136261u) {
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+void remove_stale_outputs(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const fs::path p = e.path();
+    if (format::rank_of_file(p, ".events") || format::rank_of_file(p, ".flight") || p.filename() == format::kRunMetadataFile) {
+      fs::remove(p, ec);
+    }
+  }
+}
+
+}  // namespace
+
+Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::path& run_dir, const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (files.empty()) return invalid_argument("no nsys exports given; hint: nsys export --type sqlite -o rep_0.sqlite rep_0.nsys-rep");
+  {
+    std::set<fs::path> seen;
+    for (const auto& f : files) {
+      if (!seen.insert(fs::weakly_canonical(f)).second) return invalid_argument(fmt::format("{} is given twice", f.string()));
+      if (f.extension() == ".nsys-rep" || f.extension() == ".qdrep") {
+        return invalid_argument(fmt::format("{} is an nsys report, not its SQLite export; hint: nsys export --type sqlite -o {} {}",
+                                            f.string(), fs::path(f).replace_extension(".sqlite").string(), f.string()));
+      }
+    }
+  }
+
+  // --- pass 1 -----------------------------------------------------------------------------------
+  std::vector<std::optional<Result<ExportScan>>> scans(files.size());
+  parallel_for(files.size(), options.threads, [&](size_t i) { scans[i] = scan_export(files[i]); });
+  for (auto& s : scans) {
+    if (!s->ok()) return s->status();
+  }
+  ImportSummary summary;
+
+  // --- ranks ------------------------------------------------------------------------------------
+  std::vector<RankChoice> choices;
+  std::vector<std::vector<std::string>> file_warnings(files.size());
+  for (size_t f = 0; f < files.size(); ++f) {
+    const ExportScan& scan = **scans[f];
+    std::vector<RankChoice> here;
+    for (const ProcessScan& p : scan.processes) {
+      RankChoice c;
+      c.file = f;
+      c.process = &p;
+      if (p.mark_rank) {
+        c.rank = *p.mark_rank;
+        c.identity = fmt::format("NVTX mark '{}'", p.mark_text);
+      } else if (auto it = scan.info.mpi_rank_by_process.find(p.key); it != scan.info.mpi_rank_by_process.end()) {
+        c.rank = it->second;
+        c.identity = "MPI_RANKS table";
+      } else {
+        continue;
+      }
+      here.push_back(c);
+    }
+    if (here.empty()) {
+      const ProcessScan* best = nullptr;
+      for (const ProcessScan& p : scan.processes) {
+        if (!best || std::tie(p.kernels, p.ranges) > std::tie(best->kernels, best->ranges)) best = &p;
+      }
+      if (!best) {
+        return invalid_argument(fmt::format("{}: no process in this export ran kernels or NVTX ranges; hint: capture with "
+                                            "nsys profile -t cuda,nvtx", files[f].string()));
+      }
+      RankChoice c;
+      c.file = f;
+      c.process = best;
+      std::string stem;
+      const auto from_name = rank_from_file_name(files[f], &stem);
+      if (scan.info.env_rank) {
+        c.rank = *scan.info.env_rank;
+        c.identity = fmt::format("{}={} in the recorded environment", scan.info.env_rank_variable, c.rank);
+        if (from_name && *from_name != c.rank) {
+          file_warnings[f].push_back(fmt::format("the file name says {} but {} says {}: the environment wins", *from_name,
+                                                 scan.info.env_rank_variable, c.rank));
+        }
+      } else if (from_name) {
+        c.rank = *from_name;
+        c.identity = fmt::format("number in the file name '{}' (no rankscope:rank mark, no MPI_RANKS, no RANK in the "
+                                 "recorded environment)", stem);
+      } else {
+        return invalid_argument(fmt::format(
+            "{}: cannot tell which rank this is: no rankscope:rank=R/W NVTX mark, no MPI_RANKS table (nsys profile -t mpi), "
+            "no RANK in the recorded environment and no number in the file name; hint: name exports by rank "
+            "(nsys profile -o rep_%q{{RANK}}), rankscope never numbers ranks by sorted file name", files[f].string()));
+      }
+      here.push_back(c);
+    }
+    for (const ProcessScan& p : scan.processes) {
+      const bool used = std::any_of(here.begin(), here.end(), [&](const RankChoice& c) { return c.process == &p; });
+      if (!used && p.kernels > 0) {
+        file_warnings[f].push_back(fmt::format("process {} ({} kernels, {} ranges) is not a rank: left out", p.pid, p.kernels, p.ranges));
+      }
+    }
+    for (auto& c : here) choices.push_back(std::move(c));
+  }
+  int world = 0;
+  for (const RankChoice& c : choices) {
+    if (c.rank < 0 || c.rank >= (1 << 20)) return invalid_argument(fmt::format("{}: rank {} is out of range", files[c.file].string(), c.rank));
+    world = std::max(world, c.rank + 1);
+    const ExportScan& scan = **scans[c.file];
+    if (c.process->mark_world) world = std::max(world, *c.process->mark_world);
+    else if (scan.info.env_world && c.identity.find("environment") != std::string::npos) world = std::max(world, *scan.info.env_world);
+  }
+  std::sort(choices.begin(), choices.end(), [](const RankChoice& a, const RankChoice& b) { return a.rank < b.rank; });
+  for (size_t i = 1; i < choices.size(); ++i) {
+    if (choices[i].rank == choices[i - 1].rank) {
+      return invalid_argument(fmt::format("rank {} appears twice: {} ({}) and {} ({})", choices[i].rank,
+                                          files[choices[i - 1].file].string(), choices[i - 1].identity,
+                                          files[choices[i].file].string(), choices[i].identity));
+    }
+  }
+  if (int(choices.size()) < world) {
+    std::string missing;
+    int shown = 0;
+    for (int r = 0, i = 0; r < world; ++r) {
+      if (i < int(choices.size()) && choices[size_t(i)].rank == r) {
+        ++i;
+        continue;
+      }
+      if (shown++ < 10) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+    }
+    summary.warnings.push_back(fmt::format("{} of {} ranks have no export (missing: {}{})", world - int(choices.size()), world,
+                                           missing, shown > 10 ? ", ..." : ""));
+  }
+
+  // --- clocks -----------------------------------------------------------------------------------
+  // Each rank's own clock: the session start's UTC epoch plus the session timestamp (or the
+  // timestamps themselves when exported absolute), or the probe clock its sync marks carry.
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    RankChoice& c = choices[i];
+    const ExportScan& scan = **scans[c.file];
+    c.to_own_ns = scan.absolute_timestamps ? 0 : scan.info.utc_epoch_ns;
+    if (!c.process->sync_marks.empty()) {
+      std::vector<int64_t> d;
+      for (const auto& [ts, payload] : c.process->sync_marks) d.push_back(payload - ts);
+      const int64_t med = median_of(d);
+      int64_t worst = 0;
+      for (int64_t x : d) worst = std::max(worst, std::abs(x - med));
+      c.to_own_ns = med;
+      c.residual_ns = double(worst);
+      c.matched = int64_t(d.size());
+      c.alignment = fmt::format("rankscope:sync marks ({}): the probe clock", d.size());
+      c.placed = true;
+      roots.push_back(i);
+    }
+  }
+  if (roots.empty() && !choices.empty()) {
+    choices[0].placed = true;
+    choices[0].alignment = fmt::format("reference: session start ({})", (**scans[choices[0].file]).absolute_timestamps ? "absolute timestamps" : "UTC epoch");
+    roots.push_back(0);
+  }
+  // Refine: all-reduce and all-gather kernels of one communicator end together on every member
+  // (all-to-all does not: it is pairwise), so the median difference of their end times is the
+  // offset between two ranks. Breadth-first from the reference through shared communicators.
+  size_t max_streams = 0;
+  for (const RankChoice& c : choices) max_streams = std::max(max_streams, c.process->nccl_streams.size());
+  std::deque<size_t> queue(roots.begin(), roots.end());
+  while (!queue.empty()) {
+    const size_t u = queue.front();
+    queue.pop_front();
+    const RankChoice& cu = choices[u];
+    for (size_t k = 0; k < cu.process->nccl_streams.size(); ++k) {
+      const auto& ku = cu.process->nccl_streams[k];
+      for (size_t v = 0; v < choices.size(); ++v) {
+        RankChoice& cv = choices[v];
+        if (cv.placed || cv.process->nccl_streams.size() <= k) continue;
+        const auto& kv = cv.process->nccl_streams[k];
+        std::vector<int64_t> d;
+        for (size_t s = 0; s < std::min(ku.size(), kv.size()); ++s) {
+          if (!aligns(ku[s].op) || ku[s].op != kv[s].op) continue;
+          d.push_back((ku[s].end + cu.to_own_ns + int64_t(cu.offset_ns)) - (kv[s].end + cv.to_own_ns));
+        }
+        if (d.empty()) continue;
+        const int64_t med = median_of(d);
+        std::vector<int64_t> dev;
+        for (int64_t x : d) dev.push_back(std::abs(x - med));
+        cv.offset_ns = double(med);
+        cv.residual_ns = double(median_of(dev));
+        cv.matched = int64_t(d.size());
+        cv.alignment = fmt::format("end times of {} all-reduce/all-gather kernels matched with rank {} on nccl{}", d.size(), cu.rank, k);
+        cv.placed = true;
+        queue.push_back(v);
+      }
+    }
+  }
+  for (RankChoice& c : choices) {
+    if (!c.placed) {
+      c.alignment = "session start only: no all-reduce or all-gather shared with an aligned rank";
+      c.residual_ns = -1;
+    }
+  }
+
+  // --- communicators: one per NCCL stream ordinal -----------------------------------------------
+  std::vector<std::string> comm_names;
+  std::vector<std::vector<int>> comm_members(max_streams);
+  for (size_t k = 0; k < max_streams; ++k) comm_names.push_back(fmt::format("nccl{}", k));
+  for (const RankChoice& c : choices) {
+    for (size_t k = 0; k < c.process->nccl_streams.size(); ++k) comm_members[k].push_back(c.rank);
+  }
+
+  // --- pass 2 -----------------------------------------------------------------------------------
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec) return io_error(fmt::format("{}: cannot create the run directory: {}", run_dir.string(), ec.message()));
+  for (const auto& f : files) {
+    if (fs::equivalent(f, run_dir, ec)) return invalid_argument("the run directory is one of the exports");
+  }
+  // Only a directory that is empty of runs, or holds an earlier import, is written: a probe's run
+  // directory is never overwritten.
+  if (fs::exists(run_dir / format::kRunMetadataFile)) {
+    auto old = format::read_run_metadata(run_dir);
+    if (!old.ok() || old->program != "rankscope import-nsys") {
+      return invalid_argument(fmt::format("{} holds a run written by {}; import into another directory", run_dir.string(),
+                                          old.ok() ? "'" + old->program + "'" : "another program (its run.json does not read)"));
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+      if (format::rank_of_file(e.path(), ".events") || format::rank_of_file(e.path(), ".flight")) {
+        return invalid_argument(fmt::format("{} holds rank files but no run.json; import into an empty directory", run_dir.string()));
+      }
+    }
+  }
+  remove_stale_outputs(run_dir);
+  uint32_t h = 2166136261u;
+  for (const auto& f : files) h = fnv1a(fs::absolute(f).string(), h);
+  const std::string run_id = fmt::format("nsys-{:08x}", h);
+
+  format::RunMetadata meta;
+  meta.run_id = run_id;
+  meta.program = "rankscope import-nsys";
+  meta.command_line = options.command_line;
+  meta.world_size = world;
+  meta.tp = 1;
+  meta.dp = world;
+  // Written first (an interrupted import is recognised and redone), completed at the end.
+  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
+
+  summary.world_size = world;
+  summary.ranks.resize(choices.size());
+  std::vector<std::vector<size_t>> by_file(files.size());
+  for (size_t i = 0; i < choices.size(); ++i) by_file[choices[i].file].push_back(i);
+  std::vector<Status> errors(files.size());
+  parallel_for(files.size(), options.threads, [&](size_t f) {
+    if (by_file[f].empty()) return;
+    ExportInfo info;
+    auto db = open_export(files[f], info);
+    if (!db.ok()) {
+      errors[f] = db.status();
+      return;
+    }
+    std::set<uint64_t> processes;
+    for (size_t i : by_file[f]) processes.insert(choices[i].process->key);
+    auto rows = load_process_rows(**db, info, processes);
+    if (!rows.ok()) {
+      errors[f] = rows.status();
+      return;
+    }
+    const ExportScan& scan = **scans[f];
+    for (size_t i : by_file[f]) {
+      const RankChoice& c = choices[i];
+      RankProvenance& prov = summary.ranks[i];
+      prov.rank = c.rank;
+      prov.file = files[f].string();
+      prov.host = info.host;
+      prov.pid = c.process->pid;
+      prov.nsys_version = info.product_version;
+      prov.schema_version = info.schema_version;
+      prov.identity = c.identity;
+      prov.session_start_utc_ns = info.utc_epoch_ns;
+      prov.alignment = c.alignment;
+      prov.offset_ms = c.offset_ns / 1e6;
+      prov.residual_ms = c.residual_ns < 0 ? -1 : c.residual_ns / 1e6;
+      prov.warnings = info.warnings;
+      for (const auto& w : file_warnings[f]) prov.warnings.push_back(w);
+      prov.diagnostics = info.diagnostics;
+      if (info.diagnostic_count > int64_t(info.diagnostics.size())) {
+        prov.diagnostics.push_back(fmt::format("... {} diagnostics in all", info.diagnostic_count));
+      }
+      RankPlan plan;
+      plan.rank = c.rank;
+      plan.world_size = world;
+      plan.process = c.process->key;
+      plan.to_own_ns = c.to_own_ns;
+      plan.session_zero_ts = scan.absolute_timestamps ? info.utc_epoch_ns : 0;
+      plan.clock = format::ClockRecord{int64_t(c.offset_ns), c.residual_ns < 0 ? -1 : int64_t(c.residual_ns),
+                                       c.to_own_ns, uint32_t(c.matched), 0};
+      plan.run_id = run_id;
+      plan.host = info.host;
+      plan.comm_names = comm_names;
+      plan.comm_members = comm_members;
+      plan.run_dir = run_dir;
+      Status st = build_rank(info, *rows, plan, options, prov);
+      if (!st.ok()) {
+        errors[f] = st;
+        return;
+      }
+    }
+  });
+  for (const Status& st : errors) {
+    if (!st.ok()) return st;
+  }
+
+  // --- run.json -----------------------------------------------------------------------------------
+  for (size_t k = 0; k < comm_names.size(); ++k) meta.groups.push_back({comm_names[k], comm_members[k]});
+  format::CommGroup all{"world", {}};
+  for (int r = 0; r < world; ++r) all.ranks.push_back(r);
+  meta.groups.push_back(all);
+  meta.hosts.assign(size_t(world), "");
+  int64_t created = INT64_MAX;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    meta.hosts[size_t(choices[i].rank)] = summary.ranks[i].host;
+    const ExportScan& scan = **scans[choices[i].file];
+    if (scan.info.has_session_start) created = std::min(created, scan.info.utc_epoch_ns);
+  }
+  meta.created_ns = created == INT64_MAX ? 0 : created;
+  if (options.seq_len > 0) meta.training["seq_len"] = options.seq_len;
+  if (options.batch > 0) meta.training["batch"] = options.batch;
+  if (!summary.ranks.empty()) {
+    meta.versions["nsys"] = summary.ranks.front().nsys_version;
+    meta.versions["nsys_export_schema"] = summary.ranks.front().schema_version;
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  meta.extra["source"] = provenance_json(summary);
+  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
+  return summary;
+}
+
+nlohmann::json provenance_json(const ImportSummary& s) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankProvenance& p : s.ranks) {
+    ranks.push_back({{"rank", p.rank},
+                     {"file", p.file},
+                     {"host", p.host},
+                     {"pid", p.pid},
+                     {"nsys_version", p.nsys_version},
+                     {"schema_version", p.schema_version},
+                     {"identity", p.identity},
+                     {"session_start_utc_ns", p.session_start_utc_ns},
+                     {"alignment", {{"method", p.alignment}, {"offset_ms", p.offset_ms}, {"residual_ms", p.residual_ms}}},
+                     {"steps_from", p.steps_from},
+                     {"steps", p.steps},
+                     {"ranges", p.ranges},
+                     {"kernels", p.kernels},
+                     {"collectives", p.collectives},
+                     {"flags", {{"open_ended", p.open_ended}, {"negative_start", p.negative_start},
+                                {"cross_thread", p.cross_thread}, {"unlaunched_ops", p.unlaunched_ops}}},
+                     {"flagged", p.flagged},
+                     {"warnings", p.warnings},
+                     {"diagnostics", p.diagnostics}});
+  }
+  return {{"kind", "nsys"}, {"world_size", s.world_size}, {"ranks", ranks}, {"warnings", s.warnings}};
+}
+
+std::string provenance_text(const nlohmann::json& source) {
+  if (!source.is_object() || source.value("kind", "") != "nsys" || !source.contains("ranks")) return "";
+  const auto& ranks = source["ranks"];
+  std::string out = fmt::format("imported from Nsight Systems: {} exports\n", ranks.size());
+  std::string steps_from;
+  for (const auto& r : ranks) {
+    const std::string s = r.value("steps_from", "");
+    if (steps_from.empty()) steps_from = s;
+    else if (s != steps_from) steps_from = "differs by rank (see run.json source.ranks)";
+  }
+  if (!steps_from.empty()) out += fmt::format("steps from {}\n", steps_from);
+  out += fmt::format("{:>5} {:<28} {:<14} {:<14} {:<8} {:>10} {:>9}  {}\n", "rank", "file", "host", "nsys", "schema", "offset_ms",
+                     "error_ms", "alignment; identity");
+  size_t shown = 0;
+  for (const auto& r : ranks) {
+    if (shown++ == 16) {
+      out += fmt::format("  ... {} more ranks in run.json (source.ranks)\n", ranks.size() - 16);
+      break;
+    }
+    std::string file = fs::path(r.value("file", "")).filename().string();
+    if (file.size() > 28) file = "..." + file.substr(file.size() - 25);
+    const auto& a = r["alignment"];
+    const double err = a.value("residual_ms", 0.0);
+    out += fmt::format("{:>5} {:<28} {:<14} {:<14} {:<8} {:>10.3f} {:>9}  {}; {}\n", r.value("rank", -1), file,
+                       r.value("host", ""), r.value("nsys_version", ""), r.value("schema_version", ""), a.value("offset_ms", 0.0),
+                       err < 0 ? std::string("?") : fmt::format("{:.3f}", err), a.value("method", ""), r.value("identity", ""));
+  }
+  int64_t open = 0, neg = 0, cross = 0;
+  for (const auto& r : ranks) {
+    open += r["flags"].value("open_ended", int64_t(0));
+    neg += r["flags"].value("negative_start", int64_t(0));
+    cross += r["flags"].value("cross_thread", int64_t(0));
+  }
+  if (open + neg + cross > 0) {
+    out += fmt::format("flagged ranges: {} open at the end of the capture, {} started before it, {} ended on another thread "
+                       "(kept; not projected onto kernels)\n", open, neg, cross);
+  }
+  for (const auto& w : source.value("warnings", nlohmann::json::array())) out += fmt::format("warning: {}\n", w.get<std::string>());
+  return out;
+}
+
+}  // namespace rankscope::nsys
