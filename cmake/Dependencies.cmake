@@ -56,7 +56,8 @@ function(rankscope_contract_only target)
   set_property(GLOBAL APPEND PROPERTY RANKSCOPE_CONTRACT_ONLY_TARGETS ${target})
 endfunction()
 
-# Adds a GoogleTest executable registered with CTest. LABELS is optional (e.g. gpu, bench, mpi).
+# Adds a GoogleTest executable registered with CTest. LABELS is optional (e.g. gpu, bench, mpi);
+# the pseudo-label SERIAL is not a label: it makes the tests run alone (timing under contention).
 function(rankscope_add_gtest name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
@@ -69,6 +70,10 @@ function(rankscope_add_gtest name)
   set(lock "")
   if("mpi" IN_LIST T_LABELS)
     set(lock RESOURCE_LOCK mpirun)
+  endif()
+  if("SERIAL" IN_LIST T_LABELS)
+    list(REMOVE_ITEM T_LABELS SERIAL)
+    list(APPEND lock RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}" ${lock})
 endfunction()

@@ -27,7 +27,8 @@ int64_t typical_step(const std::vector<RankSteps>& steps);
 // explains it ("" for range_specific and outside_ranges, whose findings say it already).
 struct SlowdownShape {
   std::string cls;                        // uniform_slowdown | range_specific | communication | outside_ranges
-  double factor = 1, factor_p25 = 1, factor_p75 = 1;  // its range times over its peers' medians
+  double factor = 1, factor_p25 = 1, factor_p75 = 1;  // leaf-range time over its peers' medians: overall, and the
+                                                      // time-weighted quartiles of the per-range ratios
   int ranges_compared = 0;
   std::vector<std::string> slower_ranges;
   std::string text;

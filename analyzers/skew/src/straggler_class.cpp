@@ -1,6 +1,7 @@
 // straggler_class.cpp — why a slow rank is slow, in one of four classes:
-//   - uniform_slowdown: most of its ranges are slower than its peers' by a similar factor. The
-//     cause is the rank's host or device (a shared or throttled core, a slow node), not the code;
+//   - uniform_slowdown: most of its ranges (by time) are slower than its peers', the excess spread
+//     over them rather than carried by one. The cause is the rank's host or device (a shared or
+//     throttled core, a slow node), not the code;
 //   - range_specific: one range or a few carry the excess (today's finding: name them);
 //   - communication: its compute matches its peers' but its transfer time inside collectives is up
 //     (its link, its NIC, its PCIe);
@@ -8,6 +9,7 @@
 // Is not: deciding whether a rank is slow (skew_findings.cpp) nor the wording of the rest.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -18,27 +20,50 @@
 namespace rankscope::analyzers {
 namespace {
 
-constexpr double kMinPeerMs = 0.5;      // ranges cheaper than this are noise in a ratio
-constexpr double kSlowerRatio = 1.25;   // a range counts as slower past this
-constexpr double kMostRanges = 0.6;     // "most ranges"
-constexpr double kSimilarSpread = 1.6;  // p75/p25 of the ratios: "by a similar factor"
+constexpr double kMinPeerMs = 0.5;       // ranges cheaper than this are noise in a ratio
+constexpr double kSlowerRatio = 1.25;    // a range counts as slower past this
+constexpr double kMostTime = 0.5;        // "most ranges", by the time they take
+constexpr double kSpreadExcess = 0.5;    // no one range carries more than this share of the excess
 
-double quantile(std::vector<double> v, double q) {
+struct Weighted {
+  double ratio, weight;
+};
+
+// q-quantile of the ratios, each counted by its weight.
+double weighted_quantile(std::vector<Weighted> v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * double(v.size() - 1);
-  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+  std::sort(v.begin(), v.end(), [](const Weighted& a, const Weighted& b) { return a.ratio < b.ratio; });
+  double total = 0;
+  for (const auto& w : v) total += w.weight;
+  double seen = 0;
+  for (const auto& w : v) {
+    seen += w.weight;
+    if (seen >= q * total) return w.ratio;
+  }
+  return v.back().ratio;
+}
+
+// A range none of whose children was recorded: parents would count their children's time twice.
+bool is_leaf(const std::map<std::string, double>& ranges, const std::string& name) {
+  auto it = ranges.upper_bound(name);
+  return it == ranges.end() || it->first.compare(0, name.size() + 1, name + "/") != 0;
 }
 
 }  // namespace
 
+// Ranges are compared at their leaves and weighted by the time they take. On a core shared by time
+// slices, a range shorter than the scheduler's slice often runs whole inside one and looks
+// unaffected while longer ones take twice as long: per-range ratios are bimodal (seen with a busy
+// process beside a rank: GEMMs of 1-3 ms at 1.0x, GELU and softmax of 4-20 ms at 2.0x). What marks a
+// uniform slowdown is that most of the rank's time is slower and that no single range carries the
+// excess; what marks a range-specific one is that one range does.
 SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::vector<int>& peers, bool own_cause) {
   SlowdownShape s;
-  std::vector<double> ratios;
+  std::vector<Weighted> ratios;
+  double mine_total = 0, peer_total = 0, slower_time = 0, excess_total = 0, excess_max = 0;
   const auto& mine = report.ranks[size_t(rank)].range_compute_ms;
   for (const auto& [range, ms] : mine) {
-    if (range == "step") continue;
+    if (range == "step" || !is_leaf(mine, range)) continue;
     std::vector<double> theirs;
     for (int p : peers)
       if (auto it = report.ranks[size_t(p)].range_compute_ms.find(range); it != report.ranks[size_t(p)].range_compute_ms.end())
@@ -46,21 +71,28 @@ SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::v
     const double peer = median(std::move(theirs));
     if (peer < kMinPeerMs) continue;
     const double r = ms / peer;
-    ratios.push_back(r);
-    if (r >= kSlowerRatio) s.slower_ranges.push_back(range);
+    ratios.push_back({r, peer});
+    mine_total += ms;
+    peer_total += peer;
+    if (r >= kSlowerRatio) s.slower_ranges.push_back(range), slower_time += peer;
+    const double excess = std::max(0.0, ms - peer);
+    excess_total += excess;
+    excess_max = std::max(excess_max, excess);
   }
   s.ranges_compared = int(ratios.size());
-  s.factor = median(ratios);
-  s.factor_p25 = quantile(ratios, 0.25);
-  s.factor_p75 = quantile(ratios, 0.75);
-  const bool most = s.ranges_compared >= 3 && double(s.slower_ranges.size()) >= kMostRanges * s.ranges_compared;
-  const bool similar = s.factor_p25 > 0 && s.factor_p75 / s.factor_p25 <= kSimilarSpread;
-  if (most && similar && s.factor >= kSlowerRatio) {
+  s.factor = peer_total > 0 ? mine_total / peer_total : 1.0;
+  s.factor_p25 = weighted_quantile(ratios, 0.25);
+  s.factor_p75 = weighted_quantile(ratios, 0.75);
+  const double slower_share = peer_total > 0 ? slower_time / peer_total : 0.0;
+  const bool most = s.ranges_compared >= 3 && s.slower_ranges.size() >= 3 && slower_share >= kMostTime;
+  const bool spread = excess_total > 0 && excess_max <= kSpreadExcess * excess_total;
+  if (most && spread && s.factor >= kSlowerRatio) {
     s.cls = "uniform_slowdown";
     s.text = fmt::format(
-        "; class uniform slowdown: {} of its {} ranges are slower, by {:.2f}x (middle half {:.2f}x-{:.2f}x), so the "
-        "cause is the rank's host or device (a shared or throttled core, a slow node), not the code",
-        s.slower_ranges.size(), s.ranges_compared, s.factor, s.factor_p25, s.factor_p75);
+        "; class uniform slowdown: {} of its {} ranges, {:.0f}% of its time, are slower, by {:.2f}x overall (middle "
+        "half {:.2f}x-{:.2f}x), so the cause is the rank's host or device (a shared or throttled core, a slow node), "
+        "not the code",
+        s.slower_ranges.size(), s.ranges_compared, 100 * slower_share, s.factor, s.factor_p25, s.factor_p75);
     return s;
   }
   if (own_cause) {

@@ -1,0 +1,108 @@
+// skew_contention_e2e_test.cpp — a real straggler nobody injected (issue 15, point 1): two ranks
+// pinned one per core (`mpirun --bind-to core`), and a busy process pinned to rank 1's core, so
+// rank 1 gets about half a core for every range it runs. `rankscope skew` must call that a
+// uniform slowdown (the rank's host, not its code) with a factor near 2, not a range-specific
+// finding about whichever range happens to precede the collective. Label mpi; runs alone (its
+// own ctest RUN_SERIAL) because any other test on the machine would contend for the same cores.
+// Skips on a machine with fewer than two usable cores.
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "train_job.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// The usable CPUs in order; mpirun --map-by core puts rank r on the r-th of them.
+std::vector<int> usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// A process spinning on one CPU until killed.
+class BusyProcess {
+ public:
+  explicit BusyProcess(int cpu) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      sched_setaffinity(0, sizeof set, &set);
+      volatile unsigned long spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+  ~BusyProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
+TEST(SkewContentionE2E, RankSharingItsCoreWithABusyProcessIsAUniformSlowdown) {
+  const std::vector<int> cpus = usable_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two usable cores, has " << cpus.size();
+  const fs::path dir = e2e::fresh_run_dir("skew_contention_rank1");
+  // Waiting ranks yield their core: rank 0 waits for rank 1 at every collective.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+  std::vector<std::string> argv = {e2e::mpirun_path(), "-np", "2", "--bind-to", "core", "--map-by", "core",
+                                   "-x", "OMP_NUM_THREADS=1", "-x", "OMPI_MCA_mpi_yield_when_idle=1",
+                                   e2e::gpt2_train_path()};
+  for (const char* a : {"--model", "tiny", "--tp", "2", "--vocab-size", "1024", "--data", "synthetic:zipf", "--seq-len", "256",
+                        "--batch", "8", "--steps", "14", "--quiet", "--run-dir"})
+    argv.push_back(a);
+  argv.push_back(dir.string());
+  std::string out;
+  {
+    BusyProcess busy(cpus[1]);
+    ASSERT_EQ(e2e::run_to_end(argv, dir, 400s, &out), 0) << out;
+  }
+  SkewOptions after_warmup;
+  after_warmup.first_step = 3;
+  auto report = analyze_skew(dir, after_warmup);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  for (const auto& f : report->findings) std::printf("finding: [%s %.1f ms/step] %s\n", f.cls.c_str(), f.cost_ms_per_step, f.text.c_str());
+  std::printf("compute per step: rank 0 %.1f ms, rank 1 %.1f ms\n", report->ranks[0].compute_ms, report->ranks[1].compute_ms);
+  const Finding* straggler = nullptr;
+  for (const auto& f : report->findings) {
+    if ((f.kind == "late_arrival" || f.kind == "straggler") && !f.ranks.empty()) {
+      straggler = &f;
+      break;
+    }
+  }
+  ASSERT_NE(straggler, nullptr) << "no straggler finding";
+  EXPECT_EQ(straggler->ranks.front(), 1) << straggler->text;
+  EXPECT_EQ(straggler->cls, "uniform_slowdown") << straggler->text;
+  EXPECT_GT(straggler->slowdown_factor, 1.4) << straggler->text;
+  EXPECT_LT(straggler->slowdown_factor, 3.5) << straggler->text;
+  EXPECT_GT(report->ranks[1].compute_ms, 1.4 * report->ranks[0].compute_ms);
+}
+
+}  // namespace
+}  // namespace rankscope::analyzers
