@@ -181,7 +181,9 @@ TEST(Forecast, ExactQuadraticIsForecastExactlyAndTheIntervalWidensBeyondTheData)
   const std::vector<double> T = {128, 256, 512}, y = {t(128), t(256), t(512)};
   const Estimate exact = forecast_quadratic(T, y, 2048, 0.0);
   EXPECT_NEAR(exact.value, t(2048), 1e-6);
-  EXPECT_NEAR(exact.high - exact.low, 0.0, 1e-6);  // three points, no noise: nothing to size it by
+  // Three points, no noise: nothing but the model-error floor beyond the data (10% each side).
+  EXPECT_NEAR(exact.high - exact.low, 0.2 * t(2048), 1e-6);
+  EXPECT_NEAR(forecast_quadratic(T, y, 384, 0.0).high, t(384), 1e-6);  // inside the data: no floor
   // With measured noise the interval grows with the leverage, far faster beyond the data.
   const Estimate near = forecast_quadratic(T, y, 512, 0.1), far = forecast_quadratic(T, y, 4096, 0.1);
   EXPECT_LT(near.high - near.low, far.high - far.low);

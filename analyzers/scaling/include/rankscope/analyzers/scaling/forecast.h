@@ -5,8 +5,9 @@
 // is s * sqrt(1 + h0), with h0 the fit's leverage at T (quadratic_fit.h: it grows as T^4 beyond the
 // data) and s from the fit's residuals, or the measured noise of the points where that is larger
 // (the median rank's median step minus its fastest, over the square root of its steps), so a three-point sweep, which a
-// quadratic fits exactly, still gets an honest width. The range whose T^2 term contributes most to
-// the forecast step is named with its share. Is not: a model of memory per range (only the process
+// quadratic fits exactly, still gets an honest width; beyond the largest swept T the half-width is
+// at least 10% of the value (what a 3-term fit cannot know about effects past the sweep's top).
+// The range whose T^2 term contributes most to the forecast step is named with its share. Is not: a model of memory per range (only the process
 // peak is measured) or of effects the sweep never saw (a cache or memory cliff past its top).
 #pragma once
 
