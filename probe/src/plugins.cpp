@@ -22,7 +22,7 @@ PluginReport attach_default_plugins(Probe& probe, bool gpu_in_use) {
 
 #if RANKSCOPE_PROBE_HAVE_NVTX
   if (options.nvtx) {
-    probe.add_range_sink(make_nvtx_range_sink());
+    probe.add_range_sink(make_nvtx_range_sink(probe.rank(), probe.world_size()));
     report.nvtx = true;
   } else {
     off.push_back("NVTX ranges off (RANKSCOPE_NVTX=0)");

@@ -1,7 +1,8 @@
 // nvtx_test_injection.cpp — a minimal NVTX tool library for tests (loaded via NVTX_INJECTION64_PATH).
 //
 // Is: the injection entry point NVTX calls on first use; it swaps the core-2 (domain) push, pop
-// and domain-create slots for functions that append "push <domain> <message>" / "pop <domain>" to
+// mark and domain-create slots for functions that append "push <domain> <message>" / "pop <domain>" /
+// "mark <domain> <message> [int64 payload]" to
 // the file named by RANKSCOPE_NVTX_TEST_LOG, so a test can see what an nsys-like tool would see.
 // Is not: a profiler; nothing but tests loads it.
 #include <nvtx3/nvToolsExt.h>
@@ -48,6 +49,15 @@ int NVTX_API push(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attrib
   return 0;
 }
 
+void NVTX_API mark(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  std::string message = attributes && attributes->messageType == NVTX_MESSAGE_TYPE_ASCII && attributes->message.ascii
+                            ? attributes->message.ascii
+                            : "?";
+  if (attributes && attributes->payloadType == NVTX_PAYLOAD_TYPE_INT64)
+    message += " " + std::to_string(attributes->payload.llValue);
+  append_line("mark " + domain_name(domain) + " " + message + "\n");
+}
+
 int NVTX_API pop(nvtxDomainHandle_t domain) {
   append_line("pop " + domain_name(domain) + "\n");
   return 0;
@@ -65,5 +75,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   *table[NVTX_CBID_CORE2_DomainCreateA] = reinterpret_cast<NvtxFunctionPointer>(&create_domain);
   *table[NVTX_CBID_CORE2_DomainRangePushEx] = reinterpret_cast<NvtxFunctionPointer>(&push);
   *table[NVTX_CBID_CORE2_DomainRangePop] = reinterpret_cast<NvtxFunctionPointer>(&pop);
+  *table[NVTX_CBID_CORE2_DomainMarkEx] = reinterpret_cast<NvtxFunctionPointer>(&mark);
   return 1;
 }

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rankscope/format/clock.h"
+
 #include "probe_test_util.h"
 #include "rankscope/probe/nvtx_range_sink.h"
 #include "rankscope/probe/plugins.h"
@@ -23,7 +25,7 @@ TEST(ProbeNvtx, RangesReachAnNvtxToolInTheRankscopeDomain) {
   auto created = Probe::create(testing::test_options(dir.path() / "run"));
   ASSERT_TRUE(created.ok());
   Probe& probe = **created;
-  probe.add_range_sink(make_nvtx_range_sink());
+  probe.add_range_sink(make_nvtx_range_sink(1, 4));
   probe.begin_step(0);
   {
     ScopedRange a(&probe, "forward/block0/attn");
@@ -35,9 +37,18 @@ TEST(ProbeNvtx, RangesReachAnNvtxToolInTheRankscopeDomain) {
   std::ifstream in(log);
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string expected = "push rankscope forward/block0/attn\npush rankscope " + std::string(63, 'x') +
-                         "\npop rankscope\npop rankscope\n";
-  EXPECT_EQ(ss.str(), expected);
+  // The rank mark once; a sync mark carrying the probe's clock after the top-level (no '/') push.
+  const int64_t before = rankscope::now_unix_ns();
+  std::string text = ss.str();
+  const std::string head = "mark rankscope rankscope:rank=1/4\npush rankscope forward/block0/attn\npush rankscope " +
+                           std::string(63, 'x') + "\nmark rankscope rankscope:sync ";
+  ASSERT_EQ(text.substr(0, head.size()), head) << text;
+  const size_t eol = text.find('\n', head.size());
+  ASSERT_NE(eol, std::string::npos) << text;
+  const int64_t payload = std::stoll(text.substr(head.size(), eol - head.size()));
+  EXPECT_GT(payload, before - int64_t(60e9));  // the probe's clock (unix ns), read a moment ago
+  EXPECT_LE(payload, before);
+  EXPECT_EQ(text.substr(eol + 1), "pop rankscope\npop rankscope\n");
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ namespace rankscope::probe {
 
 inline constexpr const char* kNvtxDomainName = "rankscope";
 
-std::unique_ptr<RangeSink> make_nvtx_range_sink();
+// With a rank (>= 0) and world size, it also marks `rankscope:rank=R/W` once and `rankscope:sync`
+// (payload: the probe's clock, ns) at each top-level range, for `rankscope import-nsys`.
+std::unique_ptr<RangeSink> make_nvtx_range_sink(int rank = -1, int world_size = 0);
 
 }  // namespace rankscope::probe
