@@ -433,6 +433,18 @@ Result<ProcessRows> load_process_rows(Database& db, const ExportInfo& info, cons
     }
     if (!s.done_ok()) return corrupt(fmt::format("{}: reading CUPTI_ACTIVITY_KIND_RUNTIME failed: {}", info.file.string(), db.error()));
   }
+  // Kernels, memcpys and memsets share their first six columns: start, end, globalPid,
+  // correlationId, streamId, deviceId.
+  auto gpu_op_columns = [](Statement& s, uint64_t process) {
+    GpuOp op;
+    op.start = s.i64(0);
+    op.end = s.i64(1);
+    op.process = process;
+    op.correlation = uint32_t(s.i64(3));
+    op.stream = uint32_t(s.i64(4));
+    op.device = uint32_t(s.i64(5));
+    return op;
+  };
   if (!info.kernel.empty()) {
     RS_ASSIGN_OR_RETURN(Statement s, db.prepare(fmt::format(
         "SELECT start, \"end\", globalPid, correlationId, streamId, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
@@ -440,13 +452,7 @@ Result<ProcessRows> load_process_rows(Database& db, const ExportInfo& info, cons
     while (s.step()) {
       const uint64_t key = process_key(s.u64(2));
       if (!wanted(key)) continue;
-      GpuOp op;
-      op.start = s.i64(0);
-      op.end = s.i64(1);
-      op.process = key;
-      op.correlation = uint32_t(s.i64(3));
-      op.stream = uint32_t(s.i64(4));
-      op.device = uint32_t(s.i64(5));
+      GpuOp op = gpu_op_columns(s, key);
       auto name_of = [&](int c) -> uint32_t { return s.null(c) ? 0 : s.is_text(c) ? intern(s.text(c)) : intern_id(s.i64(c)); };
       op.short_name = name_of(6);
       op.name = name_of(7);
@@ -468,13 +474,7 @@ Result<ProcessRows> load_process_rows(Database& db, const ExportInfo& info, cons
     while (s.step()) {
       const uint64_t key = process_key(s.u64(2));
       if (!wanted(key)) continue;
-      GpuOp op;
-      op.start = s.i64(0);
-      op.end = s.i64(1);
-      op.process = key;
-      op.correlation = uint32_t(s.i64(3));
-      op.stream = uint32_t(s.i64(4));
-      op.device = uint32_t(s.i64(5));
+      GpuOp op = gpu_op_columns(s, key);
       op.name = op.short_name = name;
       op.kind = which == 0 ? GpuOpKind::kMemcpy : GpuOpKind::kMemset;
       see(op.end);
