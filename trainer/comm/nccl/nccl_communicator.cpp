@@ -34,6 +34,15 @@ Status nccl_status(ncclResult_t r, const char* what) {
 #define RS_CUDA_CHECK(expr) RS_RETURN_IF_ERROR(cuda_status((expr), #expr))
 #define RS_NCCL_CHECK(expr) RS_RETURN_IF_ERROR(nccl_status((expr), #expr))
 
+// Every communicator carries our group name (tp0, dp1, ep0...) as ncclConfig_t.commName, so that NCCL's
+// own logs, RAS and profiler plugins (ours included: it names communicators by it) say which group it is.
+// NCCL copies the string during init; `name` only has to outlive the call.
+ncclConfig_t named_config(const std::string& name) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.commName = name.c_str();
+  return config;
+}
+
 rankscope::Result<ncclDataType_t> nccl_type(DataType dt) {
   switch (dt) {
     case DataType::kFloat32: return ncclFloat32;
@@ -214,7 +223,8 @@ class NcclCommunicatorImpl final : public NcclCommunicator {
 
   std::unique_ptr<Communicator> split(const std::string& name, int color, int key) override {
     ncclComm_t child = nullptr;
-    Status s = nccl_status(ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, nullptr),
+    ncclConfig_t config = named_config(name);
+    Status s = nccl_status(ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config),
                            "ncclCommSplit");
     if (!s.ok() || child == nullptr) {
       if (!s.ok()) std::fprintf(stderr, "rankscope nccl: WARN split of %s into %s failed: %s\n", name_.c_str(),
@@ -344,7 +354,8 @@ rankscope::Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(cons
   }
   std::copy(bytes.begin(), bytes.end(), std::begin(id.internal));
   ncclComm_t comm = nullptr;
-  RS_NCCL_CHECK(ncclCommInitRank(&comm, options.size, id, options.rank));
+  ncclConfig_t config = named_config(options.name);
+  RS_NCCL_CHECK(ncclCommInitRankConfig(&comm, options.size, id, options.rank, &config));
   auto impl = std::make_unique<NcclCommunicatorImpl>(options.name, comm, options);
   RS_RETURN_IF_ERROR(impl->init());
   return std::unique_ptr<NcclCommunicator>(std::move(impl));
