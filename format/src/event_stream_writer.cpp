@@ -26,15 +26,7 @@ void put_array(std::vector<uint8_t>& out, std::span<const T> items) {
   out.insert(out.end(), p, p + items.size_bytes());
 }
 
-}  // namespace
-
-Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::filesystem::path& file,
-                                                                     const EventStreamHeader& header, FdPolicy policy) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error(fmt::format("cannot create {}: {}", file.string(), std::strerror(errno)));
-  std::unique_ptr<EventStreamWriter> w(new EventStreamWriter());
-  w->fd_ = fd;
-  w->path_ = file.string();
+void put_file_header(std::vector<uint8_t>& out, const EventStreamHeader& header) {
   events::FileHeader fh{};
   std::memcpy(fh.magic, kEventsMagic, sizeof(kEventsMagic));
   fh.schema_version = kEventsSchemaVersion;
@@ -43,7 +35,32 @@ Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::
   fh.world_size = header.world_size;
   fh.created_ns = header.created_ns;
   header.run_id.copy(fh.run_id, sizeof(fh.run_id) - 1);
-  put(w->buffer_, fh);
+  put(out, fh);
+}
+
+}  // namespace
+
+std::unique_ptr<EventStreamWriter> EventStreamWriter::create_in_memory(const EventStreamHeader& header) {
+  std::unique_ptr<EventStreamWriter> w(new EventStreamWriter());
+  w->in_memory_ = true;
+  put_file_header(w->buffer_, header);
+  return w;
+}
+
+std::vector<uint8_t> EventStreamWriter::take_bytes() {
+  std::vector<uint8_t> out;
+  if (in_memory_) out.swap(buffer_);
+  return out;
+}
+
+Result<std::unique_ptr<EventStreamWriter>> EventStreamWriter::create(const std::filesystem::path& file,
+                                                                     const EventStreamHeader& header, FdPolicy policy) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(fmt::format("cannot create {}: {}", file.string(), std::strerror(errno)));
+  std::unique_ptr<EventStreamWriter> w(new EventStreamWriter());
+  w->fd_ = fd;
+  w->path_ = file.string();
+  put_file_header(w->buffer_, header);
   RS_RETURN_IF_ERROR(w->flush());
   if (policy == FdPolicy::kOpenPerFlush) {
     ::close(w->fd_);
@@ -127,7 +144,7 @@ void EventStreamWriter::write_end(int64_t end_ns) {
 }
 
 Status EventStreamWriter::flush() {
-  if (buffer_.empty()) return {};
+  if (buffer_.empty() || in_memory_) return {};
   int fd = fd_;
   if (fd < 0) {  // kOpenPerFlush
     fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "nccl_plugin_events.h"
+
 namespace rankscope::format {
 namespace {
 
@@ -210,6 +212,16 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
       if (const auto* main = p->nvtx->main_thread(); main && !main->stack.empty()) merged.live.phase = main->stack.front().name;
     }
     if (merged.live.process_state == ProcessState::kStarting) merged.live.process_state = ProcessState::kRunning;
+    // Skew, export and startup read event streams; the plugin writes none, so one is rebuilt from
+    // the collective rings (nccl_plugin_events.h says what a step is then).
+    RebuiltEvents events = rebuild_events_from_rings(merged, world);
+    if (events.steps == 0)
+      run.problems.push_back(fmt::format("rank {}: no step could be rebuilt from its collective records ({} on {}{})",
+                                         p->rank, events.anchor.empty() ? "none" : "no repeating pattern",
+                                         events.anchor.empty() ? "any communicator" : events.anchor,
+                                         events.anchor.empty() ? "" : "; a job needs two whole iterations in the ring"));
+    rf.rebuilt_events = std::make_shared<const std::vector<uint8_t>>(std::move(events.bytes));
+    meta.created_ns = meta.created_ns == 0 ? merged.start_ns : std::min(meta.created_ns, merged.start_ns);
     rf.flight = std::move(merged);
     if (!p->process_json.is_null() && meta.command_line.empty() && p->process_json.contains("command_line") &&
         p->process_json["command_line"].is_array()) {

@@ -14,6 +14,14 @@ int RunDirectory::ranks_readable() const {
   return int(std::count_if(ranks.begin(), ranks.end(), [](const RankFiles& r) { return r.flight.has_value(); }));
 }
 
+Result<EventStreamScan> scan_rank_events(const RankFiles& rank, EventStreamVisitor& visitor) {
+  if (!rank.events_path.empty()) return scan_event_stream(rank.events_path, visitor);
+  if (rank.rebuilt_events)
+    return scan_event_stream_bytes(*rank.rebuilt_events, fmt::format("rank {} (rebuilt from its recorders)", rank.rank),
+                                   visitor);
+  return not_found(fmt::format("rank {}: no event stream", rank.rank));
+}
+
 Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const OpenOptions& options) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) return not_found(fmt::format("{}: no such directory", dir.string()));

@@ -20,6 +20,8 @@
 // --hold-in gpu|transport|group_end moves the hold: the rank's GPU stream stops before its first
 // kernel of step S (its host goes on), every tp1 kernel of step S starts and none finishes, or the
 // rank stays inside ncclGroupEnd of its send/recv group.
+// --compute-ms M sleeps M ms of "host work" at the start of every step; --slow-rank R --slow-ms M
+// makes rank R's work M ms longer (a straggler every step: the others wait for it, nothing hangs).
 // --nvtx: the job's own NVTX ranges ("step", and "data/next_batch" where a rank holds), recorded
 // when NVTX_INJECTION64_PATH names librankscope-nvtx.so.
 // Is not: NCCL. It checks nothing itself: the tests run hangdoctor on the run directory.
@@ -81,6 +83,9 @@ struct Options {
   std::string hold_in;  // the job's own NVTX ranges: "step" per step, "data/next_batch" where it holds
   int reload_after = 2;
   uint64_t seed = 0x5eed;
+  int compute_ms = 0;   // every rank's host work before its first call of each step
+  int slow_rank = -1;   // this rank's step work takes slow_ms longer (a straggler, not a hang)
+  int slow_ms = 0;
 };
 
 // Shared by every rank (MAP_SHARED before fork): how far each member's GPU got on each communicator.
@@ -492,6 +497,8 @@ int rank_main(const Options& o, int rank) {
       g_shared->held.store(1);
       for (;;) pause();  // held back: in its own code, never calling NCCL again
     }
+    const int work_ms = o.compute_ms + (rank == o.slow_rank ? o.slow_ms : 0);
+    if (work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
     Comm& world = comms[0];
     Comm& tp = comms[1];
     Comm& dp = comms[2];
@@ -531,6 +538,9 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--hold-in") o.hold_in = next();
     else if (a == "--reload-after") o.reload_after = std::atoi(next());
     else if (a == "--seed") o.seed = std::strtoull(next(), nullptr, 0);
+    else if (a == "--compute-ms") o.compute_ms = std::atoi(next());
+    else if (a == "--slow-rank") o.slow_rank = std::atoi(next());
+    else if (a == "--slow-ms") o.slow_ms = std::atoi(next());
     else {
       std::fprintf(stderr, "fake_nccl_driver: unknown argument %s\n", a.c_str());
       return false;
@@ -547,7 +557,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: fake_nccl_driver --plugin SO --run-dir DIR [--abi 3|4|5] [--ranks N] [--tp N] [--steps N]\n"
-                 "         [--hold-rank R --hold-step S [--signal STOP|KILL]] [--callback-thread] [--reload]\n");
+                 "         [--hold-rank R --hold-step S [--signal STOP|KILL]] [--callback-thread] [--reload]\n"
+                 "         [--compute-ms M] [--slow-rank R --slow-ms M]\n");
     return 2;
   }
   void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +33,7 @@ namespace fs = std::filesystem;
 const std::string kDriver = FAKE_NCCL_DRIVER;
 const std::string kPlugin = NCCL_PLUGIN_SO;
 const std::string kHangdoctor = HANGDOCTOR_BIN;
+const std::string kRankscope = RANKSCOPE_BIN;
 
 fs::path fresh_dir(const std::string& name) {
   fs::path d = fs::path(RANKSCOPE_BINARY_DIR) / "tests" / "nccl_plugin_runs" / name;
@@ -98,14 +101,18 @@ void start_held(Driver& d, const std::vector<std::string>& args, int* culprit_pi
   *culprit_pid = std::stoi(line.substr(6));
 }
 
-nlohmann::json hangdoctor(const fs::path& dir, const std::string& extra = "--stuck-after 1") {
-  const std::string cmd = kHangdoctor + " " + dir.string() + " --json - --quiet " + extra + " 2>/dev/null";
+std::string output_of(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
   size_t n = 0;
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   pclose(p);
+  return out;
+}
+
+nlohmann::json hangdoctor(const fs::path& dir, const std::string& extra = "--stuck-after 1") {
+  const std::string out = output_of(kHangdoctor + " " + dir.string() + " --json - --quiet " + extra + " 2>/dev/null");
   auto j = nlohmann::json::parse(out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << out;
   return j;
@@ -318,5 +325,46 @@ TEST(NcclPluginHang, HeldBackInDataLoadingIsAHostStall) {
   EXPECT_EQ(j["ranks"][2]["range"], "data/next_batch");
 }
 #endif
+
+// No hang: rank 1's host work takes 30 ms longer every step, so its peers wait for it in their first
+// collective of each step. The plugin records no step and no range; skew and export read the event
+// streams rebuilt from the collective rings (one step = one period of the world all-reduce).
+TEST(NcclPluginSkew, SlowRankIsTheStragglerInSkewAndEveryRankIsInTheExport) {
+  const fs::path dir = fresh_dir("slow_rank");
+  ASSERT_EQ(run_to_end({kDriver, "--plugin", kPlugin, "--run-dir", dir.string(), "--abi", "5", "--ranks", "4", "--tp",
+                        "2", "--steps", "12", "--compute-ms", "5", "--slow-rank", "1", "--slow-ms", "30"}),
+            0);
+  auto run = rankscope::format::open_run_directory(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  for (const auto& rf : run->ranks) EXPECT_TRUE(rf.has_events()) << "rank " << rf.rank;
+
+  const std::string text = output_of(kRankscope + " skew " + dir.string() + " 2>&1");
+  const auto j = nlohmann::json::parse(output_of(kRankscope + " skew " + dir.string() + " --json - --quiet 2>/dev/null"),
+                                       nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  // 12 steps make 11 whole periods between world all-reduces; the first may be cut by warm-up.
+  EXPECT_GE(j["steps"]["count"].get<int>(), 9) << text;
+  ASSERT_FALSE(j["findings"].empty()) << text;
+  EXPECT_EQ(j["findings"][0]["ranks"], nlohmann::json::array({1})) << text;
+  // Its step is no longer than the others' (they wait for it), but its time outside collectives is.
+  double slow = 0, fast = 1e9;
+  for (const auto& r : j["ranks"]) {
+    const double ms = r["noncomm_ms_median"].get<double>();
+    if (r["rank"] == 1) slow = ms;
+    else fast = std::min(fast, ms);
+  }
+  EXPECT_GT(slow, fast + 20) << text;
+
+  const fs::path trace = dir / "trace.json";
+  const std::string exported = output_of(kRankscope + " export " + dir.string() + " --chrome " + trace.string() + " 2>&1");
+  std::ifstream in(trace);
+  const auto t = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(t.is_discarded()) << exported;
+  std::set<int> ranks_with_collectives;
+  for (const auto& e : t["traceEvents"])
+    if (e.value("ph", "") == "X" && e.value("cat", "").find("collective") != std::string::npos)
+      ranks_with_collectives.insert(e["pid"].get<int>());
+  EXPECT_EQ(ranks_with_collectives, (std::set<int>{0, 1, 2, 3})) << exported;
+}
 
 }  // namespace

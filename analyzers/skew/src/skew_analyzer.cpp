@@ -61,13 +61,13 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
 
   for (const format::RankFiles& files : run.ranks) {
     if (files.rank < 0 || files.rank >= run.world_size) continue;
-    if (files.events_path.empty()) {
+    if (!files.has_events()) {
       report.problems.push_back(fmt::format("rank {}: no event stream; it is left out of the report", files.rank));
       continue;
     }
     RankScan scan(files.rank, names, arrivals, options.first_step, options.last_step);
     scan.collect_expert_load(&expert_series);
-    auto scanned = format::scan_event_stream(files.events_path, scan);
+    auto scanned = format::scan_rank_events(files, scan);
     if (!scanned.ok()) {
       report.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().to_string()));
       continue;

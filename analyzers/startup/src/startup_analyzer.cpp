@@ -72,13 +72,13 @@ Result<StartupReport> analyze_startup(const std::filesystem::path& run_dir) {
     const auto& files = run.ranks[i];
     RankStartup r;
     r.rank = files.rank;
-    if (files.events_path.empty()) {
+    if (!files.has_events()) {
       r.problem = "no event stream";
       report.ranks.push_back(std::move(r));
       continue;
     }
     StartupVisitor v;
-    auto scan = format::scan_event_stream(files.events_path, v);
+    auto scan = format::scan_rank_events(files, v);
     if (!scan.ok()) {
       r.problem = scan.status().message();
       report.ranks.push_back(std::move(r));

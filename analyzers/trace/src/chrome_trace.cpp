@@ -166,7 +166,7 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
   EventSink sink(out);
   std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>> arrivals;
   for (const format::RankFiles& files : run.ranks) {
-    if (files.events_path.empty()) {
+    if (!files.has_events()) {
       summary.problems.push_back(fmt::format("rank {}: no event stream", files.rank));
       continue;
     }
@@ -175,7 +175,7 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
     sink.write({{"ph", "M"}, {"name", "process_name"}, {"pid", files.rank}, {"args", {{"name", label}}}});
     sink.write({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", files.rank}, {"args", {{"sort_index", files.rank}}}});
     RankExporter exporter(files.rank, t0, options, sink, arrivals);
-    auto scanned = format::scan_event_stream(files.events_path, exporter);
+    auto scanned = format::scan_rank_events(files, exporter);
     if (!scanned.ok()) {
       summary.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().to_string()));
       continue;

@@ -140,6 +140,11 @@ class EventStreamWriter {
   static Result<std::unique_ptr<EventStreamWriter>> create(const std::filesystem::path& file,
                                                            const EventStreamHeader& header,
                                                            FdPolicy policy = FdPolicy::kKeepOpen);
+  // No file: records accumulate in memory until take_bytes() (streams rebuilt by a reader, e.g. from
+  // the NCCL plugin's recorders, for analyzers that read event streams).
+  static std::unique_ptr<EventStreamWriter> create_in_memory(const EventStreamHeader& header);
+  // The whole stream so far (file header included) and an empty buffer; in-memory writers only.
+  std::vector<uint8_t> take_bytes();
   ~EventStreamWriter();  // flushes
   EventStreamWriter(const EventStreamWriter&) = delete;
   EventStreamWriter& operator=(const EventStreamWriter&) = delete;
@@ -163,6 +168,7 @@ class EventStreamWriter {
   void append_record(RecordType type, std::span<const uint8_t> payload);
 
   int fd_ = -1;
+  bool in_memory_ = false;
   std::string path_;
   std::vector<uint8_t> buffer_;
   std::vector<uint8_t> scratch_;

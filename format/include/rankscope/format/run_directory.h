@@ -7,10 +7,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "rankscope/format/event_stream.h"
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/format/status.h"
@@ -22,6 +24,11 @@ struct RankFiles {
   std::optional<FlightRecorderSnapshot> flight;  // absent when missing or unreadable
   Status flight_status;                          // why it is absent
   std::filesystem::path events_path;             // empty when the rank has no event stream
+  // A stream the reader rebuilt in memory where the run wrote none (from the NCCL profiler plugin's
+  // collective records: see nccl_plugin_run.h); null otherwise. Read either through scan_rank_events().
+  std::shared_ptr<const std::vector<uint8_t>> rebuilt_events;
+
+  bool has_events() const { return !events_path.empty() || rebuilt_events != nullptr; }
 };
 
 struct RunDirectory {
@@ -42,5 +49,9 @@ struct OpenOptions {
 // Fails (kNotFound / kInvalidArgument) only when `dir` does not exist, is not a directory, or holds
 // nothing of a run (no run.json and no rank files). Everything else lands in `problems`.
 Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const OpenOptions& options = {});
+
+// Streams the rank's event stream, from its file or the rebuilt bytes, through `visitor`; kNotFound
+// when it has neither.
+Result<EventStreamScan> scan_rank_events(const RankFiles& rank, EventStreamVisitor& visitor);
 
 }  // namespace rankscope::format
