@@ -29,18 +29,24 @@ const CommSnapshot* choose_anchor(const FlightRecorderSnapshot& flight) {
   return best;
 }
 
-// Smallest p with sig[i] == sig[i + p] wherever both exist, needing two whole periods; 0 if none.
-int find_period(const std::vector<const CollectiveSnapshot*>& recs) {
+// Smallest p over which the newest records repeat: the p-periodic run at the end of the ring (the
+// same op, bytes and peer p records apart, consecutive sequence numbers) must cover two periods and
+// half the ring, so that collectives of initialisation (a broadcast of the weights, a barrier) before
+// the job's loop do not hide its pattern, while a pair of equal buckets at the end does not make one.
+// Returns the period and the index where the periodic run starts; {0, n} when there is none.
+std::pair<int, size_t> find_period(const std::vector<const CollectiveSnapshot*>& recs) {
   auto same = [](const CollectiveSnapshot* a, const CollectiveSnapshot* b) {
     return a->op == b->op && a->bytes == b->bytes && a->peer == b->peer;
   };
   const size_t n = recs.size();
   for (size_t p = 1; 2 * p <= n; ++p) {
-    bool ok = true;
-    for (size_t i = 0; i + p < n && ok; ++i) ok = recs[i + p]->seq == recs[i]->seq + p && same(recs[i], recs[i + p]);
-    if (ok) return int(p);
+    size_t start = n - p;  // records [start, n) are periodic with period p
+    while (start > 0 && recs[start - 1 + p]->seq == recs[start - 1]->seq + p && same(recs[start - 1], recs[start - 1 + p]))
+      --start;
+    const size_t run = n - start;
+    if (run >= 2 * p && 2 * run >= n) return {int(p), start};
   }
-  return 0;
+  return {0, n};
 }
 
 double median(std::vector<int64_t> v) {
@@ -65,7 +71,9 @@ RebuiltEvents rebuild_events_from_rings(const FlightRecorderSnapshot& flight, in
   if (anchor) {
     out.anchor = anchor->name;
     recs = anchor_records(*anchor);
-    out.period = find_period(recs);
+    size_t first_periodic = 0;
+    std::tie(out.period, first_periodic) = find_period(recs);
+    recs.erase(recs.begin(), recs.begin() + long(first_periodic));  // initialisation before the loop
   }
   if (out.period > 0) {
     const uint64_t p = uint64_t(out.period);

@@ -5,8 +5,9 @@
 // start, completion) and no notion of a training step. A step is rebuilt as one period of the job's
 // repeating collective pattern: on the rank's anchor communicator (the largest it belongs to; ties:
 // most records, then the smallest name, so symmetric ranks pick the same kind), the smallest period
-// p over which (op, bytes, peer) repeats, starting at the residue of seq mod p that follows the
-// longest median pause (the gap between iterations: optimizer, data). Step k then holds every
+// p over which (op, bytes, peer) repeats in the newest records (a run of two periods and half the
+// ring; initialisation collectives before it are skipped), starting at the residue of seq mod p that
+// follows the longest median pause (the gap between iterations: optimizer, data). Step k then holds every
 // collective of every communicator launched between the anchor's boundaries k and k+1, and is
 // numbered (seq - phase) / p, so the same step of every rank carries the same number. Steps older
 // than the oldest record of a communicator whose ring wrapped, and the last, unfinished one, are
