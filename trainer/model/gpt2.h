@@ -71,6 +71,8 @@ class GPT2 {
     int seq_len = 64; // T <= config.max_seq_len
     MoeConfig moe;    // experts == 0: dense
     ExpertParallel ep;
+    // naive keeps (B,NH,T,T) probabilities per layer, flash a (B,NH,T) logsumexp (ops.h).
+    AttentionKind attention = AttentionKind::kNaive;
   };
 
   // Validates the options, allocates parameters and all activations for (B,T) up front (no
