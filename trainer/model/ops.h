@@ -19,7 +19,6 @@
 
 namespace gpt2 {
 
-// Which global token ids this rank's vocab shard owns; see VocabShard in config.h.
 // How attention is computed: naive materialises the (B,NH,T,T) probabilities (memory and time
 // grow with T^2: the seq-len cliff of our incident reports); flash never does (tiles, online
 // softmax, logsumexp kept for backward). Both compute the same function.
@@ -33,6 +32,7 @@ constexpr size_t default_attention_floats(AttentionKind kind, int B, int T, int 
   return kind == AttentionKind::kFlash ? rows : rows * static_cast<size_t>(T);
 }
 
+// Which global token ids this rank's vocab shard owns; see VocabShard in config.h.
 struct VocabShardMap {
   bool strided = false;  // false: contiguous
   int tp_size = 1;
@@ -91,7 +91,8 @@ class Ops {
   // masked Q K^T / sqrt(hs)) @ V per head. The interface names no (B,NH,T,T) matrix: forward fills
   // `saved`, an opaque per-layer buffer of attention_saved_floats() floats that only backward reads,
   // and backward uses `scratch` of attention_scratch_floats() floats. The caller allocates both
-  // (backend memory) and never interprets them. What they hold is the kind's business:
+  // (backend memory) and never interprets them; `out` must still hold the forward's output when
+  // backward runs (flash reads it). What the buffers hold is the kind's business:
   //   kNaive: saved = the probabilities (B,NH,T,T); scratch = their gradient (B,NH,T,T).
   //   kFlash: saved = the logsumexp of each score row (B,NH,T); scratch = D = rowsum(dO * O)
   //           (B,NH,T); probabilities are recomputed tile by tile in backward (FlashAttention-2).
