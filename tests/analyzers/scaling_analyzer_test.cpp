@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -72,7 +73,8 @@ TEST(FlopModel, AttentionShareGrowsWithT) {
 
 constexpr int64_t kSeqLens[] = {128, 256, 512, 1024};
 
-fs::path write_sweep(bool with_index) {
+// attention(T): run.json model.attention of the point at T, or null to leave the field out (old runs).
+fs::path write_sweep(bool with_index, const std::function<const char*(int64_t)>& attention = {}) {
   const fs::path sweep = testing::fresh_temp_dir("scaling-sweep");
   std::vector<SweepPoint> points;
   for (int64_t T : kSeqLens) {
@@ -89,6 +91,7 @@ fs::path write_sweep(bool with_index) {
     };
     spec.training = {{"seq_len", T}, {"batch", 4}};
     spec.model = {{"layers", 2}, {"heads", 4}, {"channels", 128}, {"vocab_size", 50257}};
+    if (const char* kind = attention ? attention(T) : nullptr) spec.model["attention"] = kind;
     spec.kernel_fraction = 0.5;  // as if on a GPU: half of each range is kernel time
     const fs::path dir = sweep / sweep_point_dir_name(T);
     testing::write_fake_run(dir, spec);
@@ -238,6 +241,27 @@ TEST(Forecast, SweepTo512ForecastsTheMeasured1024AndNamesTheQuadraticRange) {
   EXPECT_TRUE(lone->forecasts.empty());
   ASSERT_FALSE(lone->problems.empty());
   EXPECT_NE(lone->problems.back().find("at least two points"), std::string::npos);
+}
+
+TEST(ScalingAnalyzer, NamesTheAttentionKindOfTheSweep) {
+  auto flash = analyze_scaling(write_sweep(true, [](int64_t) { return "flash"; }));
+  ASSERT_TRUE(flash.ok()) << flash.status().to_string();
+  EXPECT_EQ(flash->attention, "flash");
+  for (const auto& p : flash->points) EXPECT_EQ(p.attention, "flash");
+  EXPECT_EQ(to_json(*flash)["attention"], "flash");
+  EXPECT_EQ(to_json(*flash)["points"][0]["attention"], "flash");
+
+  auto old = analyze_scaling(write_sweep(true));  // runs without model.attention
+  ASSERT_TRUE(old.ok()) << old.status().to_string();
+  EXPECT_EQ(old->attention, "unknown");
+  EXPECT_EQ(old->points[0].attention, "unknown");
+
+  auto mixed = analyze_scaling(write_sweep(true, [](int64_t T) { return T == 1024 ? "naive" : "flash"; }));
+  ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
+  EXPECT_EQ(mixed->attention, "mixed (flash, naive)");
+  bool said = false;
+  for (const auto& problem : mixed->problems) said |= problem.find("different attention kinds") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(ScalingAnalyzer, SweepWithoutIndexIsDiscovered) {

@@ -84,6 +84,20 @@ TEST(DevicePlan, RanksSharingOneGpuUseMpiWithHostStaging) {
   EXPECT_NE(plan->comm_line.find("4 ranks on this host share 1 GPU"), std::string::npos) << plan->comm_line;
 }
 
+TEST(DevicePlan, AttentionAutoIsFlashOnTheGpuAndTheCpuDefaultOnTheCpu) {
+  EXPECT_EQ(plan_device({}, gpus(1), on_host(0, 1))->attention, AttentionKind::kFlash);
+  EXPECT_EQ(plan_device({}, no_gpu(), on_host(0, 1))->attention, kCpuDefaultAttention);
+  EXPECT_EQ(plan_device({"cuda", "auto", "auto", "naive"}, gpus(1), on_host(0, 1))->attention, AttentionKind::kNaive);
+  EXPECT_EQ(plan_device({"cpu", "auto", "auto", "flash"}, gpus(1), on_host(0, 1))->attention, AttentionKind::kFlash);
+  EXPECT_EQ(plan_device({"cpu", "auto", "auto", "naive"}, gpus(1), on_host(0, 1))->attention, AttentionKind::kNaive);
+  auto bad = plan_device({"cpu", "auto", "auto", "fused"}, gpus(1), on_host(0, 1));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("attention"), std::string::npos) << bad.status().to_string();
+  // Flash on the GPU has kernels for some head sizes only; the refusal names the way out.
+  EXPECT_TRUE(check_cuda_attention(AttentionKind::kFlash, 64).ok());
+  EXPECT_NE(check_cuda_attention(AttentionKind::kFlash, 48).message().find("--attention naive"), std::string::npos);
+}
+
 TEST(DevicePlan, ImpossibleRequestsAreClearErrors) {
   auto cuda_without_gpu = plan_device({"cuda", "auto", "auto"}, no_gpu(), on_host(0, 1));
   ASSERT_FALSE(cuda_without_gpu.ok());

@@ -1,6 +1,7 @@
 // parallel_equivalence_test.cpp — under mpirun, TP=2, TP=4, DP=2 (half the per-rank batch) and
-// TP=2 x DP=2 reproduce TP=1's loss curve over 20 steps (relative difference <= 1e-4); activation
-// recompute 1 and 2 reproduce recompute 0 (<= 1e-5) with less activation memory.
+// TP=2 x DP=2, and TP=2 with --attention flash, reproduce TP=1's loss curve over 20 steps (relative
+// difference <= 1e-4); activation recompute 1 and 2 reproduce recompute 0 (<= 1e-5) with less
+// activation memory.
 //
 // Kept small for CI (2 cores): the tiny preset with a 1024-token vocabulary, T=32, on zipf data.
 #include <gtest/gtest.h>
@@ -62,6 +63,11 @@ TEST_F(ParallelEquivalence, ReferenceLossFalls) {
 
 TEST_F(ParallelEquivalence, TensorParallel2) {
   expect_same_curve(*reference_, run_losses("equiv_tp2", 2, {"--tp", "2"}, 4), 1e-4);
+}
+
+// Flash attention under TP=2 follows the naive TP=1 curve (the CPU default is naive).
+TEST_F(ParallelEquivalence, TensorParallel2FlashAttention) {
+  expect_same_curve(*reference_, run_losses("equiv_tp2_flash", 2, {"--tp", "2", "--attention", "flash"}, 4), 1e-4);
 }
 
 TEST_F(ParallelEquivalence, TensorParallel4) {

@@ -225,7 +225,7 @@ TEST_F(CudaOpsTest, Bf16GemmModeRoundsOperandsButStaysClose) {
   EXPECT_FALSE(all_close(go.host(), co.host(), 0, 1e-6)) << "bf16 mode gave fp32-exact results: not rounding";
 }
 
-TEST_F(CudaOpsTest, AttentionForwardAndBackward) {
+TEST_F(CudaOpsTest, NaiveAttentionForwardAndBackward) {  // flash: cuda_flash_attention_test.cpp
   struct Shape {
     int B, T, C, NH;
   };
@@ -236,7 +236,8 @@ TEST_F(CudaOpsTest, AttentionForwardAndBackward) {
     auto qkv = both(random_floats(3 * btc, 40));
     auto out = both(std::vector<float>(btc));
     auto att = both(random_floats(att_n, 41));  // garbage: every entry must be written
-    for (bool g : {false, true}) ops(g).attention_forward(out.of(g), att.of(g), qkv.of(g), s.B, s.T, s.C, s.NH);
+    for (bool g : {false, true})
+      ops(g).attention_forward(AttentionKind::kNaive, out.of(g), att.of(g), qkv.of(g), s.B, s.T, s.C, s.NH);
     const auto att_g = att.g.host();
     EXPECT_TRUE(all_close(att_g, att.c.host(), 1e-5, 1e-4)) << "att";
     EXPECT_TRUE(all_close(out.g.host(), out.c.host(), 1e-5, 1e-4)) << "out";
@@ -248,7 +249,8 @@ TEST_F(CudaOpsTest, AttentionForwardAndBackward) {
     auto dqkv = both(random_floats(3 * btc, 43));  // "="
     auto datt = both(std::vector<float>(att_n));
     for (bool g : {false, true}) {
-      ops(g).attention_backward(dqkv.of(g), datt.of(g), dout.of(g), qkv.of(g), att.of(g), s.B, s.T, s.C, s.NH);
+      ops(g).attention_backward(AttentionKind::kNaive, dqkv.of(g), datt.of(g), dout.of(g), qkv.of(g), out.of(g),
+                                att.of(g), s.B, s.T, s.C, s.NH);
     }
     EXPECT_TRUE(all_close(dqkv.g.host(), dqkv.c.host(), 1e-4, 1e-4)) << "dqkv";
   }

@@ -31,7 +31,8 @@ constexpr const char* kHelp =
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
-  std::fprintf(out, "rankscope scaling: %s (%zu points)\n", r.sweep_dir.c_str(), r.points.size());
+  std::fprintf(out, "rankscope scaling: %s (%zu points, attention %s)\n", r.sweep_dir.c_str(), r.points.size(),
+               r.attention.c_str());
   std::fprintf(out, "%8s %10s %12s %12s\n", "T", "step ms", "tokens/s", "peak MiB");
   for (const auto& p : r.points) {
     std::fprintf(out, "%8lld %10.2f %12.0f %12s\n", (long long)p.seq_len, p.step_ms, p.tokens_per_s,

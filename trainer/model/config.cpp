@@ -112,4 +112,12 @@ Result<Recompute> parse_recompute(std::string_view text) {
       text));
 }
 
+Result<AttentionKind> parse_attention_kind(std::string_view text) {
+  if (text == "naive") return AttentionKind::kNaive;
+  if (text == "flash") return AttentionKind::kFlash;
+  return rankscope::invalid_argument(fmt::format(
+      "unknown --attention '{}' (hint: naive keeps the (B,NH,T,T) probabilities, flash a logsumexp per row)",
+      text));
+}
+
 }  // namespace gpt2

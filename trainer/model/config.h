@@ -2,7 +2,8 @@
 //
 // Is: ModelConfig (layers, heads, channels, vocabulary, max sequence length) with the presets
 // `d12` (GPT-2 124M), `d6` and `tiny`; TensorParallel (this rank's place in its TP group and how
-// the vocabulary is sharded); the recompute level. Plain data plus validation with clear messages.
+// the vocabulary is sharded); the recompute level; parsing of the attention kind. Plain data plus
+// validation with clear messages.
 // Is not: flags parsing (trainer/train/ owns the CLI) or any storage.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/ops.h"
 #include "rankscope/format/status.h"
 
 namespace gpt2 {
@@ -92,5 +94,8 @@ struct CombineMiscount {
 // All levels give bit-identical results (the same ops on the same inputs).
 enum class Recompute : int { kNone = 0, kGelu = 1, kGeluAndLayerNorm = 2 };
 Result<Recompute> parse_recompute(std::string_view text);  // "0" | "1" | "2"
+
+// --attention: "naive" | "flash" (AttentionKind is declared with the ops in ops.h).
+Result<AttentionKind> parse_attention_kind(std::string_view text);
 
 }  // namespace gpt2

@@ -56,7 +56,7 @@ struct BlockActs {
   float* ln1_rstd;   // (N)
   float* qkv;        // (N,3Cl)
   float* atty;       // (N,Cl)
-  float* att;        // (B,NHl,T,T)
+  float* att_saved;  // Ops::attention_saved_floats: naive (B,NHl,T,T), flash (B,NHl,T)
   float* residual2;  // (N,C)
   float* ln2;        // (N,C)
   float* ln2_mean;   // (N)
@@ -73,6 +73,7 @@ struct GPT2::Impl {
   int B, T, N, C, Cl, NHl, Fl, Vl, L;
   VocabShardMap shard;
   Recompute recompute;
+  AttentionKind attention = AttentionKind::kNaive;
   std::vector<void*> allocations;
   size_t activation_bytes = 0;
 
@@ -93,7 +94,7 @@ struct GPT2::Impl {
   float* dln = nullptr;       // (N,C)
   float* datty = nullptr;     // (N,Cl)
   float* dqkv = nullptr;      // (N,3Cl)
-  float* datt = nullptr;      // (B,NHl,T,T)
+  float* att_scratch = nullptr; // Ops::attention_scratch_floats: naive (B,NHl,T,T), flash (B,NHl,T)
   float* dfch = nullptr;      // (N,4Cl)
   // recompute scratch (null when not recomputing)
   float* gelu_scratch = nullptr; // (N,4Cl)
@@ -179,7 +180,10 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.Vl = a.shard.local_rows;
   a.recompute = options.recompute;
   const size_t N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
-  const size_t att_numel = static_cast<size_t>(a.B) * a.NHl * a.T * a.T;
+  a.attention = options.attention;
+  // Opaque to the model: the backend says how many floats its kind of attention keeps and uses.
+  const size_t att_saved_numel = ops.attention_saved_floats(a.attention, a.B, a.T, a.NHl);
+  const size_t att_scratch_numel = ops.attention_scratch_floats(a.attention, a.B, a.T, a.NHl);
 
   a.ids = a.take<int>(N);
   a.targets = a.take<int>(N);
@@ -195,7 +199,7 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
     b.ln1_rstd = a.take<float>(N);
     b.qkv = a.take<float>(N * 3 * Cl);
     b.atty = a.take<float>(N * Cl);
-    b.att = a.take<float>(att_numel);
+    b.att_saved = a.take<float>(att_saved_numel);
     b.residual2 = a.take<float>(N * C);
     b.ln2 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
     b.ln2_mean = a.take<float>(N);
@@ -217,7 +221,7 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.dln = a.take<float>(N * C);
   a.datty = a.take<float>(N * Cl);
   a.dqkv = a.take<float>(N * 3 * Cl);
-  a.datt = a.take<float>(att_numel);
+  a.att_scratch = a.take<float>(att_scratch_numel);
   a.dfch = a.take<float>(N * Fl);
 
   a.range_names.resize(a.L);
@@ -411,7 +415,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdAttnSdpa));
-        ops_.attention_forward(b.atty, b.att, b.qkv, a.B, a.T, Cl, a.NHl);
+        ops_.attention_forward(a.attention, b.atty, b.att_saved, b.qkv, a.B, a.T, Cl, a.NHl);
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdAttnProj));
@@ -606,7 +610,8 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
       }
       {
         ScopedRange r2(probe, a.range(l, kBwdAttnSdpa));
-        ops_.attention_backward(a.dqkv, a.datt, a.datty, b.qkv, b.att, a.B, a.T, Cl, a.NHl);
+        ops_.attention_backward(a.attention, a.dqkv, a.att_scratch, a.datty, b.qkv, b.atty, b.att_saved, a.B,
+                                a.T, Cl, a.NHl);
       }
       {
         ScopedRange r2(probe, a.range(l, kBwdAttnQkv));

@@ -17,6 +17,8 @@
 // 1/TP per rank and all-gathers after the combine). An MoE layer keeps its own activations in
 // grow-only scratch (sized by the rows it received): --recompute does not shrink them and
 // activation_bytes() does not count them.
+// Attention (options.attention, ops.h AttentionKind): naive keeps (B,NH,T,T) probabilities per layer,
+// flash a (B,NH,T) logsumexp; the model allocates what the backend asks for and never reads it.
 // Is not: data loading, DP gradient sync, the optimizer (adamw.h) or the training loop. No CPU loop
 // lives in gpt2.cpp: every element-wise or GEMM computation is an Ops call (ops.h).
 //
@@ -71,6 +73,8 @@ class GPT2 {
     int seq_len = 64; // T <= config.max_seq_len
     MoeConfig moe;    // experts == 0: dense
     ExpertParallel ep;
+    // naive keeps (B,NH,T,T) probabilities per layer, flash a (B,NH,T) logsumexp (ops.h).
+    AttentionKind attention = AttentionKind::kNaive;
   };
 
   // Validates the options, allocates parameters and all activations for (B,T) up front (no

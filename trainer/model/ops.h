@@ -1,9 +1,9 @@
 // ops.h — the backend interface the GPT-2 model calls: every loop over tensor elements is here.
 //
-// Is: a table of ops (memory, matmul, layernorm, attention, gelu, residual, embedding,
-// vocab-parallel cross-entropy, AdamW, reductions) with the shape of every argument. The model
-// (gpt2.cpp) is written once against this interface; the CPU backend (trainer/ops/cpu/, fp32,
-// OpenBLAS, OpenMP: the numerical oracle) implements it and a CUDA backend is a second
+// Is: a table of ops (memory, matmul, layernorm, attention (naive or flash), gelu, residual,
+// embedding, vocab-parallel cross-entropy, AdamW, reductions) with the shape of every argument.
+// The model (gpt2.cpp) is written once against this interface; the CPU backend (trainer/ops/cpu/,
+// fp32, OpenBLAS, OpenMP: the numerical oracle) implements it and a CUDA backend is a second
 // implementation. Pointers returned by alloc() live where the backend computes (host for CPU,
 // device for CUDA); token ids passed to ops have been copied there with copy_from_host().
 // Is not: communication (the model calls the Communicator between ops) or any model logic.
@@ -18,6 +18,19 @@
 #include <memory>
 
 namespace gpt2 {
+
+// How attention is computed: naive materialises the (B,NH,T,T) probabilities (memory and time
+// grow with T^2: the seq-len cliff of our incident reports); flash never does (tiles, online
+// softmax, logsumexp kept for backward). Both compute the same function.
+enum class AttentionKind : int { kNaive = 0, kFlash = 1 };
+constexpr const char* attention_kind_name(AttentionKind kind) {
+  return kind == AttentionKind::kFlash ? "flash" : "naive";
+}
+// Floats of the buffers the backends of this repository use for each kind (see Ops::attention_*).
+constexpr size_t default_attention_floats(AttentionKind kind, int B, int T, int NH) {
+  const size_t rows = static_cast<size_t>(B) * static_cast<size_t>(NH) * static_cast<size_t>(T);
+  return kind == AttentionKind::kFlash ? rows : rows * static_cast<size_t>(T);
+}
 
 // Which global token ids this rank's vocab shard owns; see VocabShard in config.h.
 struct VocabShardMap {
@@ -74,14 +87,27 @@ class Ops {
   virtual void add_bias(float* out, const float* bias, int N, int OC) = 0;
 
   // --- causal self-attention over this rank's NH heads (head size hs = C/NH) ---
-  // qkv (B,T,3C) holds [Q | K | V], each (C) = NH heads of hs. att (B,NH,T,T) = softmax of
-  // causally masked Q K^T / sqrt(hs) (kept for backward); out (B,T,C) = att @ V per head.
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                 int NH) = 0;
-  // dqkv (B,T,3C) =; scratch datt (B,NH,T,T) is overwritten.
-  virtual void attention_backward(float* dqkv, float* datt_scratch, const float* dout,
-                                  const float* qkv, const float* att, int B, int T, int C,
-                                  int NH) = 0;
+  // qkv (B,T,3C) holds [Q | K | V], each (C) = NH heads of hs; out (B,T,C) = softmax(causally
+  // masked Q K^T / sqrt(hs)) @ V per head. The interface names no (B,NH,T,T) matrix: forward fills
+  // `saved`, an opaque per-layer buffer of attention_saved_floats() floats that only backward reads,
+  // and backward uses `scratch` of attention_scratch_floats() floats. The caller allocates both
+  // (backend memory) and never interprets them; `out` must still hold the forward's output when
+  // backward runs (flash reads it). What the buffers hold is the kind's business:
+  //   kNaive: saved = the probabilities (B,NH,T,T); scratch = their gradient (B,NH,T,T).
+  //   kFlash: saved = the logsumexp of each score row (B,NH,T); scratch = D = rowsum(dO * O)
+  //           (B,NH,T); probabilities are recomputed tile by tile in backward (FlashAttention-2).
+  virtual size_t attention_saved_floats(AttentionKind kind, int B, int T, int NH) const {
+    return default_attention_floats(kind, B, T, NH);
+  }
+  virtual size_t attention_scratch_floats(AttentionKind kind, int B, int T, int NH) const {
+    return default_attention_floats(kind, B, T, NH);
+  }
+  virtual void attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv,
+                                 int B, int T, int C, int NH) = 0;
+  // dqkv (B,T,3C) =, given dout (B,T,C), the forward's qkv, out and saved; scratch is overwritten.
+  virtual void attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
+                                  const float* qkv, const float* out, const float* saved, int B,
+                                  int T, int C, int NH) = 0;
 
   // --- GELU (tanh approximation) and residual ---
   virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;                    // out =

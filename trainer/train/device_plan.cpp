@@ -1,7 +1,9 @@
-// device_plan.cpp — the --device / --comm / --precision decision (see device_plan.h).
+// device_plan.cpp — the --device / --comm / --precision / --attention decision (see device_plan.h).
 #include "device_plan.h"
 
 #include <fmt/format.h>
+
+#include "model/config.h"
 
 namespace gpt2 {
 
@@ -38,11 +40,17 @@ std::string host_comm_word(const HostPlacement& where) { return where.has_mpi ? 
 
 }  // namespace
 
+// CPU --attention auto: naive. Measured (trainer_attention_bench, B 4 NH 12 hs 64, loaded 2-core VM):
+// flash fwd+bwd 1.16x slower at T 128 and 256, 0.86x at 512, 0.81x at 1024; the CPU runs short T,
+// and naive is what reproduces the seq-len cliff of our incident reports.
+const AttentionKind kCpuDefaultAttention = AttentionKind::kNaive;
+
 rankscope::Result<DevicePlan> plan_device(const DeviceRequest& request, const DeviceProbe& probe,
                                           const HostPlacement& where) {
   RS_RETURN_IF_ERROR(check_choice("device", request.device, {"auto", "cpu", "cuda"}));
   RS_RETURN_IF_ERROR(check_choice("comm", request.comm, {"auto", "mpi", "nccl"}));
   RS_RETURN_IF_ERROR(check_choice("precision", request.precision, {"auto", "fp32", "bf16"}));
+  RS_RETURN_IF_ERROR(check_choice("attention", request.attention, {"auto", "naive", "flash"}));
 
   DevicePlan plan;
   if (request.device == "cuda" && !probe.usable)
@@ -57,6 +65,7 @@ rankscope::Result<DevicePlan> plan_device(const DeviceRequest& request, const De
       return rankscope::invalid_argument(
           "--precision bf16 needs --device cuda (the CPU backend is the fp32 oracle)");
     plan.precision = CudaPrecision::kFp32;
+    plan.attention = request.attention == "auto" ? kCpuDefaultAttention : parse_attention_kind(request.attention).value();
     plan.comm = CommBackend::kMpi;
     plan.device_line = request.device == "cpu"
                            ? "device: cpu (as asked), fp32"
@@ -68,6 +77,8 @@ rankscope::Result<DevicePlan> plan_device(const DeviceRequest& request, const De
   const int devices = probe.device_count > 0 ? probe.device_count : 1;
   plan.device_index = where.local_rank % devices;
   plan.precision = request.precision == "fp32" ? CudaPrecision::kFp32 : CudaPrecision::kBf16;
+  // Flash on the GPU: the naive path's (B,NH,T,T) buffers are the seq-len cliff.
+  plan.attention = request.attention == "naive" ? AttentionKind::kNaive : AttentionKind::kFlash;
   plan.device_line = fmt::format("device: cuda {} of {} ({}), {}", plan.device_index, devices,
                                  probe.name.empty() ? "unnamed" : probe.name,
                                  cuda_precision_name(plan.precision));

@@ -1,5 +1,5 @@
 // device_plan.h — where gpt2-train computes and how its ranks talk: the --device / --comm /
-// --precision decision, made once per rank from the flags, the device probe and the placement of
+// --precision / --attention decision, made once per rank from the flags, the device probe and the placement of
 // ranks on hosts.
 //
 // Is: a pure function (no CUDA, no MPI call), so every branch is tested on machines without a GPU
@@ -28,7 +28,11 @@ struct DeviceRequest {
   std::string device = "auto";     // auto | cpu | cuda
   std::string comm = "auto";       // auto | mpi | nccl
   std::string precision = "auto";  // auto (cuda: bf16, cpu: fp32) | fp32 | bf16
+  std::string attention = "auto";  // auto (cuda: flash, cpu: kCpuDefaultAttention) | naive | flash
 };
+
+// The CPU's --attention auto. See kCpuDefaultAttention in device_plan.cpp for the measurement.
+extern const AttentionKind kCpuDefaultAttention;
 
 // Where this rank sits: its index among the ranks of its host, and how many ranks that host runs.
 struct HostPlacement {
@@ -45,6 +49,7 @@ struct DevicePlan {
   bool cuda = false;
   int device_index = -1;        // cuda only
   CudaPrecision precision = CudaPrecision::kFp32;
+  AttentionKind attention = AttentionKind::kNaive;
   CommBackend comm = CommBackend::kMpi;
   bool host_staging = false;    // cuda + MPI: buffers go through host memory
   std::string device_line;      // "device: cuda 0 (NVIDIA H100 ...), bf16" or "device: cpu (no CUDA device ...)"
@@ -52,7 +57,9 @@ struct DevicePlan {
 };
 
 // Errors (kInvalidArgument, with a hint) for combinations that cannot work: --device cuda without
-// a usable device, --comm nccl on cpu or with ranks sharing a GPU, --precision bf16 on cpu.
+// a usable device, --comm nccl on cpu or with ranks sharing a GPU, --precision bf16 on cpu. The
+// attention kind is not checked against the head size here (check_cuda_attention does, once the
+// model's shape is known).
 rankscope::Result<DevicePlan> plan_device(const DeviceRequest& request, const DeviceProbe& probe,
                                           const HostPlacement& where);
 

@@ -125,6 +125,9 @@ std::vector<Flag> flags(TrainOptions& o) {
          RS_ASSIGN_OR_RETURN(o.recompute, parse_recompute(v));
          return {};
        }},
+      {"attention", "auto|naive|flash", "naive keeps the (B,NH,T,T) probabilities per layer (memory "
+                                        "and time grow with T^2), flash a logsumexp per row; auto: flash "
+                                        "on cuda, naive on cpu [auto]", choice(o.attention, {"auto", "naive", "flash"})},
       {"data", "SPEC", "llm.c shard(s) (a glob in quotes is fine), synthetic:uniform or synthetic:zipf "
                        "[the shipped tinyshakespeare shard]", text(o.data)},
       {"val-data", "SPEC", "validation shard(s) [the shipped tinyshakespeare val shard]", text(o.val_data)},

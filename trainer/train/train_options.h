@@ -37,6 +37,7 @@ struct TrainOptions {
   MoeConfig moe;                        // --moe-*: experts 0 = dense MLP
   VocabShard vocab_shard = VocabShard::kContiguous;
   Recompute recompute = Recompute::kNone;
+  std::string attention = "auto";       // auto | naive | flash (device_plan.h decides auto)
   // data
   std::string data;                     // "" = shipped tinyshakespeare shard, else synthetic:zipf
   std::string val_data;                 // "" = the val shard next to the default train shard

@@ -164,7 +164,7 @@ Status Trainer::setup() {
   std::filesystem::create_directories(run_dir_, ec);
   if (ec)
     return rankscope::io_error(fmt::format("--run-dir {}: cannot create: {}", run_dir_, ec.message()));
-  RS_ASSIGN_OR_RETURN(plan_, plan_device({o_.device, o_.comm, o_.precision}, probe_cuda_device(0),
+  RS_ASSIGN_OR_RETURN(plan_, plan_device({o_.device, o_.comm, o_.precision, o_.attention}, probe_cuda_device(0),
                                           placement_from_hosts(hosts, boot_.rank(), boot_.uses_mpi())));
   RS_RETURN_IF_ERROR(setup_probe(hosts));
   // Step 0 is start-up (docs/FORMAT.md): the init/* ranges land in its record, and a rank stuck
@@ -233,6 +233,7 @@ nlohmann::json Trainer::configuration_block(const std::vector<std::string>& per_
   return {{"settings", common}, {"settings_by_rank", by_rank},
           {"recompute", static_cast<int>(o_.recompute)},
           {"precision", std::string(cuda_precision_name(plan_.precision))},
+          {"attention", attention_kind_name(plan_.attention)},
           {"device", plan_.cuda ? "cuda" : "cpu"},
           {"comm", std::string(comm_backend_name(plan_.comm))}};
 }
@@ -348,6 +349,8 @@ Status Trainer::setup_model() {
   mo.config = config_;
   mo.tp = {L.tp, L.tp_rank(groups_.rank), o_.vocab_shard};
   mo.recompute = o_.recompute;
+  mo.attention = plan_.attention;
+  if (plan_.cuda) RS_RETURN_IF_ERROR(check_cuda_attention(plan_.attention, config_.head_size()));
   mo.batch = o_.batch;
   mo.seq_len = o_.seq_len;
   mo.moe = o_.moe;
@@ -394,9 +397,11 @@ Status Trainer::setup_model() {
     if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
   }
   if (leader())
-    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | activation memory {:.1f} MiB per rank\n",
+    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | attention {} | activation memory "
+               "{:.1f} MiB per rank\n",
                config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
-               static_cast<int>(o_.recompute), static_cast<double>(model_->activation_bytes()) / (1 << 20));
+               static_cast<int>(o_.recompute), attention_kind_name(plan_.attention),
+               static_cast<double>(model_->activation_bytes()) / (1 << 20));
   if (leader() && o_.moe.enabled())
     fmt::print("moe: {} experts top-{} every {} block(s), {} per EP rank | capacity factor {} | aux loss coef {} | "
                "expert loop {}\n", o_.moe.experts, o_.moe.top_k, o_.moe.every, o_.moe.experts / L.ep,
@@ -449,6 +454,7 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const 
                 {"params", model_->params().total_numel()},
                 {"vocab_shard", std::string(vocab_shard_name(o_.vocab_shard))},
                 {"recompute", static_cast<int>(o_.recompute)},
+                {"attention", attention_kind_name(plan_.attention)},
                 {"moe_experts", o_.moe.experts}};
   if (o_.moe.enabled()) {
     std::vector<int> moe_blocks;

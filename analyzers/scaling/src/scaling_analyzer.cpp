@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -106,6 +107,27 @@ void derive_findings(const ScalingOptions& options, ScalingReport& report) {
                    [](const ScalingFinding& a, const ScalingFinding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
 }
 
+// run.json model.attention, or "unknown" (runs older than the field, or other producers).
+std::string attention_kind_of(const format::RunMetadata& meta) {
+  const auto& m = meta.model;
+  if (m.is_object() && m.contains("attention") && m["attention"].is_string()) return m["attention"].get<std::string>();
+  return std::string(kUnknownAttention);
+}
+
+// The kind every point ran with; a problem when they differ, since their times are then not one curve.
+std::string sweep_attention(ScalingReport& report) {
+  std::set<std::string> kinds;
+  for (const auto& p : report.points)
+    if (p.attention != kUnknownAttention) kinds.insert(p.attention);
+  if (kinds.empty()) return std::string(kUnknownAttention);
+  if (kinds.size() == 1) return *kinds.begin();
+  std::string joined;
+  for (const auto& k : kinds) joined += (joined.empty() ? "" : ", ") + k;
+  report.problems.push_back(fmt::format("the points ran with different attention kinds ({}): their times do "
+                                        "not form one curve (hint: sweep each kind into its own directory)", joined));
+  return fmt::format("mixed ({})", joined);
+}
+
 }  // namespace
 
 Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, const ScalingOptions& options) {
@@ -143,6 +165,7 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
     }
     auto meta = format::read_run_metadata(p.run_dir);
     if (meta.ok()) {
+      point.attention = attention_kind_of(*meta);
       const double tokens = tokens_per_step(*meta, p.seq_len);
       if (tokens > 0 && point.step_ms > 0) point.tokens_per_s = tokens / (point.step_ms / 1e3);
       if (auto shape = gpt_shape_from_json(meta->model)) point.attention_share_flops = attention_flop_share(*shape, double(p.seq_len));
@@ -159,6 +182,7 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
     report.points.push_back(std::move(point));
     times.push_back(std::move(pt));
   }
+  report.attention = sweep_attention(report);
   if (report.points.empty()) {
     return not_found(fmt::format("{}: no sweep point could be read; {}", sweep_dir.string(),
                                  report.problems.empty() ? "" : report.problems.front()));

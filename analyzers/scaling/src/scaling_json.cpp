@@ -28,10 +28,12 @@ nlohmann::json to_json(const ScalingReport& report) {
   j["schema_version"] = kScalingReportSchemaVersion;
   j["kind"] = "rankscope.scaling";
   j["sweep_dir"] = report.sweep_dir;
+  j["attention"] = report.attention;
   j["points"] = json::array();
   for (const auto& p : report.points) {
     j["points"].push_back({{"seq_len", p.seq_len},
                            {"run_dir", p.run_dir},
+                           {"attention", p.attention},
                            {"tokens_per_s", p.tokens_per_s},
                            {"step_ms", p.step_ms},
                            {"peak_mem_bytes", opt(p.peak_mem_bytes)},

@@ -360,7 +360,9 @@
 
   function scaling(data) {
     var pts = data.points;
-    document.getElementById('summary').textContent = pts.length + ' points, T = ' + pts.map(function (p) { return p.seq_len; }).join(', ') + ' · ' + data.sweep_dir;
+    // attention: naive | flash | unknown (runs older than run.json model.attention) | mixed (...)
+    document.getElementById('summary').textContent = pts.length + ' points, T = ' + pts.map(function (p) { return p.seq_len; }).join(', ') +
+      ' · attention ' + (data.attention || 'unknown') + ' · ' + data.sweep_dir;
     findings(data.findings);
     var shown = data.ranges.filter(function (r) { return r.aggregated || !/\/block\d+(\/|$)/.test(r.name); });
     var datasets = shown.map(function (r, i) {

@@ -1,22 +1,26 @@
-// attention.cpp — causal multi-head self-attention, forward and backward. Each (batch, head) is
+// attention.cpp — causal multi-head self-attention, forward and backward: the naive kind here,
+// and the dispatch of AttentionKind (flash is flash_attention.cpp). Naive: each (batch, head) is
 // one task for an OpenMP thread: sgemm for Q K^T, the causal softmax, sgemm for att V (and the
 // four products of backward), single-threaded OpenBLAS inside (see matmul.cpp on thread pools).
-// Is not: flash attention: the (B,NH,T,T) probabilities are kept for backward (the CPU oracle
-// favours clarity; the CUDA backend has its own kernel). The GEMMs compute the full T x T square
-// and the masked upper triangle is zeroed by the softmax, so masked entries never contribute.
+// The (B,NH,T,T) probabilities are the saved buffer (memory grows with T^2, on purpose: it is the
+// seq-len cliff of our incident reports). The GEMMs compute the full T x T square and the masked
+// upper triangle is zeroed by the softmax, so masked entries never contribute.
+// Is not: the flash algorithm (flash_attention.h).
 #include <cblas.h>
 
 #include <cmath>
 #include <limits>
 
 #include "ops/cpu/cpu_ops_impl.h"
+#include "ops/cpu/flash_attention.h"
 
 namespace gpt2::cpu {
 
+namespace {
+
 // qkv (B,T,3C) = [Q | K | V]; att (B,NH,T,T) = softmax(mask(Q K^T / sqrt(hs)));
 // out (B,T,C) = att @ V, head h in channels [h*hs, (h+1)*hs).
-void CpuOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                               int NH) {
+void naive_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -50,8 +54,8 @@ void CpuOps::attention_forward(float* out, float* att, const float* qkv, int B, 
 }
 
 // dqkv (B,T,3C) = gradient of the forward above given dout (B,T,C); datt (B,NH,T,T) is scratch.
-void CpuOps::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                const float* att, int B, int T, int C, int NH) {
+void naive_attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -84,6 +88,27 @@ void CpuOps::attention_backward(float* dqkv, float* datt, const float* dout, con
     // dq (T,hs) = scale * dpre (T,T) @ k (T,hs);  dk (T,hs) = scale * dpre^T @ q
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
+  }
+}
+
+}  // namespace
+
+void CpuOps::attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B,
+                               int T, int C, int NH) {
+  if (kind == AttentionKind::kFlash) {
+    flash_attention_forward(out, /*lse=*/saved, qkv, B, T, C, NH);
+  } else {
+    naive_attention_forward(out, /*att=*/saved, qkv, B, T, C, NH);
+  }
+}
+
+void CpuOps::attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
+                                const float* qkv, const float* out, const float* saved, int B, int T,
+                                int C, int NH) {
+  if (kind == AttentionKind::kFlash) {
+    flash_attention_backward(dqkv, /*dsum=*/scratch, dout, qkv, out, /*lse=*/saved, B, T, C, NH);
+  } else {
+    naive_attention_backward(dqkv, /*datt=*/scratch, dout, qkv, /*att=*/saved, B, T, C, NH);
   }
 }
 

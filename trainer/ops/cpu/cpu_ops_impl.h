@@ -1,6 +1,6 @@
 // cpu_ops_impl.h — the CpuOps class: declarations only; each op's body is in its own file
-// (matmul.cpp, layernorm.cpp, attention.cpp, gelu.cpp, residual.cpp, embedding.cpp,
-// crossentropy.cpp, adamw.cpp, reduce.cpp; memory in cpu_ops.cpp).
+// (matmul.cpp, layernorm.cpp, attention.cpp + flash_attention.cpp, gelu.cpp, residual.cpp,
+// embedding.cpp, crossentropy.cpp, adamw.cpp, reduce.cpp; memory in cpu_ops.cpp).
 // Is not: public; the rest of the trainer sees only make_cpu_ops() (cpu_ops.h).
 #pragma once
 
@@ -37,10 +37,11 @@ class CpuOps final : public Ops {
                        const float* inp, const float* weight, int N, int C, int OC) override;
   void add_bias(float* out, const float* bias, int N, int OC) override;
 
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override;
-  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override;
+  void attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B,
+                         int T, int C, int NH) override;
+  void attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
+                          const float* qkv, const float* out, const float* saved, int B, int T,
+                          int C, int NH) override;
 
   void gelu_forward(float* out, const float* inp, size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;

@@ -61,6 +61,10 @@ enum class CudaPrecision { kFp32, kBf16 };
 rankscope::Result<CudaPrecision> parse_cuda_precision(std::string_view text);  // "fp32" | "bf16"
 std::string_view cuda_precision_name(CudaPrecision precision);
 
+// Whether the CUDA backend computes `kind` for heads of `head_size`: naive any, flash 32, 64 or 128
+// (the sizes flash_attention.cu is instantiated for). The error names the sizes and --attention naive.
+rankscope::Status check_cuda_attention(AttentionKind kind, int head_size);
+
 struct CudaOpsOptions {
   int device = 0;
   CudaPrecision precision = CudaPrecision::kFp32;

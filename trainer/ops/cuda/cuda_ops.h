@@ -2,7 +2,7 @@
 //
 // Is: the host side of the backend — memory, the stream, scratch buffers, cuBLASLt — and one method
 // per op that launches the kernels of kernels/*.cu (bodies in cuda_ops.cpp, cuda_ops_gemm.cpp,
-// cuda_ops_attention.cpp). Every op is enqueued on one stream, so ops are ordered with respect to
+// cuda_ops_attention.cpp: naive and flash attention). Every op is enqueued on one stream, so ops are ordered with respect to
 // each other, as ops.h requires; ops that return a host value (embedding_lookup, sum) synchronize.
 // Threads: the CUDA device is per thread; a thread other than the creator that calls ops must have
 // called cudaSetDevice(options.device) (the NCCL communicator does so for its calls).
@@ -59,10 +59,11 @@ class CudaOps final : public Ops {
                        const float* inp, const float* weight, int N, int C, int OC) override;
   void add_bias(float* out, const float* bias, int N, int OC) override;
 
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override;
-  void attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override;
+  void attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B,
+                         int T, int C, int NH) override;
+  void attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
+                          const float* qkv, const float* out, const float* saved, int B, int T,
+                          int C, int NH) override;
 
   void gelu_forward(float* out, const float* inp, size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
@@ -106,10 +107,11 @@ class CudaOps final : public Ops {
   rankscope::Status gemm(const RowMajorGemm& g, const float* a, const float* b, float* c,
                          const float* bias, float alpha, float beta);
   rankscope::Status sum_impl(double* result, const float* x, size_t n, bool squares);
-  rankscope::Status attention_forward_impl(float* out, float* att, const float* qkv, int B, int T, int C,
-                                           int NH);
-  rankscope::Status attention_backward_impl(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                            const float* att, int B, int T, int C, int NH);
+  // The naive path (cuBLASLt GEMMs around softmax kernels, att (B,NH,T,T) materialised).
+  rankscope::Status naive_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                            int NH);
+  rankscope::Status naive_attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                             const float* att, int B, int T, int C, int NH);
   static ShardParams shard_params(const VocabShardMap& shard);
 
   CudaOpsOptions options_;

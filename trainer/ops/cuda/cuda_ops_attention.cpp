@@ -1,13 +1,14 @@
-// cuda_ops_attention.cpp — causal self-attention of CudaOps: head split/merge and softmax kernels
-// around cuBLASLt strided-batched GEMMs over the B*NH heads.
-//
+// cuda_ops_attention.cpp — causal self-attention of CudaOps, both kinds (ops.h AttentionKind).
+// Flash: the kernels of kernels/flash_attention.cu on qkv in place; saved = lse (B,NH,T), scratch =
+// D (B,NH,T). Naive: head split/merge and softmax kernels around cuBLASLt strided-batched GEMMs over
+// the B*NH heads; saved = att (B,NH,T,T), scratch = datt (B,NH,T,T):
 // Forward:  q,k,v (B,NH,T,hs) <- qkv (B,T,3C); att (B,NH,T,T) = softmax(mask(q k^T / sqrt(hs)));
 //           y (B,NH,T,hs) = att @ v; out (B,T,C) <- y.
 // Backward: dy <- dout; datt = dy v^T; dv = att^T dy; datt <- softmax backward (in place);
 //           dq = datt k / sqrt(hs); dk = datt^T q / sqrt(hs); dqkv (B,T,3C) <- dq, dk, dv.
 // The GEMMs compute the full T x T square; the softmax writes exact zeros above the diagonal, so the
 // masked half contributes nothing (as in the CPU oracle). These GEMMs stay fp32 in every precision.
-// Is not: flash attention (ops.h keeps att for backward); see kernels/attention.cu.
+// Is not: the kernels (kernels/attention.cu, kernels/flash_attention.cu).
 #include <cmath>
 
 #include "ops/cuda/cuda_check.h"
@@ -34,8 +35,8 @@ cudaError_t split_qkv(float* q, float* k, float* v, const float* qkv, int B, int
 
 }  // namespace
 
-rankscope::Status CudaOps::attention_forward_impl(float* out, float* att, const float* qkv, int B, int T,
-                                                  int C, int NH) {
+rankscope::Status CudaOps::naive_attention_forward(float* out, float* att, const float* qkv, int B, int T,
+                                                   int C, int NH) {
   const int hs = C / NH;
   const int BH = B * NH;
   const int64_t head = static_cast<int64_t>(T) * hs;  // one head's (T,hs)
@@ -59,9 +60,9 @@ rankscope::Status CudaOps::attention_forward_impl(float* out, float* att, const 
   return rankscope::Status::ok_status();
 }
 
-rankscope::Status CudaOps::attention_backward_impl(float* dqkv, float* datt, const float* dout,
-                                                   const float* qkv, const float* att, int B, int T, int C,
-                                                   int NH) {
+rankscope::Status CudaOps::naive_attention_backward(float* dqkv, float* datt, const float* dout,
+                                                    const float* qkv, const float* att, int B, int T, int C,
+                                                    int NH) {
   const int hs = C / NH;
   const int BH = B * NH;
   const int64_t head = static_cast<int64_t>(T) * hs;
@@ -98,13 +99,26 @@ rankscope::Status CudaOps::attention_backward_impl(float* dqkv, float* datt, con
   return rankscope::Status::ok_status();
 }
 
-void CudaOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  RS_CUDA_OP_MUST(attention_forward_impl(out, att, qkv, B, T, C, NH));
+void CudaOps::attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B, int T,
+                                int C, int NH) {
+  if (kind == AttentionKind::kNaive) {
+    RS_CUDA_OP_MUST(naive_attention_forward(out, /*att=*/saved, qkv, B, T, C, NH));
+    return;
+  }
+  RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
+  RS_CUDA_OP_MUST(launch_flash_attention_forward(out, /*lse=*/saved, qkv, B, T, C, NH, stream_));
 }
 
-void CudaOps::attention_backward(float* dqkv, float* datt_scratch, const float* dout, const float* qkv,
-                                 const float* att, int B, int T, int C, int NH) {
-  RS_CUDA_OP_MUST(attention_backward_impl(dqkv, datt_scratch, dout, qkv, att, B, T, C, NH));
+void CudaOps::attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
+                                 const float* qkv, const float* out, const float* saved, int B, int T, int C,
+                                 int NH) {
+  if (kind == AttentionKind::kNaive) {
+    RS_CUDA_OP_MUST(naive_attention_backward(dqkv, /*datt=*/scratch, dout, qkv, /*att=*/saved, B, T, C, NH));
+    return;
+  }
+  RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
+  RS_CUDA_OP_MUST(launch_flash_attention_backward(dqkv, /*dsum=*/scratch, dout, qkv, out, /*lse=*/saved, B, T,
+                                                  C, NH, stream_));
 }
 
 }  // namespace gpt2::cuda

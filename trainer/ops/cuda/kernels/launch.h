@@ -76,6 +76,23 @@ cudaError_t launch_causal_softmax(float* att, long rows, int T, cudaStream_t str
 cudaError_t launch_causal_softmax_backward(float* datt, const float* att, long rows, int T,
                                            cudaStream_t stream);
 
+// --- flash_attention.cu (causal; Q, K, V read from qkv (B,T,3C), no (B,NH,T,T) buffer) ---
+// Head sizes 32, 64, 128 (else cudaErrorInvalidValue); any T; B*NH <= 65535. float or bf16 in and
+// out, fp32 inside. out (B,T,C) =; lse (B,NH,T) = logsumexp of each scaled, masked score row.
+cudaError_t launch_flash_attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
+                                           int NH, cudaStream_t stream);
+cudaError_t launch_flash_attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B,
+                                           int T, int C, int NH, cudaStream_t stream);
+// dqkv (B,T,3C) = gradient given dout (B,T,C), the forward's out and lse; dsum (B,NH,T) is scratch
+// (D = rowsum(dout * out)). Deterministic: no atomics (dK/dV and dQ are separate kernels).
+cudaError_t launch_flash_attention_backward(float* dqkv, float* dsum, const float* dout, const float* qkv,
+                                            const float* out, const float* lse, int B, int T, int C, int NH,
+                                            cudaStream_t stream);
+cudaError_t launch_flash_attention_backward(__nv_bfloat16* dqkv, float* dsum, const __nv_bfloat16* dout,
+                                            const __nv_bfloat16* qkv, const __nv_bfloat16* out,
+                                            const float* lse, int B, int T, int C, int NH,
+                                            cudaStream_t stream);
+
 // --- gelu.cu (tanh approximation) ---
 cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream);
 // dinp (n) = dout * gelu'(inp); dinp may alias dout.

@@ -6,7 +6,8 @@
 // the fastest step estimates the cost and the median would estimate the noise. Then per range, and per range
 // aggregated over blocks ("forward/block*/attn" = the sum over blocks), and on a GPU the kernel time
 // under each range ("forward/block*/attn [gpu kernels]", from CUPTI), the fit c + aT + bT^2 with
-// R^2, log-log slopes between adjacent points and the crossover a/b; the FLOP model's attention
+// R^2, log-log slopes between adjacent points and the crossover a/b; the attention kind (naive or
+// flash, from run.json) the sweep ran with; the FLOP model's attention
 // share; findings for superlinear ranges and throughput cliffs; forecasts at larger T (forecast.h). Is not: the sweep driver (the
 // trainer's --sweep-seq-len) or rendering.
 #pragma once
@@ -27,9 +28,14 @@ inline constexpr int kScalingReportSchemaVersion = 1;
 // Counter the trainer may record each step: the process's peak resident memory in bytes.
 inline constexpr std::string_view kPeakMemoryCounter = "mem.peak_bytes";
 
+// Attention kind of a run (run.json model.attention: "naive" | "flash"); runs written before the
+// field existed say nothing, and the report says "unknown".
+inline constexpr std::string_view kUnknownAttention = "unknown";
+
 struct ScalingPoint {
   int64_t seq_len = 0;
   std::string run_dir;
+  std::string attention{kUnknownAttention};    // run.json model.attention
   double step_ms = 0;                          // fastest step (median over ranks)
   double tokens_per_s = 0;                     // at step_ms; 0 when run.json lacks training.batch
   std::optional<double> peak_mem_bytes;        // max over ranks of mem.peak_bytes
@@ -56,6 +62,9 @@ struct ScalingFinding {
 
 struct ScalingReport {
   std::string sweep_dir;
+  // The sweep's attention kind: the points' common one, "unknown" when no point names it, or
+  // "mixed (naive, flash)" when they differ (then a problem says so too).
+  std::string attention{kUnknownAttention};
   std::vector<ScalingPoint> points;
   std::vector<ScalingRange> ranges;
   std::vector<ScalingFinding> findings;
