@@ -14,7 +14,8 @@ echo "== release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE bench
-# Every benchmark but the largest sizes (label bench_large: 16K ranks, d12); `ctest -L bench` runs all.
+# The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer and nsys-import
+# benches, 10 timed hangs: 4-5 minutes on 2 cores) run with `ctest --test-dir build -L bench`.
 ctest --test-dir build --output-on-failure -L bench -LE bench_large
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
