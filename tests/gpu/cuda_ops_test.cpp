@@ -34,7 +34,7 @@ struct Both {
 };
 
 class CudaOpsTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     RS_SKIP_WITHOUT_CUDA();
     auto gpu = make_cuda_ops({});
@@ -304,20 +304,42 @@ TEST_F(CudaOpsTest, VocabParallelCrossEntropy) {
   }
 }
 
-TEST_F(CudaOpsTest, AdamWUpdates) {
-  const size_t n = 5000;
-  auto p = both(random_floats(n, 70));
-  auto m = both(std::vector<float>(n));
-  auto v = both(std::vector<float>(n));
-  for (int t = 1; t <= 3; t++) {
-    auto grad = both(random_floats(n, 70 + t, 0.1f));
-    for (bool g : {false, true}) {
-      ops(g).adamw_update(p.of(g), grad.of(g), m.of(g), v.of(g), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
-    }
+// `steps` AdamW steps on the CPU and the GPU from the same random params and gradients, each made by
+// `update(ops, p, grad, m, v, t)`; the GPU's params, m and v must match the CPU's. Returns the GPU's params.
+template <class Update>
+std::vector<float> adamw_on_both(CudaOpsTest& test, size_t n, uint32_t seed, int steps, Update update) {
+  auto p = test.both(random_floats(n, seed));
+  auto m = test.both(std::vector<float>(n));
+  auto v = test.both(std::vector<float>(n));
+  for (int t = 1; t <= steps; t++) {
+    auto grad = test.both(random_floats(n, seed + t, 0.1f));
+    for (bool g : {false, true}) update(test.ops(g), p.of(g), grad.of(g), m.of(g), v.of(g), t);
   }
   EXPECT_TRUE(all_close(p.g.host(), p.c.host(), 1e-6, 1e-5)) << "params";
   EXPECT_TRUE(all_close(m.g.host(), m.c.host(), 1e-7, 1e-5)) << "m";
   EXPECT_TRUE(all_close(v.g.host(), v.c.host(), 1e-9, 1e-5)) << "v";
+  return p.g.host();
+}
+
+TEST_F(CudaOpsTest, AdamWUpdates) {
+  const size_t n = 5000;
+  adamw_on_both(*this, n, 70, 3, [&](Ops& ops, float* p, float* grad, float* m, float* v, int t) {
+    ops.adamw_update(p, grad, m, v, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
+  });
+}
+
+// The one-launch AdamW over a flat buffer against the CPU's per-tensor updates: a tensor longer than
+// one chunk (64K elements), decayed and undecayed tensors, a gap between tensors left untouched, and
+// a second step that reuses the uploaded chunk table.
+TEST_F(CudaOpsTest, AdamWOverAllSegmentsInOneLaunch) {
+  const std::vector<Ops::AdamWSegment> segments = {{0, 150000, true}, {150000, 768, false}, {151000, 3000, true}};
+  const size_t n = 154000;
+  const std::vector<float> after =
+      adamw_on_both(*this, n, 80, 2, [&](Ops& ops, float* p, float* grad, float* m, float* v, int t) {
+        ops.adamw_update_segments(p, grad, m, v, segments.data(), segments.size(), 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, t);
+      });
+  const std::vector<float> before = random_floats(n, 80);
+  for (size_t i = 150768; i < 151000; i++) ASSERT_EQ(after[i], before[i]) << "element " << i << " is in no segment";
 }
 
 TEST_F(CudaOpsTest, SumsInDoubleAreDeterministic) {

@@ -18,12 +18,12 @@ AdamW::~AdamW() {
 
 void AdamW::step(float lr) {
   t_++;
-  for (size_t i = 0; i < params_.count(); i++) {
-    const ParamInfo& info = params_.infos()[i];
-    const float wd = info.weight_decay ? config_.weight_decay : 0.0f;
-    ops_.adamw_update(params_.params() + info.offset, params_.grads() + info.offset, m_ + info.offset,
-                      v_ + info.offset, info.numel, lr, config_.beta1, config_.beta2, config_.eps, wd, t_);
+  if (segments_.size() != params_.count()) {
+    segments_.clear();
+    for (const ParamInfo& info : params_.infos()) segments_.push_back({info.offset, info.numel, info.weight_decay});
   }
+  ops_.adamw_update_segments(params_.params(), params_.grads(), m_, v_, segments_.data(), segments_.size(), lr,
+                             config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_);
 }
 
 Result<float> global_grad_norm(const ParameterSet& params, Ops& ops, Communicator* tp_comm,

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "model/ops.h"
@@ -50,6 +51,7 @@ class AdamW {
   float* m_ = nullptr;
   float* v_ = nullptr;
   int64_t t_ = 0;
+  std::vector<Ops::AdamWSegment> segments_;  // one per parameter tensor, built at the first step
 };
 
 // Global L2 norm of all gradients of the model (every TP rank gets the same value). tp_comm may be

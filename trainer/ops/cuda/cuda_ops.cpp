@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -205,6 +206,33 @@ void CudaOps::adamw_update(float* params, const float* grads, float* m, float* v
   const float bc1 = 1.0f - static_cast<float>(std::pow(beta1, static_cast<double>(t)));
   const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(t)));
   RS_CUDA_OP_MUST(launch_adamw(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2, stream_));
+}
+
+void CudaOps::adamw_update_segments(float* params, const float* grads, float* m, float* v, const AdamWSegment* segments,
+                                    size_t n_segments, float lr, float beta1, float beta2, float eps,
+                                    float weight_decay, int64_t t) {
+  std::vector<AdamWChunk> chunks;
+  for (size_t i = 0; i < n_segments; i++) {
+    for (size_t done = 0; done < segments[i].numel; done += kAdamWChunkElements) {
+      const size_t count = std::min<size_t>(kAdamWChunkElements, segments[i].numel - done);
+      chunks.push_back({segments[i].offset + done, static_cast<uint32_t>(count), segments[i].decay ? 1u : 0u});
+    }
+  }
+  const size_t bytes = chunks.size() * sizeof(AdamWChunk);
+  auto table = scratch(Scratch::kAdamWChunks, bytes);
+  if (!table.ok()) die_in_op(table.status(), __func__);
+  // The same segments every step: upload the table once (scratch keeps it), again only if it changed.
+  const char* raw = reinterpret_cast<const char*>(chunks.data());
+  if (adamw_chunk_count_ != chunks.size() || !std::equal(raw, raw + bytes, adamw_chunks_host_.begin())) {
+    RS_CUDA_OP_MUST(cudaMemcpyAsync(*table, chunks.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));  // `chunks` is pageable host memory about to go
+    adamw_chunks_host_.assign(raw, raw + bytes);
+    adamw_chunk_count_ = chunks.size();
+  }
+  const float bc1 = 1.0f - static_cast<float>(std::pow(beta1, static_cast<double>(t)));
+  const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(t)));
+  RS_CUDA_OP_MUST(launch_adamw_chunks(params, grads, m, v, static_cast<const AdamWChunk*>(*table), chunks.size(), lr,
+                                      beta1, beta2, eps, weight_decay, bc1, bc2, stream_));
 }
 
 rankscope::Status CudaOps::sum_impl(double* result, const float* x, size_t n, bool squares) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "model/ops.h"
 #include "ops/cuda/cublaslt_gemm.h"
@@ -80,6 +81,9 @@ class CudaOps final : public Ops {
 
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
                     float beta1, float beta2, float eps, float weight_decay, int64_t t) override;
+  void adamw_update_segments(float* params, const float* grads, float* m, float* v, const AdamWSegment* segments,
+                             size_t n_segments, float lr, float beta1, float beta2, float eps, float weight_decay,
+                             int64_t t) override;
   double sum_squares(const float* x, size_t n) override;
   void scale(float* x, float s, size_t n) override;
   double sum(const float* x, size_t n) override;
@@ -94,6 +98,7 @@ class CudaOps final : public Ops {
     kGemmB,
     kEmbeddingSort,   // sort keys/values and CUB's temporary storage
     kPartials,        // per-chunk partial sums (LayerNorm and bias gradients)
+    kAdamWChunks,     // the fused AdamW's chunk table
     kCount
   };
   struct DeviceBuffer {
@@ -121,6 +126,9 @@ class CudaOps final : public Ops {
   double* sum_result_ = nullptr;  // device double: sum / sum_squares result
   double* sum_partials_ = nullptr;
   std::array<DeviceBuffer, static_cast<int>(Scratch::kCount)> scratch_{};
+  // The fused AdamW's chunk table as last uploaded; uploaded again only when the segments change.
+  std::vector<char> adamw_chunks_host_;
+  size_t adamw_chunk_count_ = 0;
   std::unordered_map<void*, size_t> allocations_;
   size_t allocated_bytes_ = 0;
   size_t peak_allocated_bytes_ = 0;

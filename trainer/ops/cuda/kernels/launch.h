@@ -126,6 +126,17 @@ cudaError_t launch_crossentropy_backward_inplace(float* logits, const float* row
 cudaError_t launch_adamw(float* params, const float* grads, float* m, float* v, size_t n, float lr,
                          float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2,
                          cudaStream_t stream);
+// A slice of one tensor of a flat parameter buffer: elements [begin, begin + count), decayed or not.
+struct AdamWChunk {
+  size_t begin;
+  uint32_t count;
+  uint32_t decay;
+};
+// Chunks (device memory, n_chunks of them) of at most kAdamWChunkElements elements each: one launch.
+inline constexpr uint32_t kAdamWChunkElements = 64 * 1024;
+cudaError_t launch_adamw_chunks(float* params, const float* grads, float* m, float* v, const AdamWChunk* chunks,
+                                size_t n_chunks, float lr, float beta1, float beta2, float eps, float weight_decay,
+                                float bc1, float bc2, cudaStream_t stream);
 
 // --- reduce.cu ---
 // Doubles of scratch launch_sum needs (fixed-size partials: the result does not depend on timing).
