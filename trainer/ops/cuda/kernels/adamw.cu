@@ -6,20 +6,25 @@
 namespace gpt2::cuda {
 namespace {
 
-// params, grads, m, v (n): p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)
+// Element i: p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), m and v updated in place.
+__device__ __forceinline__ void adamw_element(float* params, const float* grads, float* m, float* v, size_t i,
+                                              float lr, float beta1, float beta2, float eps, float wd, float bc1,
+                                              float bc2) {
+  const float g = grads[i];
+  const float mi = beta1 * m[i] + (1.0f - beta1) * g;
+  const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+  m[i] = mi;
+  v[i] = vi;
+  params[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * params[i]);
+}
+
+// params, grads, m, v (n), one tensor.
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, size_t n, float lr,
                              float beta1, float beta2, float eps, float weight_decay, float bc1,
                              float bc2) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float g = grads[i];
-    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float mhat = mi / bc1;
-    const float vhat = vi / bc2;
-    params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+    adamw_element(params, grads, m, v, i, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
   }
 }
 
@@ -30,13 +35,7 @@ __global__ void adamw_chunks_kernel(float* params, const float* grads, float* m,
   const AdamWChunk c = chunks[blockIdx.x];
   const float wd = c.decay ? weight_decay : 0.0f;
   for (uint32_t j = threadIdx.x; j < c.count; j += blockDim.x) {
-    const size_t i = c.begin + j;
-    const float g = grads[i];
-    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    params[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * params[i]);
+    adamw_element(params, grads, m, v, c.begin + j, lr, beta1, beta2, eps, wd, bc1, bc2);
   }
 }
 
