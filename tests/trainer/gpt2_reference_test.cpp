@@ -70,7 +70,7 @@ TEST(Gpt2Reference, LogitsLossAndEveryGradientMatchPyTorch) {
   EXPECT_NEAR(fwd->loss, l.ref.loss, kTol);
 
   const int Vl = model->params().padded_vocab();
-  const float* logits = model->logits();
+  const float* logits = model->logits().f32("test");
   float worst = 0;
   for (int n = 0; n < l.ref.B * l.ref.T; n++) {
     for (int v = 0; v < l.ref.V; v++) {

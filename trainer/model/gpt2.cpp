@@ -51,19 +51,19 @@ constexpr const char* kRangeFormats[kRangeCount] = {
 
 // Activations of one block kept for backward. Under recompute some point at shared scratch.
 struct BlockActs {
-  float* ln1;        // (N,C)
+  ActPtr ln1;        // (N,C)
   float* ln1_mean;   // (N)
   float* ln1_rstd;   // (N)
-  float* qkv;        // (N,3Cl)
-  float* atty;       // (N,Cl)
+  ActPtr qkv;        // (N,3Cl)
+  ActPtr atty;       // (N,Cl)
   float* att_saved;  // Ops::attention_saved_floats: naive (B,NHl,T,T), flash (B,NHl,T)
-  float* residual2;  // (N,C)
-  float* ln2;        // (N,C)
+  ActPtr residual2;  // (N,C)
+  ActPtr ln2;        // (N,C)
   float* ln2_mean;   // (N)
   float* ln2_rstd;   // (N)
-  float* fch;        // (N,4Cl) fc pre-activation
-  float* fch_gelu;   // (N,4Cl)
-  float* residual3;  // (N,C) block output
+  ActPtr fch;        // (N,4Cl) fc pre-activation
+  ActPtr fch_gelu;   // (N,4Cl)
+  ActPtr residual3;  // (N,C) block output
 };
 
 }  // namespace
@@ -74,31 +74,32 @@ struct GPT2::Impl {
   VocabShardMap shard;
   Recompute recompute;
   AttentionKind attention = AttentionKind::kNaive;
+  ActType act_type = ActType::kF32;
   std::vector<void*> allocations;
   size_t activation_bytes = 0;
 
   int* ids = nullptr;       // (N)
   int* targets = nullptr;   // (N)
-  float* encoded = nullptr; // (N,C)
+  ActPtr encoded = nullptr; // (N,C)
   std::vector<BlockActs> blocks;
-  float* lnf = nullptr;      // (N,C)
+  ActPtr lnf = nullptr;      // (N,C)
   float* lnf_mean = nullptr; // (N)
   float* lnf_rstd = nullptr; // (N)
-  float* logits = nullptr;   // (N,Vl); dlogits in place during backward
+  ActPtr logits = nullptr;   // (N,Vl); dlogits in place during backward
   float* losses = nullptr;   // (N)
   float* row_max = nullptr;  // (N)
   float* stats = nullptr;    // (2N): [sum exp | target logit]
-  float* proj_out = nullptr; // (N,C) row-parallel projection output before the residual add
+  ActPtr proj_out = nullptr; // (N,C) row-parallel projection output before the residual add
   // backward scratch
-  float* dresidual = nullptr; // (N,C)
-  float* dln = nullptr;       // (N,C)
-  float* datty = nullptr;     // (N,Cl)
-  float* dqkv = nullptr;      // (N,3Cl)
+  ActPtr dresidual = nullptr; // (N,C)
+  ActPtr dln = nullptr;       // (N,C)
+  ActPtr datty = nullptr;     // (N,Cl)
+  ActPtr dqkv = nullptr;      // (N,3Cl)
   float* att_scratch = nullptr; // Ops::attention_scratch_floats: naive (B,NHl,T,T), flash (B,NHl,T)
-  float* dfch = nullptr;      // (N,4Cl)
+  ActPtr dfch = nullptr;      // (N,4Cl)
   // recompute scratch (null when not recomputing)
-  float* gelu_scratch = nullptr; // (N,4Cl)
-  float* ln_scratch = nullptr;   // (N,C)
+  ActPtr gelu_scratch = nullptr; // (N,4Cl)
+  ActPtr ln_scratch = nullptr;   // (N,C)
 
   // MoE blocks (null entries for dense blocks)
   std::vector<std::unique_ptr<MoeMlp>> moe;
@@ -124,6 +125,13 @@ struct GPT2::Impl {
     activation_bytes += count * sizeof(E);
     return static_cast<E*>(p);
   }
+  // An activation buffer of `count` elements of the model's activation type.
+  ActPtr take_act(size_t count) {
+    void* p = ops.alloc(count * act_type_bytes(act_type));
+    allocations.push_back(p);
+    activation_bytes += count * act_type_bytes(act_type);
+    return {p, act_type};
+  }
   const char* range(int layer, Range r) const { return range_names[layer][r].c_str(); }
 };
 
@@ -144,6 +152,16 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
     return rankscope::invalid_argument(fmt::format(
         "--ep {} needs this rank's ep{{k}} communicator of that size at rank {} (hint: make_process_groups "
         "with the same --ep)", options.ep.ep_size, options.ep.ep_rank));
+  if (options.activations != ActType::kF32) {
+    if (!ops.supports_activations(options.activations))
+      return rankscope::unsupported(fmt::format(
+          "the {} backend computes activations in fp32 only, {} was asked (hint: bf16 activations need "
+          "--device cuda; the CPU backend is the fp32 oracle)", ops.name(), act_type_name(options.activations)));
+    if (options.moe.enabled())
+      return rankscope::unsupported(fmt::format(
+          "{} activations with MoE blocks: the MoE ops compute in fp32 only (hint: --precision fp32 for "
+          "MoE models)", act_type_name(options.activations)));
+  }
   if (tp.tp_rank < 0 || tp.tp_rank >= tp.tp_size) {
     return rankscope::invalid_argument(fmt::format("tp rank {} outside [0, {})", tp.tp_rank, tp.tp_size));
   }
@@ -181,48 +199,49 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.recompute = options.recompute;
   const size_t N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
   a.attention = options.attention;
+  a.act_type = options.activations;
   // Opaque to the model: the backend says how many floats its kind of attention keeps and uses.
   const size_t att_saved_numel = ops.attention_saved_floats(a.attention, a.B, a.T, a.NHl);
   const size_t att_scratch_numel = ops.attention_scratch_floats(a.attention, a.B, a.T, a.NHl);
 
   a.ids = a.take<int>(N);
   a.targets = a.take<int>(N);
-  a.encoded = a.take<float>(N * C);
+  a.encoded = a.take_act(N * C);
   const bool keep_gelu = a.recompute == Recompute::kNone;
   const bool keep_ln = a.recompute != Recompute::kGeluAndLayerNorm;
-  if (!keep_gelu) a.gelu_scratch = a.take<float>(N * Fl);
-  if (!keep_ln) a.ln_scratch = a.take<float>(N * C);
+  if (!keep_gelu) a.gelu_scratch = a.take_act(N * Fl);
+  if (!keep_ln) a.ln_scratch = a.take_act(N * C);
   a.blocks.resize(a.L);
   for (BlockActs& b : a.blocks) {
-    b.ln1 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+    b.ln1 = keep_ln ? a.take_act(N * C) : a.ln_scratch;
     b.ln1_mean = a.take<float>(N);
     b.ln1_rstd = a.take<float>(N);
-    b.qkv = a.take<float>(N * 3 * Cl);
-    b.atty = a.take<float>(N * Cl);
+    b.qkv = a.take_act(N * 3 * Cl);
+    b.atty = a.take_act(N * Cl);
     b.att_saved = a.take<float>(att_saved_numel);
-    b.residual2 = a.take<float>(N * C);
-    b.ln2 = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+    b.residual2 = a.take_act(N * C);
+    b.ln2 = keep_ln ? a.take_act(N * C) : a.ln_scratch;
     b.ln2_mean = a.take<float>(N);
     b.ln2_rstd = a.take<float>(N);
     const bool dense_mlp = !options.moe.is_moe_block(static_cast<int>(&b - a.blocks.data()));
-    b.fch = dense_mlp ? a.take<float>(N * Fl) : nullptr;
-    b.fch_gelu = !dense_mlp ? nullptr : keep_gelu ? a.take<float>(N * Fl) : a.gelu_scratch;
-    b.residual3 = a.take<float>(N * C);
+    b.fch = dense_mlp ? a.take_act(N * Fl) : nullptr;
+    b.fch_gelu = !dense_mlp ? ActPtr() : keep_gelu ? a.take_act(N * Fl) : a.gelu_scratch;
+    b.residual3 = a.take_act(N * C);
   }
-  a.lnf = keep_ln ? a.take<float>(N * C) : a.ln_scratch;
+  a.lnf = keep_ln ? a.take_act(N * C) : a.ln_scratch;
   a.lnf_mean = a.take<float>(N);
   a.lnf_rstd = a.take<float>(N);
-  a.logits = a.take<float>(N * a.Vl);
+  a.logits = a.take_act(N * a.Vl);
   a.losses = a.take<float>(N);
   a.row_max = a.take<float>(N);
   a.stats = a.take<float>(2 * N);
-  a.proj_out = a.take<float>(N * C);
-  a.dresidual = a.take<float>(N * C);
-  a.dln = a.take<float>(N * C);
-  a.datty = a.take<float>(N * Cl);
-  a.dqkv = a.take<float>(N * 3 * Cl);
+  a.proj_out = a.take_act(N * C);
+  a.dresidual = a.take_act(N * C);
+  a.dln = a.take_act(N * C);
+  a.datty = a.take_act(N * Cl);
+  a.dqkv = a.take_act(N * 3 * Cl);
   a.att_scratch = a.take<float>(att_scratch_numel);
-  a.dfch = a.take<float>(N * Fl);
+  a.dfch = a.take_act(N * Fl);
 
   a.range_names.resize(a.L);
   for (int l = 0; l < a.L; l++) {
@@ -266,10 +285,28 @@ Status tp_all_reduce(Communicator* comm, int tp_size, float* buf, size_t count, 
   if (tp_size == 1) return Status::ok_status();
   return comm->all_reduce(buf, count, DataType::kFloat32, op);
 }
+// Activations travel in their own type (bf16 halves the TP traffic, as in Megatron).
+Status tp_all_reduce(Communicator* comm, int tp_size, ActPtr buf, size_t count, ReduceOp op) {
+  if (tp_size == 1) return Status::ok_status();
+  return comm->all_reduce(buf.data(), count,
+                          buf.type() == ActType::kBF16 ? DataType::kBFloat16 : DataType::kFloat32, op);
+}
 
 }  // namespace
 
-const float* GPT2::logits() const { return impl_->logits; }
+ConstActPtr GPT2::logits() const { return impl_->logits; }
+void GPT2::copy_logits_to_host(float* host, size_t first_row, size_t rows) const {
+  const Impl& a = *impl_;
+  const size_t n = rows * static_cast<size_t>(a.Vl);
+  const ActPtr from = a.logits + first_row * static_cast<size_t>(a.Vl);
+  if (from.type() == ActType::kF32) {
+    ops_.copy_to_host(host, from.data(), n * sizeof(float));
+    return;
+  }
+  std::vector<uint16_t> narrow(n);
+  ops_.copy_to_host(narrow.data(), from.data(), n * sizeof(uint16_t));
+  for (size_t i = 0; i < n; i++) host[i] = bf16_to_float(narrow[i]);
+}
 const float* GPT2::losses() const { return impl_->losses; }
 size_t GPT2::activation_bytes() const { return impl_->activation_bytes; }
 
@@ -401,7 +438,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
   }
   for (int l = 0; l < a.L; l++) {
     BlockActs& b = a.blocks[l];
-    const float* residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
+    ConstActPtr residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
     {
       ScopedRange r(probe, a.range(l, kFwdAttn));
       {
@@ -438,7 +475,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
         a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
         a.miscount = {};
       }
-      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out, b.ln2, a.moe_w[l], a.router_bias, probe));
+      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out.f32("MoE forward"), b.ln2.f32("MoE forward"), a.moe_w[l], a.router_bias, probe));
       out.moe_routed.resize(ms.routed.size(), 0);
       for (size_t e = 0; e < ms.routed.size(); e++) out.moe_routed[e] += ms.routed[e];
       out.moe_received += ms.received;
@@ -474,7 +511,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
   }
   {
     ScopedRange r(probe, "forward/head");
-    const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+    ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
     const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
     {
       ScopedRange r2(probe, "forward/head/ln_f");
@@ -524,7 +561,7 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
 
   {
     ScopedRange r(probe, "backward/head");
-    const float* last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+    ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
     const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
     if (recompute_ln) {
       ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
@@ -534,7 +571,7 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
     // dlnf (N,C) = dlogits @ wte_local: partial over the vocab shards -> all-reduce.
     ops_.matmul_backward(a.dln, G(kParamWte), nullptr, a.logits, a.lnf, P(kParamWte), N, C, a.Vl);
     RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));
-    ops_.fill_zero(a.dresidual, NC * sizeof(float));
+    ops_.fill_zero(a.dresidual.data(), a.dresidual.bytes(NC));
     ops_.layernorm_backward(a.dresidual, G(lnf_w), G(lnf_b), a.dln, last, P(lnf_w), a.lnf_mean,
                             a.lnf_rstd, N, C);
     ready(lnf_b);
@@ -542,7 +579,7 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
   }
   for (int l = a.L - 1; l >= 0; l--) {
     BlockActs& b = a.blocks[l];
-    const float* residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
+    ConstActPtr residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
     if (a.moe[l]) {
       ScopedRange r(probe, a.range(l, kBwdMoe));
       if (recompute_ln) {
@@ -550,8 +587,8 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
                                BP(l, BlockParam::kLn2B), N, C);
       }
       // Every TP rank ran the whole layer, so dln is complete here: no [f] all-reduce.
-      ops_.fill_zero(a.dln, NC * sizeof(float));
-      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln, a.dresidual, b.ln2, a.moe_w[l], a.moe_g[l], loss_scale, probe));
+      ops_.fill_zero(a.dln.data(), a.dln.bytes(NC));
+      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln.f32("MoE backward"), a.dresidual.f32("MoE backward"), b.ln2.f32("MoE backward"), a.moe_w[l], a.moe_g[l], loss_scale, probe));
       const int local = static_cast<int>(a.moe_w[l].fc_w.size());
       for (int j = local - 1; j >= 0; j--)
         for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)

@@ -75,6 +75,10 @@ class GPT2 {
     ExpertParallel ep;
     // naive keeps (B,NH,T,T) probabilities per layer, flash a (B,NH,T) logsumexp (ops.h).
     AttentionKind attention = AttentionKind::kNaive;
+    // Element type of activations and their gradients (activation_ptr.h). Master weights, AdamW
+    // state, LayerNorm/softmax statistics and losses stay fp32 whatever this is. bf16 needs a backend
+    // that computes in it (Ops::supports_activations; the CPU oracle is fp32 only) and a dense model.
+    ActType activations = ActType::kF32;
   };
 
   // Validates the options, allocates parameters and all activations for (B,T) up front (no
@@ -119,9 +123,11 @@ class GPT2 {
   Status backward(float loss_scale, const GradReadyFn& on_grad_ready,
                   rankscope::probe::Probe* probe);
 
-  // This rank's logits (B, T, Vp/tp), backend memory, columns per VocabShardMap. Valid after
-  // forward until backward (which turns them into dlogits in place).
-  const float* logits() const;
+  // This rank's logits (B, T, Vp/tp), backend memory in the activation type, columns per
+  // VocabShardMap. Valid after forward until backward (which turns them into dlogits in place).
+  ConstActPtr logits() const;
+  // Logit rows [first_row, first_row + rows) of this rank, copied to host as fp32 (bf16 widened).
+  void copy_logits_to_host(float* host, size_t first_row, size_t rows) const;
   // Per-token losses (B, T), backend memory, valid after a forward with targets.
   const float* losses() const;
   // Bytes of activation buffers this model keeps for backward (depends on recompute), plus the

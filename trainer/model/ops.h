@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "model/activation_ptr.h"
+
 namespace gpt2 {
 
 // How attention is computed: naive materialises the (B,NH,T,T) probabilities (memory and time
@@ -47,6 +49,9 @@ class Ops {
  public:
   virtual ~Ops() = default;
   virtual const char* name() const = 0;  // "cpu", "cuda"
+  // Whether the ops below accept activations (ActPtr / ConstActPtr arguments) of this type. Every
+  // activation argument of one call has the same type; everything typed float* is always fp32.
+  virtual bool supports_activations(ActType type) const { return type == ActType::kF32; }
 
   // --- memory (backend-resident buffers; 64-byte aligned; alloc zero-fills) ---
   virtual void* alloc(size_t bytes) = 0;
@@ -59,32 +64,32 @@ class Ops {
   // --- embedding (vocab-parallel) ---
   // out (N,C) = wte_local[local row of ids[n]] where this shard owns ids[n], else 0. Foreign ids are
   // masked arithmetically (no per-token branch). Returns how many of the N ids this shard owns.
-  virtual int64_t embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+  virtual int64_t embedding_lookup(ActPtr out, const int* ids, const float* wte_local, int N, int C,
                                    const VocabShardMap& shard) = 0;
   // out (B,T,C) += wpe (maxT,C) rows 0..T-1, broadcast over B.
-  virtual void add_position(float* out, const float* wpe, int B, int T, int C) = 0;
+  virtual void add_position(ActPtr out, const float* wpe, int B, int T, int C) = 0;
   // dwte_local (Vp/tp,C) += dout rows of owned ids; dwpe (maxT,C) += sum over B of dout (B,T,C).
-  virtual void embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
+  virtual void embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout, const int* ids,
                                   int B, int T, int C, const VocabShardMap& shard) = 0;
 
   // --- layernorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) = ---
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+  virtual void layernorm_forward(ActPtr out, float* mean, float* rstd, ConstActPtr inp,
                                  const float* weight, const float* bias, int N, int C) = 0;
   // dinp (N,C) +=, dweight (C) +=, dbias (C) +=; uses the forward's mean and rstd.
-  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, const float* mean,
+  virtual void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
+                                  ConstActPtr inp, const float* weight, const float* mean,
                                   const float* rstd, int N, int C) = 0;
 
   // --- matmul (GEMM) ---
   // out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias (OC) (bias may be null).
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+  virtual void matmul_forward(ActPtr out, ConstActPtr inp, const float* weight, const float* bias,
                               int N, int C, int OC) = 0;
   // dinp (N,C) = dout @ weight (may be null: not wanted); dweight (OC,C) += dout^T @ inp;
   // dbias (OC) += column sums of dout (may be null).
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int N, int C, int OC) = 0;
+  virtual void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
+                               ConstActPtr inp, const float* weight, int N, int C, int OC) = 0;
   // out (N,OC) += bias (OC): the row-parallel bias, added once after the all-reduce.
-  virtual void add_bias(float* out, const float* bias, int N, int OC) = 0;
+  virtual void add_bias(ActPtr out, const float* bias, int N, int OC) = 0;
 
   // --- causal self-attention over this rank's NH heads (head size hs = C/NH) ---
   // qkv (B,T,3C) holds [Q | K | V], each (C) = NH heads of hs; out (B,T,C) = softmax(causally
@@ -102,32 +107,32 @@ class Ops {
   virtual size_t attention_scratch_floats(AttentionKind kind, int B, int T, int NH) const {
     return default_attention_floats(kind, B, T, NH);
   }
-  virtual void attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv,
+  virtual void attention_forward(AttentionKind kind, ActPtr out, float* saved, ConstActPtr qkv,
                                  int B, int T, int C, int NH) = 0;
   // dqkv (B,T,3C) =, given dout (B,T,C), the forward's qkv, out and saved; scratch is overwritten.
-  virtual void attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
-                                  const float* qkv, const float* out, const float* saved, int B,
+  virtual void attention_backward(AttentionKind kind, ActPtr dqkv, float* scratch, ConstActPtr dout,
+                                  ConstActPtr qkv, ConstActPtr out, const float* saved, int B,
                                   int T, int C, int NH) = 0;
 
   // --- GELU (tanh approximation) and residual ---
-  virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;                    // out =
+  virtual void gelu_forward(ActPtr out, ConstActPtr inp, size_t n) = 0;                    // out =
   // dinp = dout * GELU'(inp); the model passes dinp == dout (in place), so it must allow that.
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;
-  virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;   // out = a + b
-  virtual void add_inplace(float* acc, const float* x, size_t n) = 0;                       // acc += x
+  virtual void gelu_backward(ActPtr dinp, ConstActPtr inp, ConstActPtr dout, size_t n) = 0;
+  virtual void residual_forward(ActPtr out, ConstActPtr a, ConstActPtr b, size_t n) = 0;   // out = a + b
+  virtual void add_inplace(ActPtr acc, ConstActPtr x, size_t n) = 0;                       // acc += x
 
   // --- vocab-parallel cross-entropy over logits (N, Vl), Vl = shard.local_rows ---
   // Padded columns (global id >= V) never enter max or sum.
   // row_max (N) = max over this shard's real columns (-inf when it has none).
-  virtual void logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) = 0;
+  virtual void logits_row_max(float* row_max, ConstActPtr logits, int N, const VocabShardMap& shard) = 0;
   // Packed for ONE sum all-reduce: stats (2N) = [sum_j exp(logit - max) for N rows | the target's
   // logit if this shard owns the target else 0 for N rows]. row_max is the global max.
-  virtual void softmax_stats(float* stats, const float* logits, const float* row_max,
+  virtual void softmax_stats(float* stats, ConstActPtr logits, const float* row_max,
                              const int* targets, int N, const VocabShardMap& shard) = 0;
   // losses (N) = log(sum) + max - target_logit, from the all-reduced stats.
   virtual void crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) = 0;
   // In place: logits (N,Vl) becomes dlogits = (softmax - onehot(target)) * dloss; padded columns 0.
-  virtual void crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+  virtual void crossentropy_backward_inplace(ActPtr logits, const float* row_max, const float* stats,
                                              const int* targets, float dloss, int N,
                                              const VocabShardMap& shard) = 0;
 

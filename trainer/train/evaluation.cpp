@@ -47,8 +47,7 @@ rankscope::Result<std::vector<int>> sample_tokens(GPT2& model, Ops& ops, Communi
     const int len = std::min<int>(static_cast<int>(context.size()), T);
     std::copy(context.end() - len, context.end(), inputs.begin());
     RS_RETURN_IF_ERROR(model.forward(inputs.data(), nullptr, nullptr).status());
-    ops.copy_to_host(local_row.data(), model.logits() + static_cast<size_t>(len - 1) * Vl,
-                     static_cast<size_t>(Vl) * sizeof(float));
+    model.copy_logits_to_host(local_row.data(), static_cast<size_t>(len - 1), 1);
     if (tp_size > 1) {
       RS_RETURN_IF_ERROR(tp->all_gather(local_row.data(), all_rows.data(), Vl, DataType::kFloat32));
     } else {

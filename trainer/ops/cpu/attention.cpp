@@ -93,8 +93,10 @@ void naive_attention_backward(float* dqkv, float* datt, const float* dout, const
 
 }  // namespace
 
-void CpuOps::attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B,
+void CpuOps::attention_forward(AttentionKind kind, ActPtr out_, float* saved, ConstActPtr qkv_, int B,
                                int T, int C, int NH) {
+  float* out = out_.f32("cpu attention_forward");
+  const float* qkv = qkv_.f32("cpu attention_forward");
   if (kind == AttentionKind::kFlash) {
     flash_attention_forward(out, /*lse=*/saved, qkv, B, T, C, NH);
   } else {
@@ -102,9 +104,13 @@ void CpuOps::attention_forward(AttentionKind kind, float* out, float* saved, con
   }
 }
 
-void CpuOps::attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
-                                const float* qkv, const float* out, const float* saved, int B, int T,
+void CpuOps::attention_backward(AttentionKind kind, ActPtr dqkv_, float* scratch, ConstActPtr dout_,
+                                ConstActPtr qkv_, ConstActPtr out_, const float* saved, int B, int T,
                                 int C, int NH) {
+  float* dqkv = dqkv_.f32("cpu attention_backward");
+  const float* dout = dout_.f32("cpu attention_backward");
+  const float* qkv = qkv_.f32("cpu attention_backward");
+  const float* out = out_.f32("cpu attention_backward");
   if (kind == AttentionKind::kFlash) {
     flash_attention_backward(dqkv, /*dsum=*/scratch, dout, qkv, out, /*lse=*/saved, B, T, C, NH);
   } else {

@@ -19,40 +19,40 @@ class CpuOps final : public Ops {
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
-  int64_t embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+  int64_t embedding_lookup(ActPtr out, const int* ids, const float* wte_local, int N, int C,
                            const VocabShardMap& shard) override;
-  void add_position(float* out, const float* wpe, int B, int T, int C) override;
-  void embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids, int B,
+  void add_position(ActPtr out, const float* wpe, int B, int T, int C) override;
+  void embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout, const int* ids, int B,
                           int T, int C, const VocabShardMap& shard) override;
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+  void layernorm_forward(ActPtr out, float* mean, float* rstd, ConstActPtr inp,
                          const float* weight, const float* bias, int N, int C) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
+  void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
+                          ConstActPtr inp, const float* weight, const float* mean,
                           const float* rstd, int N, int C) override;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+  void matmul_forward(ActPtr out, ConstActPtr inp, const float* weight, const float* bias, int N,
                       int C, int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int N, int C, int OC) override;
-  void add_bias(float* out, const float* bias, int N, int OC) override;
+  void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
+                       ConstActPtr inp, const float* weight, int N, int C, int OC) override;
+  void add_bias(ActPtr out, const float* bias, int N, int OC) override;
 
-  void attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B,
+  void attention_forward(AttentionKind kind, ActPtr out, float* saved, ConstActPtr qkv, int B,
                          int T, int C, int NH) override;
-  void attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
-                          const float* qkv, const float* out, const float* saved, int B, int T,
+  void attention_backward(AttentionKind kind, ActPtr dqkv, float* scratch, ConstActPtr dout,
+                          ConstActPtr qkv, ConstActPtr out, const float* saved, int B, int T,
                           int C, int NH) override;
 
-  void gelu_forward(float* out, const float* inp, size_t n) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override;
-  void add_inplace(float* acc, const float* x, size_t n) override;
+  void gelu_forward(ActPtr out, ConstActPtr inp, size_t n) override;
+  void gelu_backward(ActPtr dinp, ConstActPtr inp, ConstActPtr dout, size_t n) override;
+  void residual_forward(ActPtr out, ConstActPtr a, ConstActPtr b, size_t n) override;
+  void add_inplace(ActPtr acc, ConstActPtr x, size_t n) override;
 
-  void logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) override;
-  void softmax_stats(float* stats, const float* logits, const float* row_max, const int* targets,
+  void logits_row_max(float* row_max, ConstActPtr logits, int N, const VocabShardMap& shard) override;
+  void softmax_stats(float* stats, ConstActPtr logits, const float* row_max, const int* targets,
                      int N, const VocabShardMap& shard) override;
   void crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) override;
-  void crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+  void crossentropy_backward_inplace(ActPtr logits, const float* row_max, const float* stats,
                                      const int* targets, float dloss, int N,
                                      const VocabShardMap& shard) override;
 

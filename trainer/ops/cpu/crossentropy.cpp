@@ -12,7 +12,8 @@
 namespace gpt2::cpu {
 
 // row_max (N) = max over real columns of logits (N, Vl); -inf when the shard has none.
-void CpuOps::logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) {
+void CpuOps::logits_row_max(float* row_max, ConstActPtr logits_, int N, const VocabShardMap& shard) {
+  const float* logits = logits_.f32("cpu logits_row_max");
   const int Vl = shard.local_rows;
   const int real = real_vocab_columns(shard);
 #pragma omp parallel for
@@ -26,8 +27,9 @@ void CpuOps::logits_row_max(float* row_max, const float* logits, int N, const Vo
 }
 
 // stats (2N) = [sum_j exp(l_j - max) | owned(target) * l_target]
-void CpuOps::softmax_stats(float* stats, const float* logits, const float* row_max,
+void CpuOps::softmax_stats(float* stats, ConstActPtr logits_, const float* row_max,
                            const int* targets, int N, const VocabShardMap& shard) {
+  const float* logits = logits_.f32("cpu softmax_stats");
   const int Vl = shard.local_rows;
   const int real = real_vocab_columns(shard);
 #pragma omp parallel for
@@ -49,9 +51,10 @@ void CpuOps::crossentropy_losses(float* losses, const float* stats, const float*
 }
 
 // logits (N,Vl) <- (softmax - onehot(target)) * dloss; padded columns 0.
-void CpuOps::crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+void CpuOps::crossentropy_backward_inplace(ActPtr logits_, const float* row_max, const float* stats,
                                            const int* targets, float dloss, int N,
                                            const VocabShardMap& shard) {
+  float* logits = logits_.f32("cpu crossentropy_backward_inplace");
   const int Vl = shard.local_rows;
   const int real = real_vocab_columns(shard);
 #pragma omp parallel for

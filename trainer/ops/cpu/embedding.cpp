@@ -9,8 +9,9 @@
 namespace gpt2::cpu {
 
 // out (N,C) = owned(ids[n]) * wte_local (Vp/tp, C)[row(ids[n])]; returns sum of owned.
-int64_t CpuOps::embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+int64_t CpuOps::embedding_lookup(ActPtr out_, const int* ids, const float* wte_local, int N, int C,
                                  const VocabShardMap& shard) {
+  float* out = out_.f32("cpu embedding_lookup");
   int64_t owned_total = 0;
 #pragma omp parallel for reduction(+ : owned_total)
   for (int n = 0; n < N; n++) {
@@ -26,7 +27,8 @@ int64_t CpuOps::embedding_lookup(float* out, const int* ids, const float* wte_lo
 }
 
 // out (B,T,C) += wpe (maxT,C)[t]
-void CpuOps::add_position(float* out, const float* wpe, int B, int T, int C) {
+void CpuOps::add_position(ActPtr out_, const float* wpe, int B, int T, int C) {
+  float* out = out_.f32("cpu add_position");
 #pragma omp parallel for collapse(2)
   for (int b = 0; b < B; b++) {
     for (int t = 0; t < T; t++) {
@@ -40,8 +42,9 @@ void CpuOps::add_position(float* out, const float* wpe, int B, int T, int C) {
 
 // dwte_local (Vp/tp,C) += owned * dout rows; dwpe (maxT,C) += sum over b of dout (B,T,C).
 // Threads own disjoint channel blocks, so repeated ids never race; tokens are added in order.
-void CpuOps::embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
+void CpuOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout_, const int* ids,
                                 int B, int T, int C, const VocabShardMap& shard) {
+  const float* dout = dout_.f32("cpu embedding_backward");
   constexpr int kBlock = 64;
   const int blocks = (C + kBlock - 1) / kBlock;
   const int N = B * T;

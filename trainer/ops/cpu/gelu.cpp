@@ -12,7 +12,9 @@ constexpr float kCubic = 0.044715f;
 }  // namespace
 
 // out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-void CpuOps::gelu_forward(float* out, const float* inp, size_t n) {
+void CpuOps::gelu_forward(ActPtr out_, ConstActPtr inp_, size_t n) {
+  float* out = out_.f32("cpu gelu_forward");
+  const float* inp = inp_.f32("cpu gelu_forward");
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++) {
     float x = inp[i];
@@ -21,7 +23,10 @@ void CpuOps::gelu_forward(float* out, const float* inp, size_t n) {
 }
 
 // dinp (n) = dout * dGELU/dx (x = inp); dinp may alias dout (element-wise).
-void CpuOps::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+void CpuOps::gelu_backward(ActPtr dinp_, ConstActPtr inp_, ConstActPtr dout_, size_t n) {
+  float* dinp = dinp_.f32("cpu gelu_backward");
+  const float* inp = inp_.f32("cpu gelu_backward");
+  const float* dout = dout_.f32("cpu gelu_backward");
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++) {
     float x = inp[i];

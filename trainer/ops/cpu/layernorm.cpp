@@ -11,8 +11,10 @@ constexpr float kEps = 1e-5f;
 }
 
 // out (N,C) = (inp - mean) * rstd * weight (C) + bias (C); mean, rstd (N) =
-void CpuOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+void CpuOps::layernorm_forward(ActPtr out_, float* mean, float* rstd, ConstActPtr inp_,
                                const float* weight, const float* bias, int N, int C) {
+  float* out = out_.f32("cpu layernorm_forward");
+  const float* inp = inp_.f32("cpu layernorm_forward");
 #pragma omp parallel for
   for (int n = 0; n < N; n++) {
     const float* x = inp + static_cast<size_t>(n) * C;
@@ -34,9 +36,12 @@ void CpuOps::layernorm_forward(float* out, float* mean, float* rstd, const float
 }
 
 // dinp (N,C) +=, dweight (C) +=, dbias (C) += from dout (N,C) and the forward's mean, rstd (N).
-void CpuOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                const float* inp, const float* weight, const float* mean,
+void CpuOps::layernorm_backward(ActPtr dinp_, float* dweight, float* dbias, ConstActPtr dout_,
+                                ConstActPtr inp_, const float* weight, const float* mean,
                                 const float* rstd, int N, int C) {
+  float* dinp = dinp_.f32("cpu layernorm_backward");
+  const float* dout = dout_.f32("cpu layernorm_backward");
+  const float* inp = inp_.f32("cpu layernorm_backward");
   // Input gradient: rows are independent.
 #pragma omp parallel for
   for (int n = 0; n < N; n++) {

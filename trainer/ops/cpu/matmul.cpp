@@ -23,8 +23,10 @@ inline void block_range(int n, int parts, int i, int* begin, int* end) {
 }  // namespace
 
 // out (N,OC) = inp (N,C) @ weight (OC,C)^T (+ bias (OC))
-void CpuOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+void CpuOps::matmul_forward(ActPtr out_, ConstActPtr inp_, const float* weight, const float* bias,
                             int N, int C, int OC) {
+  float* out = out_.f32("cpu matmul_forward");
+  const float* inp = inp_.f32("cpu matmul_forward");
   // Split rows of the output when there are enough of them, else its columns.
   const bool split_rows = N >= 64;
 #pragma omp parallel
@@ -55,7 +57,8 @@ void CpuOps::matmul_forward(float* out, const float* inp, const float* weight, c
 }
 
 // out (N,OC) += bias (OC), broadcast over rows.
-void CpuOps::add_bias(float* out, const float* bias, int N, int OC) {
+void CpuOps::add_bias(ActPtr out_, const float* bias, int N, int OC) {
+  float* out = out_.f32("cpu add_bias");
 #pragma omp parallel for
   for (int n = 0; n < N; n++) {
     float* row = out + static_cast<size_t>(n) * OC;
@@ -66,8 +69,11 @@ void CpuOps::add_bias(float* out, const float* bias, int N, int OC) {
 
 // dinp (N,C) = dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp (N,C);
 // dbias (OC) += sum over rows of dout.
-void CpuOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                             const float* inp, const float* weight, int N, int C, int OC) {
+void CpuOps::matmul_backward(ActPtr dinp_, float* dweight, float* dbias, ConstActPtr dout_,
+                             ConstActPtr inp_, const float* weight, int N, int C, int OC) {
+  float* dinp = dinp_.f32("cpu matmul_backward");
+  const float* dout = dout_.f32("cpu matmul_backward");
+  const float* inp = inp_.f32("cpu matmul_backward");
 #pragma omp parallel
   {
     const int parts = omp_get_num_threads(), me = omp_get_thread_num();

@@ -4,13 +4,18 @@
 namespace gpt2::cpu {
 
 // out (n) = a + b
-void CpuOps::residual_forward(float* out, const float* a, const float* b, size_t n) {
+void CpuOps::residual_forward(ActPtr out_, ConstActPtr a_, ConstActPtr b_, size_t n) {
+  float* out = out_.f32("cpu residual_forward");
+  const float* a = a_.f32("cpu residual_forward");
+  const float* b = b_.f32("cpu residual_forward");
 #pragma omp parallel for simd
   for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 // acc (n) += x
-void CpuOps::add_inplace(float* acc, const float* x, size_t n) {
+void CpuOps::add_inplace(ActPtr acc_, ConstActPtr x_, size_t n) {
+  float* acc = acc_.f32("cpu add_inplace");
+  const float* x = x_.f32("cpu add_inplace");
 #pragma omp parallel for simd
   for (size_t i = 0; i < n; i++) acc[i] += x[i];
 }

@@ -125,8 +125,9 @@ void CudaOps::copy(void* dst, const void* src, size_t bytes) {
 
 // --- embedding ---
 
-int64_t CudaOps::embedding_lookup(float* out, const int* ids, const float* wte_local, int N, int C,
+int64_t CudaOps::embedding_lookup(ActPtr out_, const int* ids, const float* wte_local, int N, int C,
                                   const VocabShardMap& shard) {
+  float* out = out_.f32("cuda embedding_lookup");
   RS_CUDA_OP_MUST(launch_embedding_lookup(out, owned_count_, ids, wte_local, N, C, shard_params(shard), stream_));
   int owned = 0;
   RS_CUDA_OP_MUST(cudaMemcpyAsync(&owned, owned_count_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
@@ -134,12 +135,14 @@ int64_t CudaOps::embedding_lookup(float* out, const int* ids, const float* wte_l
   return owned;
 }
 
-void CudaOps::add_position(float* out, const float* wpe, int B, int T, int C) {
+void CudaOps::add_position(ActPtr out_, const float* wpe, int B, int T, int C) {
+  float* out = out_.f32("cuda add_position");
   RS_CUDA_OP_MUST(launch_add_position(out, wpe, B, T, C, stream_));
 }
 
-void CudaOps::embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids, int B,
+void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout_, const int* ids, int B,
                                  int T, int C, const VocabShardMap& shard) {
+  const float* dout = dout_.f32("cuda embedding_backward");
   const size_t bytes = embedding_backward_scratch_bytes(B * T, shard.local_rows);
   auto buf = scratch(Scratch::kEmbeddingSort, bytes);
   RS_CUDA_OP_MUST(buf.status());
@@ -149,14 +152,19 @@ void CudaOps::embedding_backward(float* dwte_local, float* dwpe, const float* do
 
 // --- layernorm ---
 
-void CudaOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+void CudaOps::layernorm_forward(ActPtr out_, float* mean, float* rstd, ConstActPtr inp_, const float* weight,
                                 const float* bias, int N, int C) {
+  float* out = out_.f32("cuda layernorm_forward");
+  const float* inp = inp_.f32("cuda layernorm_forward");
   RS_CUDA_OP_MUST(launch_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream_));
 }
 
-void CudaOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const float* inp, const float* weight, const float* mean, const float* rstd,
+void CudaOps::layernorm_backward(ActPtr dinp_, float* dweight, float* dbias, ConstActPtr dout_,
+                                 ConstActPtr inp_, const float* weight, const float* mean, const float* rstd,
                                  int N, int C) {
+  float* dinp = dinp_.f32("cuda layernorm_backward");
+  const float* dout = dout_.f32("cuda layernorm_backward");
+  const float* inp = inp_.f32("cuda layernorm_backward");
   auto buf = scratch(Scratch::kPartials, sizeof(float) * layernorm_backward_scratch_floats(N, C));
   RS_CUDA_OP_MUST(buf.status());
   RS_CUDA_OP_MUST(launch_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
@@ -165,35 +173,48 @@ void CudaOps::layernorm_backward(float* dinp, float* dweight, float* dbias, cons
 
 // --- element-wise ---
 
-void CudaOps::gelu_forward(float* out, const float* inp, size_t n) {
+void CudaOps::gelu_forward(ActPtr out_, ConstActPtr inp_, size_t n) {
+  float* out = out_.f32("cuda gelu_forward");
+  const float* inp = inp_.f32("cuda gelu_forward");
   RS_CUDA_OP_MUST(launch_gelu_forward(out, inp, n, stream_));
 }
-void CudaOps::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+void CudaOps::gelu_backward(ActPtr dinp_, ConstActPtr inp_, ConstActPtr dout_, size_t n) {
+  float* dinp = dinp_.f32("cuda gelu_backward");
+  const float* inp = inp_.f32("cuda gelu_backward");
+  const float* dout = dout_.f32("cuda gelu_backward");
   RS_CUDA_OP_MUST(launch_gelu_backward(dinp, inp, dout, n, stream_));
 }
-void CudaOps::residual_forward(float* out, const float* a, const float* b, size_t n) {
+void CudaOps::residual_forward(ActPtr out_, ConstActPtr a_, ConstActPtr b_, size_t n) {
+  float* out = out_.f32("cuda residual_forward");
+  const float* a = a_.f32("cuda residual_forward");
+  const float* b = b_.f32("cuda residual_forward");
   RS_CUDA_OP_MUST(launch_residual_forward(out, a, b, n, stream_));
 }
-void CudaOps::add_inplace(float* acc, const float* x, size_t n) {
+void CudaOps::add_inplace(ActPtr acc_, ConstActPtr x_, size_t n) {
+  float* acc = acc_.f32("cuda add_inplace");
+  const float* x = x_.f32("cuda add_inplace");
   RS_CUDA_OP_MUST(launch_add_inplace(acc, x, n, stream_));
 }
 void CudaOps::scale(float* x, float s, size_t n) { RS_CUDA_OP_MUST(launch_scale(x, s, n, stream_)); }
 
 // --- cross-entropy ---
 
-void CudaOps::logits_row_max(float* row_max, const float* logits, int N, const VocabShardMap& shard) {
+void CudaOps::logits_row_max(float* row_max, ConstActPtr logits_, int N, const VocabShardMap& shard) {
+  const float* logits = logits_.f32("cuda logits_row_max");
   RS_CUDA_OP_MUST(launch_logits_row_max(row_max, logits, N, shard_params(shard), stream_));
 }
-void CudaOps::softmax_stats(float* stats, const float* logits, const float* row_max, const int* targets,
+void CudaOps::softmax_stats(float* stats, ConstActPtr logits_, const float* row_max, const int* targets,
                             int N, const VocabShardMap& shard) {
+  const float* logits = logits_.f32("cuda softmax_stats");
   RS_CUDA_OP_MUST(launch_softmax_stats(stats, logits, row_max, targets, N, shard_params(shard), stream_));
 }
 void CudaOps::crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) {
   RS_CUDA_OP_MUST(launch_crossentropy_losses(losses, stats, row_max, N, stream_));
 }
-void CudaOps::crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
+void CudaOps::crossentropy_backward_inplace(ActPtr logits_, const float* row_max, const float* stats,
                                             const int* targets, float dloss, int N,
                                             const VocabShardMap& shard) {
+  float* logits = logits_.f32("cuda crossentropy_backward_inplace");
   RS_CUDA_OP_MUST(launch_crossentropy_backward_inplace(logits, row_max, stats, targets, dloss, N,
                                                        shard_params(shard), stream_));
 }

@@ -99,8 +99,10 @@ rankscope::Status CudaOps::naive_attention_backward(float* dqkv, float* datt, co
   return rankscope::Status::ok_status();
 }
 
-void CudaOps::attention_forward(AttentionKind kind, float* out, float* saved, const float* qkv, int B, int T,
+void CudaOps::attention_forward(AttentionKind kind, ActPtr out_, float* saved, ConstActPtr qkv_, int B, int T,
                                 int C, int NH) {
+  float* out = out_.f32("cuda attention_forward");
+  const float* qkv = qkv_.f32("cuda attention_forward");
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_forward(out, /*att=*/saved, qkv, B, T, C, NH));
     return;
@@ -109,9 +111,13 @@ void CudaOps::attention_forward(AttentionKind kind, float* out, float* saved, co
   RS_CUDA_OP_MUST(launch_flash_attention_forward(out, /*lse=*/saved, qkv, B, T, C, NH, stream_));
 }
 
-void CudaOps::attention_backward(AttentionKind kind, float* dqkv, float* scratch, const float* dout,
-                                 const float* qkv, const float* out, const float* saved, int B, int T, int C,
+void CudaOps::attention_backward(AttentionKind kind, ActPtr dqkv_, float* scratch, ConstActPtr dout_,
+                                 ConstActPtr qkv_, ConstActPtr out_, const float* saved, int B, int T, int C,
                                  int NH) {
+  float* dqkv = dqkv_.f32("cuda attention_backward");
+  const float* dout = dout_.f32("cuda attention_backward");
+  const float* qkv = qkv_.f32("cuda attention_backward");
+  const float* out = out_.f32("cuda attention_backward");
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_backward(dqkv, /*datt=*/scratch, dout, qkv, /*att=*/saved, B, T, C, NH));
     return;

@@ -26,8 +26,10 @@ rankscope::Status CudaOps::gemm(const RowMajorGemm& g, const float* a, const flo
 }
 
 // out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC): the bias rides in cuBLASLt's epilogue.
-void CudaOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+void CudaOps::matmul_forward(ActPtr out_, ConstActPtr inp_, const float* weight, const float* bias, int N,
                              int C, int OC) {
+  float* out = out_.f32("cuda matmul_forward");
+  const float* inp = inp_.f32("cuda matmul_forward");
   // weight is stored (OC,C) and used transposed.
   const RowMajorGemm g = gemm_shape(N, OC, C, false, true, C, C, OC);
   RS_CUDA_OP_MUST(gemm(g, inp, weight, out, bias, 1.0f, 0.0f));
@@ -35,8 +37,11 @@ void CudaOps::matmul_forward(float* out, const float* inp, const float* weight, 
 
 // dinp (N,C) = dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp (N,C); dbias (OC) +=
 // column sums of dout.
-void CudaOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+void CudaOps::matmul_backward(ActPtr dinp_, float* dweight, float* dbias, ConstActPtr dout_, ConstActPtr inp_,
                               const float* weight, int N, int C, int OC) {
+  float* dinp = dinp_.f32("cuda matmul_backward");
+  const float* dout = dout_.f32("cuda matmul_backward");
+  const float* inp = inp_.f32("cuda matmul_backward");
   if (dinp != nullptr) {
     const RowMajorGemm g = gemm_shape(N, C, OC, false, false, OC, C, C);
     RS_CUDA_OP_MUST(gemm(g, dout, weight, dinp, nullptr, 1.0f, 0.0f));
@@ -51,7 +56,8 @@ void CudaOps::matmul_backward(float* dinp, float* dweight, float* dbias, const f
   }
 }
 
-void CudaOps::add_bias(float* out, const float* bias, int N, int OC) {
+void CudaOps::add_bias(ActPtr out_, const float* bias, int N, int OC) {
+  float* out = out_.f32("cuda add_bias");
   RS_CUDA_OP_MUST(launch_add_bias(out, bias, N, OC, stream_));
 }
 
