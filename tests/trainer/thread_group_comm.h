@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/activation_ptr.h"
 
 namespace gpt2::testing {
 
@@ -66,6 +67,7 @@ class ThreadGroupComm final : public Communicator {
       case DataType::kFloat32: return reduce_typed<float>(static_cast<float*>(buf), count, op);
       case DataType::kFloat64: return reduce_typed<double>(static_cast<double*>(buf), count, op);
       case DataType::kInt32: return reduce_typed<int32_t>(static_cast<int32_t*>(buf), count, op);
+      case DataType::kBFloat16: return reduce_bf16(static_cast<uint16_t*>(buf), count, op);
       default: return rankscope::invalid_argument("ThreadGroupComm: unsupported dtype");
     }
   }
@@ -142,6 +144,14 @@ class ThreadGroupComm final : public Communicator {
   std::unique_ptr<Communicator> split(const std::string&, int, int) override { return nullptr; }
 
  private:
+  // bf16 as NCCL does it: widened, reduced in fp32, rounded once.
+  Status reduce_bf16(uint16_t* buf, size_t count, ReduceOp op) {
+    std::vector<float> wide(count);
+    for (size_t i = 0; i < count; i++) wide[i] = gpt2::bf16_to_float(buf[i]);
+    RS_RETURN_IF_ERROR(reduce_typed<float>(wide.data(), count, op));
+    for (size_t i = 0; i < count; i++) buf[i] = gpt2::float_to_bf16(wide[i]);
+    return Status::ok_status();
+  }
   template <class E>
   Status reduce_typed(E* buf, size_t count, ReduceOp op) {
     group_->send()[rank_] = buf;
