@@ -350,6 +350,9 @@ Status Trainer::setup_model() {
   mo.tp = {L.tp, L.tp_rank(groups_.rank), o_.vocab_shard};
   mo.recompute = o_.recompute;
   mo.attention = plan_.attention;
+  // bf16 precision on the GPU stores activations and their gradients in bf16 (issue 11); the MoE ops
+  // compute in fp32 only, so MoE models keep fp32 activations with bf16 GEMM operands.
+  mo.activations = plan_.precision == CudaPrecision::kBf16 && !o_.moe.enabled() ? ActType::kBF16 : ActType::kF32;
   if (plan_.cuda) RS_RETURN_IF_ERROR(check_cuda_attention(plan_.attention, config_.head_size()));
   mo.batch = o_.batch;
   mo.seq_len = o_.seq_len;
@@ -397,10 +400,11 @@ Status Trainer::setup_model() {
     if (leader()) fmt::print("resumed from {} at step {}\n", dir.string(), st.step);
   }
   if (leader())
-    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | attention {} | activation memory "
-               "{:.1f} MiB per rank\n",
+    fmt::print("model: {} | tp {} dp {} ep {} | B {} T {} accum {} | recompute {} | attention {} | activations {} | "
+               "activation memory {:.1f} MiB per rank\n",
                config_.describe(), L.tp, L.dp, L.ep, o_.batch, o_.seq_len, o_.grad_accum,
                static_cast<int>(o_.recompute), attention_kind_name(plan_.attention),
+               act_type_name(model_->options().activations),
                static_cast<double>(model_->activation_bytes()) / (1 << 20));
   if (leader() && o_.moe.enabled())
     fmt::print("moe: {} experts top-{} every {} block(s), {} per EP rank | capacity factor {} | aux loss coef {} | "
@@ -455,6 +459,7 @@ Status Trainer::write_run_metadata(const std::vector<std::string>& hosts, const 
                 {"vocab_shard", std::string(vocab_shard_name(o_.vocab_shard))},
                 {"recompute", static_cast<int>(o_.recompute)},
                 {"attention", attention_kind_name(plan_.attention)},
+                {"activations", act_type_name(model_->options().activations)},
                 {"moe_experts", o_.moe.experts}};
   if (o_.moe.enabled()) {
     std::vector<int> moe_blocks;

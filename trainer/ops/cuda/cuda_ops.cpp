@@ -125,29 +125,41 @@ void CudaOps::copy(void* dst, const void* src, size_t bytes) {
 
 // --- embedding ---
 
-int64_t CudaOps::embedding_lookup(ActPtr out_, const int* ids, const float* wte_local, int N, int C,
+int64_t CudaOps::embedding_lookup(ActPtr out, const int* ids, const float* wte_local, int N, int C,
                                   const VocabShardMap& shard) {
-  float* out = out_.f32("cuda embedding_lookup");
-  RS_CUDA_OP_MUST(launch_embedding_lookup(out, owned_count_, ids, wte_local, N, C, shard_params(shard), stream_));
+  if (is_bf16(out)) {
+    RS_CUDA_OP_MUST(launch_embedding_lookup(as_bf16(out), owned_count_, ids, wte_local, N, C, shard_params(shard),
+                                            stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_embedding_lookup(out.f32(), owned_count_, ids, wte_local, N, C, shard_params(shard),
+                                            stream_));
+  }
   int owned = 0;
   RS_CUDA_OP_MUST(cudaMemcpyAsync(&owned, owned_count_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
   RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
   return owned;
 }
 
-void CudaOps::add_position(ActPtr out_, const float* wpe, int B, int T, int C) {
-  float* out = out_.f32("cuda add_position");
-  RS_CUDA_OP_MUST(launch_add_position(out, wpe, B, T, C, stream_));
+void CudaOps::add_position(ActPtr out, const float* wpe, int B, int T, int C) {
+  if (is_bf16(out)) {
+    RS_CUDA_OP_MUST(launch_add_position(as_bf16(out), wpe, B, T, C, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_add_position(out.f32(), wpe, B, T, C, stream_));
+  }
 }
 
-void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout_, const int* ids, int B,
+void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dout, const int* ids, int B,
                                  int T, int C, const VocabShardMap& shard) {
-  const float* dout = dout_.f32("cuda embedding_backward");
   const size_t bytes = embedding_backward_scratch_bytes(B * T, shard.local_rows);
   auto buf = scratch(Scratch::kEmbeddingSort, bytes);
   RS_CUDA_OP_MUST(buf.status());
-  RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, dout, ids, B, T, C, shard_params(shard), *buf,
-                                            bytes, stream_));
+  if (is_bf16(dout)) {
+    RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, as_bf16(dout), ids, B, T, C, shard_params(shard),
+                                              *buf, bytes, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, dout.f32(), ids, B, T, C, shard_params(shard),
+                                              *buf, bytes, stream_));
+  }
 }
 
 // --- layernorm ---

@@ -20,6 +20,7 @@
 #include "ops/cuda/cublaslt_gemm.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernels/launch.h"
+#include "ops/cuda/typed_activations.h"
 #include "rankscope/format/status.h"
 
 namespace gpt2::cuda {
@@ -32,6 +33,8 @@ class CudaOps final : public Ops {
   CudaOps& operator=(const CudaOps&) = delete;
 
   const char* name() const override { return "cuda"; }
+  // bf16 activations: every op dispatches on ActPtr::type() to float or __nv_bfloat16 kernels.
+  bool supports_activations(ActType) const override { return true; }
   cudaStream_t stream() const { return stream_; }
   CudaMemoryStats memory() const;
 
@@ -113,9 +116,9 @@ class CudaOps final : public Ops {
                          const float* bias, float alpha, float beta);
   rankscope::Status sum_impl(double* result, const float* x, size_t n, bool squares);
   // The naive path (cuBLASLt GEMMs around softmax kernels, att (B,NH,T,T) materialised).
-  rankscope::Status naive_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                            int NH);
-  rankscope::Status naive_attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+  // Activations float or bf16 (only the head split/merge sees them); heads, att and GEMMs fp32.
+  rankscope::Status naive_attention_forward(ActPtr out, float* att, ConstActPtr qkv, int B, int T, int C, int NH);
+  rankscope::Status naive_attention_backward(ActPtr dqkv, float* datt, ConstActPtr dout, ConstActPtr qkv,
                                              const float* att, int B, int T, int C, int NH);
   static ShardParams shard_params(const VocabShardMap& shard);
 

@@ -7,7 +7,9 @@
 // Backward: dy <- dout; datt = dy v^T; dv = att^T dy; datt <- softmax backward (in place);
 //           dq = datt k / sqrt(hs); dk = datt^T q / sqrt(hs); dqkv (B,T,3C) <- dq, dk, dv.
 // The GEMMs compute the full T x T square; the softmax writes exact zeros above the diagonal, so the
-// masked half contributes nothing (as in the CPU oracle). These GEMMs stay fp32 in every precision.
+// masked half contributes nothing (as in the CPU oracle). These GEMMs stay fp32 in every precision;
+// with bf16 activations the head split widens qkv/dout and the merge rounds out/dqkv. Flash reads and
+// writes the activations in their own type (float and bf16 kernels).
 // Is not: the kernels (kernels/attention.cu, kernels/flash_attention.cu).
 #include <cmath>
 
@@ -24,7 +26,8 @@ RowMajorGemm head_gemm(int M, int N, int K, bool trans_a, bool trans_b, int64_t 
 }
 
 // q, k, v (B,NH,T,hs) each <- qkv (B,T,3C).
-cudaError_t split_qkv(float* q, float* k, float* v, const float* qkv, int B, int T, int C, int NH,
+template <class Act>
+cudaError_t split_qkv(float* q, float* k, float* v, const Act* qkv, int B, int T, int C, int NH,
                       cudaStream_t stream) {
   const int hs = C / NH;
   cudaError_t e = launch_split_heads(q, qkv, B, T, NH, hs, 3 * C, 0, stream);
@@ -33,10 +36,26 @@ cudaError_t split_qkv(float* q, float* k, float* v, const float* qkv, int B, int
   return e;
 }
 
+cudaError_t split_qkv(float* q, float* k, float* v, ConstActPtr qkv, int B, int T, int C, int NH,
+                      cudaStream_t stream) {
+  return is_bf16(qkv) ? split_qkv(q, k, v, as_bf16(qkv), B, T, C, NH, stream)
+                      : split_qkv(q, k, v, qkv.f32(), B, T, C, NH, stream);
+}
+cudaError_t split_heads(float* heads, ConstActPtr src, int B, int T, int NH, int hs, int ld, int offset,
+                        cudaStream_t stream) {
+  return is_bf16(src) ? launch_split_heads(heads, as_bf16(src), B, T, NH, hs, ld, offset, stream)
+                      : launch_split_heads(heads, src.f32(), B, T, NH, hs, ld, offset, stream);
+}
+cudaError_t merge_heads(ActPtr dst, const float* heads, int B, int T, int NH, int hs, int ld, int offset,
+                        cudaStream_t stream) {
+  return is_bf16(dst) ? launch_merge_heads(as_bf16(dst), heads, B, T, NH, hs, ld, offset, stream)
+                      : launch_merge_heads(dst.f32(), heads, B, T, NH, hs, ld, offset, stream);
+}
+
 }  // namespace
 
-rankscope::Status CudaOps::naive_attention_forward(float* out, float* att, const float* qkv, int B, int T,
-                                                   int C, int NH) {
+rankscope::Status CudaOps::naive_attention_forward(ActPtr out, float* att, ConstActPtr qkv, int B, int T, int C,
+                                                   int NH) {
   const int hs = C / NH;
   const int BH = B * NH;
   const int64_t head = static_cast<int64_t>(T) * hs;  // one head's (T,hs)
@@ -56,13 +75,12 @@ rankscope::Status CudaOps::naive_attention_forward(float* out, float* att, const
   // y (T,hs) = att (T,T) @ v (T,hs), per head
   RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, false, false, T, hs, hs, BH, square, head, head), att, v, y,
                                 nullptr, 1.0f, 0.0f, GemmOperands::kFp32, stream_));
-  RS_CUDA_CHECK(launch_merge_heads(out, y, B, T, NH, hs, C, 0, stream_));
+  RS_CUDA_CHECK(merge_heads(out, y, B, T, NH, hs, C, 0, stream_));
   return rankscope::Status::ok_status();
 }
 
-rankscope::Status CudaOps::naive_attention_backward(float* dqkv, float* datt, const float* dout,
-                                                    const float* qkv, const float* att, int B, int T, int C,
-                                                    int NH) {
+rankscope::Status CudaOps::naive_attention_backward(ActPtr dqkv, float* datt, ConstActPtr dout, ConstActPtr qkv,
+                                                    const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const int BH = B * NH;
   const int64_t head = static_cast<int64_t>(T) * hs;
@@ -79,7 +97,7 @@ rankscope::Status CudaOps::naive_attention_backward(float* dqkv, float* datt, co
   float* dv = dk + n;
   float* dy = dv + n;
   RS_CUDA_CHECK(split_qkv(q, k, v, qkv, B, T, C, NH, stream_));
-  RS_CUDA_CHECK(launch_split_heads(dy, dout, B, T, NH, hs, C, 0, stream_));
+  RS_CUDA_CHECK(split_heads(dy, dout, B, T, NH, hs, C, 0, stream_));
   // datt (T,T) = dy (T,hs) @ v (T,hs)^T
   RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, T, hs, false, true, hs, hs, T, BH, head, head, square), dy, v,
                                 datt, nullptr, 1.0f, 0.0f, GemmOperands::kFp32, stream_));
@@ -93,38 +111,42 @@ rankscope::Status CudaOps::naive_attention_backward(float* dqkv, float* datt, co
                                 dq, nullptr, scale, 0.0f, GemmOperands::kFp32, stream_));
   RS_RETURN_IF_ERROR(gemm_->run(head_gemm(T, hs, T, true, false, T, hs, hs, BH, square, head, head), datt, q,
                                 dk, nullptr, scale, 0.0f, GemmOperands::kFp32, stream_));
-  RS_CUDA_CHECK(launch_merge_heads(dqkv, dq, B, T, NH, hs, 3 * C, 0, stream_));
-  RS_CUDA_CHECK(launch_merge_heads(dqkv, dk, B, T, NH, hs, 3 * C, C, stream_));
-  RS_CUDA_CHECK(launch_merge_heads(dqkv, dv, B, T, NH, hs, 3 * C, 2 * C, stream_));
+  RS_CUDA_CHECK(merge_heads(dqkv, dq, B, T, NH, hs, 3 * C, 0, stream_));
+  RS_CUDA_CHECK(merge_heads(dqkv, dk, B, T, NH, hs, 3 * C, C, stream_));
+  RS_CUDA_CHECK(merge_heads(dqkv, dv, B, T, NH, hs, 3 * C, 2 * C, stream_));
   return rankscope::Status::ok_status();
 }
 
-void CudaOps::attention_forward(AttentionKind kind, ActPtr out_, float* saved, ConstActPtr qkv_, int B, int T,
+void CudaOps::attention_forward(AttentionKind kind, ActPtr out, float* saved, ConstActPtr qkv, int B, int T,
                                 int C, int NH) {
-  float* out = out_.f32("cuda attention_forward");
-  const float* qkv = qkv_.f32("cuda attention_forward");
+  require_same_type("attention_forward", {out, qkv});
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_forward(out, /*att=*/saved, qkv, B, T, C, NH));
     return;
   }
   RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
-  RS_CUDA_OP_MUST(launch_flash_attention_forward(out, /*lse=*/saved, qkv, B, T, C, NH, stream_));
+  if (is_bf16(out)) {
+    RS_CUDA_OP_MUST(launch_flash_attention_forward(as_bf16(out), /*lse=*/saved, as_bf16(qkv), B, T, C, NH, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_flash_attention_forward(out.f32(), /*lse=*/saved, qkv.f32(), B, T, C, NH, stream_));
+  }
 }
 
-void CudaOps::attention_backward(AttentionKind kind, ActPtr dqkv_, float* scratch, ConstActPtr dout_,
-                                 ConstActPtr qkv_, ConstActPtr out_, const float* saved, int B, int T, int C,
-                                 int NH) {
-  float* dqkv = dqkv_.f32("cuda attention_backward");
-  const float* dout = dout_.f32("cuda attention_backward");
-  const float* qkv = qkv_.f32("cuda attention_backward");
-  const float* out = out_.f32("cuda attention_backward");
+void CudaOps::attention_backward(AttentionKind kind, ActPtr dqkv, float* scratch, ConstActPtr dout, ConstActPtr qkv,
+                                 ConstActPtr out, const float* saved, int B, int T, int C, int NH) {
+  require_same_type("attention_backward", {dqkv, dout, qkv, out});
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_backward(dqkv, /*datt=*/scratch, dout, qkv, /*att=*/saved, B, T, C, NH));
     return;
   }
   RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
-  RS_CUDA_OP_MUST(launch_flash_attention_backward(dqkv, /*dsum=*/scratch, dout, qkv, out, /*lse=*/saved, B, T,
-                                                  C, NH, stream_));
+  if (is_bf16(dqkv)) {
+    RS_CUDA_OP_MUST(launch_flash_attention_backward(as_bf16(dqkv), /*dsum=*/scratch, as_bf16(dout), as_bf16(qkv),
+                                                    as_bf16(out), /*lse=*/saved, B, T, C, NH, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_flash_attention_backward(dqkv.f32(), /*dsum=*/scratch, dout.f32(), qkv.f32(), out.f32(),
+                                                    /*lse=*/saved, B, T, C, NH, stream_));
+  }
 }
 
 }  // namespace gpt2::cuda

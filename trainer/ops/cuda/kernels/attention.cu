@@ -6,9 +6,10 @@
 // place -> batched GEMM att @ V -> merge heads; backward mirrors it. The GEMMs are cuBLASLt calls
 // made from host code (cuda_ops_attention.cpp). Masked entries (key > query) are written as exact
 // zeros, as the CPU oracle does, so att matches it element for element.
-// Is not: a flash-attention kernel — the Ops interface keeps att (B,NH,T,T) for backward, which is
-// exactly what flash attention avoids; a fused kernel needs an interface without att.
+// With bf16 activations only the head moves change type: the heads, att and the GEMMs stay fp32.
+// Is not: flash attention (flash_attention.cu), which never forms att.
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
@@ -25,16 +26,17 @@ __device__ __forceinline__ size_t token_major_offset(size_t i, int T, int NH, in
 }
 
 // heads (B,NH,T,hs) <- src (B,T,ld) at column offset + h*hs + d (to_heads), or the reverse.
-__global__ void move_heads_kernel(float* dst, const float* src, bool to_heads, int B, int T, int NH, int hs,
+template <class Dst, class Src>
+__global__ void move_heads_kernel(Dst* dst, const Src* src, bool to_heads, int B, int T, int NH, int hs,
                                   int ld, int offset) {
   const size_t total = static_cast<size_t>(B) * NH * T * hs;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const size_t j = token_major_offset(i, T, NH, hs, ld, offset);
     if (to_heads) {
-      dst[i] = src[j];
+      store_f32(dst + i, load_f32(src + j));
     } else {
-      dst[j] = src[i];
+      store_f32(dst + j, load_f32(src + i));
     }
   }
 }
@@ -74,20 +76,32 @@ constexpr int kRowsPerBlock = kBlock / kWarp;
 
 }  // namespace
 
-cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
-                               int offset, cudaStream_t stream) {
+namespace {
+template <class Dst, class Src>
+cudaError_t move_heads(Dst* dst, const Src* src, bool to_heads, int B, int T, int NH, int hs, int ld, int offset,
+                       cudaStream_t stream) {
   const size_t total = static_cast<size_t>(B) * NH * T * hs;
   if (total == 0) return cudaSuccess;
-  move_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(heads, src, true, B, T, NH, hs, ld, offset);
+  move_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(dst, src, to_heads, B, T, NH, hs, ld, offset);
   return cudaGetLastError();
 }
+}  // namespace
 
+cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream) {
+  return move_heads(heads, src, true, B, T, NH, hs, ld, offset, stream);
+}
+cudaError_t launch_split_heads(float* heads, const __nv_bfloat16* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream) {
+  return move_heads(heads, src, true, B, T, NH, hs, ld, offset, stream);
+}
 cudaError_t launch_merge_heads(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
                                int offset, cudaStream_t stream) {
-  const size_t total = static_cast<size_t>(B) * NH * T * hs;
-  if (total == 0) return cudaSuccess;
-  move_heads_kernel<<<grid_for(total, kBlock), kBlock, 0, stream>>>(dst, heads, false, B, T, NH, hs, ld, offset);
-  return cudaGetLastError();
+  return move_heads(dst, heads, false, B, T, NH, hs, ld, offset, stream);
+}
+cudaError_t launch_merge_heads(__nv_bfloat16* dst, const float* heads, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream) {
+  return move_heads(dst, heads, false, B, T, NH, hs, ld, offset, stream);
 }
 
 cudaError_t launch_causal_softmax(float* att, long rows, int T, cudaStream_t stream) {

@@ -9,40 +9,44 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
 
 // grid: N blocks (one token each); threads stride over C.
-__global__ void embedding_lookup_kernel(float* out, int* owned_count, const int* ids,
+template <class Act>
+__global__ void embedding_lookup_kernel(Act* out, int* owned_count, const int* ids,
                                         const float* wte_local, int C, ShardParams shard) {
   const int n = blockIdx.x;
   const DeviceShardRow sr = shard_row(ids[n], shard);
   const float f = static_cast<float>(sr.owned);
   const float* w = wte_local + static_cast<size_t>(sr.row) * C;
-  float* o = out + static_cast<size_t>(n) * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = f * w[c];
+  Act* o = out + static_cast<size_t>(n) * C;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) store_f32(o + c, f * w[c]);
   if (threadIdx.x == 0 && sr.owned) atomicAdd(owned_count, 1);
 }
 
 // out (B,T,C) += wpe (maxT,C)[t]; grid-stride over B*T*C.
-__global__ void add_position_kernel(float* out, const float* wpe, size_t total, int T, int C) {
+template <class Act>
+__global__ void add_position_kernel(Act* out, const float* wpe, size_t total, int T, int C) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const size_t bt = i / C;
     const int c = static_cast<int>(i % C);
     const int t = static_cast<int>(bt % T);
-    out[i] += wpe[static_cast<size_t>(t) * C + c];
+    store_f32(out + i, load_f32(out + i) + wpe[static_cast<size_t>(t) * C + c]);
   }
 }
 
 // dwpe (t,c) += sum_b dout (b,t,c), b in order; one thread per (t,c).
-__global__ void position_backward_kernel(float* dwpe, const float* dout, int B, int T, int C) {
+template <class Act>
+__global__ void position_backward_kernel(float* dwpe, const Act* dout, int B, int T, int C) {
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t TC = static_cast<size_t>(T) * C;
   if (i >= TC) return;
   float acc = 0.0f;
-  for (int b = 0; b < B; b++) acc += dout[b * TC + i];
+  for (int b = 0; b < B; b++) acc += load_f32(dout + b * TC + i);
   dwpe[i] += acc;
 }
 
@@ -57,7 +61,8 @@ __global__ void sort_keys_kernel(int* keys, int* vals, const int* ids, int N, Sh
 
 // grid: N blocks, one per sorted position; only the head of each run of equal keys works.
 // dwte (key, c) += sum over the run of dout (vals[j], c), j in sorted (= token) order.
-__global__ void row_runs_accumulate_kernel(float* dwte_local, const float* dout, const int* keys,
+template <class Act>
+__global__ void row_runs_accumulate_kernel(float* dwte_local, const Act* dout, const int* keys,
                                            const int* vals, int N, int C, int sentinel) {
   const int i = blockIdx.x;
   const int key = keys[i];
@@ -65,7 +70,7 @@ __global__ void row_runs_accumulate_kernel(float* dwte_local, const float* dout,
   float* w = dwte_local + static_cast<size_t>(key) * C;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
     float acc = 0.0f;
-    for (int j = i; j < N && keys[j] == key; j++) acc += dout[static_cast<size_t>(vals[j]) * C + c];
+    for (int j = i; j < N && keys[j] == key; j++) acc += load_f32(dout + static_cast<size_t>(vals[j]) * C + c);
     w[c] += acc;
   }
 }
@@ -80,7 +85,9 @@ size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
 }  // namespace
 
-cudaError_t launch_embedding_lookup(float* out, int* owned_count, const int* ids, const float* wte_local,
+namespace {
+template <class Act>
+cudaError_t embedding_lookup(Act* out, int* owned_count, const int* ids, const float* wte_local,
                                     int N, int C, ShardParams shard, cudaStream_t stream) {
   cudaError_t e = cudaMemsetAsync(owned_count, 0, sizeof(int), stream);
   if (e != cudaSuccess) return e;
@@ -89,12 +96,14 @@ cudaError_t launch_embedding_lookup(float* out, int* owned_count, const int* ids
   return cudaGetLastError();
 }
 
-cudaError_t launch_add_position(float* out, const float* wpe, int B, int T, int C, cudaStream_t stream) {
+template <class Act>
+cudaError_t add_position(Act* out, const float* wpe, int B, int T, int C, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(B) * T * C;
   if (total == 0) return cudaSuccess;
   add_position_kernel<<<grid_for(total, 256), 256, 0, stream>>>(out, wpe, total, T, C);
   return cudaGetLastError();
 }
+}  // namespace
 
 size_t embedding_backward_scratch_bytes(int N, int local_rows) {
   size_t cub_bytes = 0;
@@ -104,9 +113,11 @@ size_t embedding_backward_scratch_bytes(int N, int local_rows) {
   return 4 * align256(sizeof(int) * static_cast<size_t>(N)) + align256(cub_bytes);
 }
 
-cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
-                                      int B, int T, int C, ShardParams shard, void* scratch,
-                                      size_t scratch_bytes, cudaStream_t stream) {
+namespace {
+template <class Act>
+cudaError_t embedding_backward(float* dwte_local, float* dwpe, const Act* dout, const int* ids, int B, int T,
+                               int C, ShardParams shard, void* scratch, size_t scratch_bytes,
+                               cudaStream_t stream) {
   const int N = B * T;
   if (N == 0) return cudaSuccess;
   const size_t TC = static_cast<size_t>(T) * C;
@@ -135,6 +146,33 @@ cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const floa
   row_runs_accumulate_kernel<<<N, threads, 0, stream>>>(dwte_local, dout, keys_out, vals_out, N, C,
                                                         shard.local_rows);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_embedding_lookup(float* out, int* owned_count, const int* ids, const float* wte_local, int N,
+                                    int C, ShardParams shard, cudaStream_t stream) {
+  return embedding_lookup(out, owned_count, ids, wte_local, N, C, shard, stream);
+}
+cudaError_t launch_embedding_lookup(__nv_bfloat16* out, int* owned_count, const int* ids, const float* wte_local,
+                                    int N, int C, ShardParams shard, cudaStream_t stream) {
+  return embedding_lookup(out, owned_count, ids, wte_local, N, C, shard, stream);
+}
+cudaError_t launch_add_position(float* out, const float* wpe, int B, int T, int C, cudaStream_t stream) {
+  return add_position(out, wpe, B, T, C, stream);
+}
+cudaError_t launch_add_position(__nv_bfloat16* out, const float* wpe, int B, int T, int C, cudaStream_t stream) {
+  return add_position(out, wpe, B, T, C, stream);
+}
+cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids, int B,
+                                      int T, int C, ShardParams shard, void* scratch, size_t scratch_bytes,
+                                      cudaStream_t stream) {
+  return embedding_backward(dwte_local, dwpe, dout, ids, B, T, C, shard, scratch, scratch_bytes, stream);
+}
+cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const __nv_bfloat16* dout, const int* ids,
+                                      int B, int T, int C, ShardParams shard, void* scratch,
+                                      size_t scratch_bytes, cudaStream_t stream) {
+  return embedding_backward(dwte_local, dwpe, dout, ids, B, T, C, shard, scratch, scratch_bytes, stream);
 }
 
 }  // namespace gpt2::cuda

@@ -26,18 +26,24 @@ struct ShardParams {
   int real_cols;   // local columns whose global id < V (a prefix of the shard)
 };
 
-// --- embedding.cu ---
+// --- embedding.cu (activations float or bf16; weights and their gradients fp32) ---
 // out (N,C) = owned(ids[n]) * wte_local (Vl,C)[row(ids[n])]; *owned_count (one int, zeroed by the
 // wrapper) += the number of owned ids. Masks are computed per token on the GPU, without branches.
 cudaError_t launch_embedding_lookup(float* out, int* owned_count, const int* ids, const float* wte_local,
                                     int N, int C, ShardParams shard, cudaStream_t stream);
+cudaError_t launch_embedding_lookup(__nv_bfloat16* out, int* owned_count, const int* ids, const float* wte_local,
+                                    int N, int C, ShardParams shard, cudaStream_t stream);
 // out (B,T,C) += wpe (maxT,C)[t]
 cudaError_t launch_add_position(float* out, const float* wpe, int B, int T, int C, cudaStream_t stream);
+cudaError_t launch_add_position(__nv_bfloat16* out, const float* wpe, int B, int T, int C, cudaStream_t stream);
 // Bytes of scratch launch_embedding_backward needs for N tokens (sort keys, values and CUB's own).
 size_t embedding_backward_scratch_bytes(int N, int local_rows);
 // dwpe (maxT,C) += sum over b of dout (B,T,C); dwte_local (Vl,C) += owned dout rows. Deterministic:
 // tokens are stably sorted by local row, and one block per distinct row sums its tokens in order.
 cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const float* dout, const int* ids,
+                                      int B, int T, int C, ShardParams shard, void* scratch,
+                                      size_t scratch_bytes, cudaStream_t stream);
+cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const __nv_bfloat16* dout, const int* ids,
                                       int B, int T, int C, ShardParams shard, void* scratch,
                                       size_t scratch_bytes, cudaStream_t stream);
 
@@ -64,10 +70,15 @@ cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N
 
 // --- attention.cu (the GEMMs between these kernels run through cuBLASLt, in cuda_ops_attention.cpp) ---
 // heads (B,NH,T,hs) = src (B,T,ld)[..., offset + h*hs + d]: one of Q, K, V out of qkv (ld = 3C).
+// The heads are fp32 whatever the activations are (naive attention computes in fp32 throughout).
 cudaError_t launch_split_heads(float* heads, const float* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+cudaError_t launch_split_heads(float* heads, const __nv_bfloat16* src, int B, int T, int NH, int hs, int ld,
                                int offset, cudaStream_t stream);
 // dst (B,T,ld)[..., offset + h*hs + d] = heads (B,NH,T,hs): the inverse of split_heads.
 cudaError_t launch_merge_heads(float* dst, const float* heads, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+cudaError_t launch_merge_heads(__nv_bfloat16* dst, const float* heads, int B, int T, int NH, int hs, int ld,
                                int offset, cudaStream_t stream);
 // In place over att (rows, T), row r at query position t = r % T: softmax of the scaled scores
 // att[r][0..t]; att[r][t+1..T) = 0 (causal mask).
