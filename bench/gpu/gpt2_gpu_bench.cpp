@@ -7,9 +7,11 @@
 // including the padded vocabulary; the attention term is PaLM's 12*L*C*T halved for the causal
 // mask) against the device's dense peak: H100/H200 989 TFLOP/s for bf16 tensor cores and 67 TFLOP/s
 // for fp32 (GEMMs of --precision fp32 are true fp32, not TF32); --peak-tflops overrides.
+// --precision bf16 stores activations and their gradients in bf16 (fp32 master weights, AdamW state
+// and reductions), as gpt2-train does on cuda; fp32 keeps everything fp32.
 // Usage: gpt2_gpu_bench [--model d12] [--seq 1024] [--batch 0 (= largest that fits)] [--steps 20]
-//                       [--warmup 3] [--rounds 2] [--precision bf16|fp32] [--probe off|on|both]
-//                       [--run-dir DIR] [--peak-tflops X]
+//                       [--warmup 3] [--rounds 2] [--precision bf16|fp32] [--attention flash|naive]
+//                       [--probe off|on|both] [--run-dir DIR] [--peak-tflops X]
 // Is not: a comparison with llm.c (build its train_gpt2.cu on the same machine and run it beside).
 #include <algorithm>
 #include <chrono>
@@ -41,6 +43,7 @@ struct Args {
   int warmup = 3;
   int rounds = 2;
   std::string precision = "bf16";
+  std::string attention = "flash";
   std::string probe = "both";
   std::string run_dir;
   double peak_tflops = 0;
@@ -58,12 +61,14 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
     else if (k == "--rounds") a.rounds = std::atoi(v.c_str());
     else if (k == "--precision") a.precision = v;
+    else if (k == "--attention") a.attention = v;
     else if (k == "--probe") a.probe = v;
     else if (k == "--run-dir") a.run_dir = v;
     else if (k == "--peak-tflops") a.peak_tflops = std::atof(v.c_str());
     else return false;
   }
-  return a.steps > 0 && a.seq > 0 && a.rounds > 0 && (a.probe == "off" || a.probe == "on" || a.probe == "both");
+  return a.steps > 0 && a.seq > 0 && a.rounds > 0 && (a.probe == "off" || a.probe == "on" || a.probe == "both") &&
+         (a.attention == "flash" || a.attention == "naive");
 }
 
 double gib(size_t bytes) { return static_cast<double>(bytes) / (1ull << 30); }
@@ -78,18 +83,26 @@ double peak_flops(const gpt2::DeviceProbe& dev, gpt2::CudaPrecision p, double ov
   return 0;
 }
 
-GPT2::Options options_for(const gpt2::ModelConfig& config, int batch, int seq) {
+// What the measured model is besides its shape: the same in the batch search and the timed run.
+struct Variant {
+  gpt2::AttentionKind attention = gpt2::AttentionKind::kFlash;
+  gpt2::ActType activations = gpt2::ActType::kBF16;
+};
+
+GPT2::Options options_for(const gpt2::ModelConfig& config, int batch, int seq, const Variant& v) {
   GPT2::Options o;
   o.config = config;
   o.batch = batch;
   o.seq_len = seq;
+  o.attention = v.attention;
+  o.activations = v.activations;
   return o;
 }
 
 // Bytes the backend holds for a model of batch B (params, grads, activations), measured.
-size_t measured_bytes(gpt2::Ops& ops, const gpt2::ModelConfig& config, int batch, int seq) {
+size_t measured_bytes(gpt2::Ops& ops, const gpt2::ModelConfig& config, int batch, int seq, const Variant& v) {
   const size_t before = gpt2::cuda_ops_memory(ops)->allocated_bytes;
-  auto model = GPT2::create(options_for(config, batch, seq), ops, nullptr);
+  auto model = GPT2::create(options_for(config, batch, seq, v), ops, nullptr);
   if (!model.ok()) return 0;
   return gpt2::cuda_ops_memory(ops)->allocated_bytes - before;
 }
@@ -97,8 +110,8 @@ size_t measured_bytes(gpt2::Ops& ops, const gpt2::ModelConfig& config, int batch
 // Largest batch of {64, 48, 32, 24, 16, 12, 8, 4, 2, 1} whose measured-and-extrapolated footprint
 // (model at B=1 and B=2 give the per-sequence slope; plus AdamW moments and the backend's scratch:
 // attention heads and bf16 GEMM operand copies) fits in 90% of the free memory.
-int largest_batch(gpt2::Ops& ops, const gpt2::ModelConfig& config, int seq, size_t param_bytes) {
-  const size_t one = measured_bytes(ops, config, 1, seq), two = measured_bytes(ops, config, 2, seq);
+int largest_batch(gpt2::Ops& ops, const gpt2::ModelConfig& config, int seq, size_t param_bytes, const Variant& v) {
+  const size_t one = measured_bytes(ops, config, 1, seq, v), two = measured_bytes(ops, config, 2, seq, v);
   const size_t slope = two > one ? two - one : one;
   const size_t fixed = one > slope ? one - slope : 0;
   const size_t Vp = static_cast<size_t>(config.padded_vocab_size(1));
@@ -142,7 +155,7 @@ int main(int argc, char** argv) {
   Args args;
   if (!parse(argc, argv, args)) {
     std::fprintf(stderr, "usage: gpt2_gpu_bench [--model d12] [--seq 1024] [--batch 0] [--steps 20] [--warmup 3] "
-                         "[--rounds 2] [--precision bf16|fp32] [--probe off|on|both] [--run-dir DIR] "
+                         "[--rounds 2] [--precision bf16|fp32] [--attention flash|naive] [--probe off|on|both] [--run-dir DIR] "
                          "[--peak-tflops X]\n");
     return 2;
   }
@@ -167,10 +180,18 @@ int main(int argc, char** argv) {
     gpt2::ParameterSet ps(*config, {}, ops);
     return ps.total_numel();
   }();
-  const int B = args.batch > 0 ? args.batch : largest_batch(ops, *config, args.seq, n_params * sizeof(float));
+  Variant variant;
+  variant.attention = args.attention == "naive" ? gpt2::AttentionKind::kNaive : gpt2::AttentionKind::kFlash;
+  variant.activations = *precision == gpt2::CudaPrecision::kBf16 ? gpt2::ActType::kBF16 : gpt2::ActType::kF32;
+  if (auto ok = gpt2::check_cuda_attention(variant.attention, config->head_size()); !ok.ok()) {
+    std::fprintf(stderr, "%s\n", ok.to_string().c_str());
+    return 2;
+  }
+  const int B = args.batch > 0 ? args.batch
+                               : largest_batch(ops, *config, args.seq, n_params * sizeof(float), variant);
   const int T = args.seq;
 
-  auto model_r = GPT2::create(options_for(*config, B, T), ops, nullptr);
+  auto model_r = GPT2::create(options_for(*config, B, T, variant), ops, nullptr);
   if (!model_r.ok()) {
     std::fprintf(stderr, "model: %s\n", model_r.status().to_string().c_str());
     return 1;
@@ -225,8 +246,10 @@ int main(int argc, char** argv) {
   const double flops_per_token = 6.0 * static_cast<double>(n_params) +
                                  6.0 * config->num_layers * config->channels * static_cast<double>(T);
   const double peak = peak_flops(dev, *precision, args.peak_tflops);
-  std::printf("gpt2_gpu_bench: %s | %s T=%d B=%d precision=%s | %.1fM parameters\n", dev.reason.c_str(),
-              args.model.c_str(), T, B, args.precision.c_str(), static_cast<double>(n_params) / 1e6);
+  std::printf("gpt2_gpu_bench: %s | %s T=%d B=%d precision=%s activations=%s attention=%s | %.1fM parameters\n",
+              dev.reason.c_str(), args.model.c_str(), T, B, args.precision.c_str(),
+              gpt2::act_type_name(variant.activations), gpt2::attention_kind_name(variant.attention),
+              static_cast<double>(n_params) / 1e6);
   auto report = [&](const char* label, const Timing& t) {
     if (t.steps == 0) return 0.0;
     const double tps = static_cast<double>(B) * T * t.steps / t.seconds;
