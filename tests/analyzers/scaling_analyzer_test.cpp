@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "rankscope/analyzers/scaling/flop_model.h"
+#include "rankscope/analyzers/scaling/memory_growth.h"
 #include "rankscope/analyzers/scaling/quadratic_fit.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
@@ -74,7 +75,9 @@ TEST(FlopModel, AttentionShareGrowsWithT) {
 constexpr int64_t kSeqLens[] = {128, 256, 512, 1024};
 
 // attention(T): run.json model.attention of the point at T, or null to leave the field out (old runs).
-fs::path write_sweep(bool with_index, const std::function<const char*(int64_t)>& attention = {}) {
+// memory(T): the point's mem.peak_bytes (the default grows linearly: 1e6 T, plus the step index).
+fs::path write_sweep(bool with_index, const std::function<const char*(int64_t)>& attention = {},
+                     const std::function<double(int64_t)>& memory = {}) {
   const fs::path sweep = testing::fresh_temp_dir("scaling-sweep");
   std::vector<SweepPoint> points;
   for (int64_t T : kSeqLens) {
@@ -86,8 +89,9 @@ fs::path write_sweep(bool with_index, const std::function<const char*(int64_t)>&
     spec.script = testing::standard_step(
         2, nullptr, [Td](int, int64_t) { return 0.2 + 0.001 * Td + 2e-5 * Td * Td; },
         [Td](int, int64_t) { return 0.004 * Td; });
-    spec.counters = [Td](int, int64_t s) {
-      return std::vector<std::pair<std::string, double>>{{"mem.peak_bytes", 1e6 * Td + double(s)}};
+    const double mem = memory ? memory(T) : 1e6 * Td;
+    spec.counters = [mem](int, int64_t s) {
+      return std::vector<std::pair<std::string, double>>{{"mem.peak_bytes", mem + double(s)}};
     };
     spec.training = {{"seq_len", T}, {"batch", 4}};
     spec.model = {{"layers", 2}, {"heads", 4}, {"channels", 128}, {"vocab_size", 50257}};
@@ -106,6 +110,60 @@ const ScalingRange* find_range(const ScalingReport& r, const std::string& name) 
     if (x.name == name) return &x;
   }
   return nullptr;
+}
+
+TEST(MemoryGrowth, ExponentOfTheGrowingPartWhateverTheFixedPart) {
+  auto at = [](double fixed, double k, double e) {
+    return [=](double T) { return fixed + k * std::pow(T, e); };
+  };
+  for (double e : {1.0, 1.5, 2.0}) {
+    for (double fixed : {0.0, 5e8}) {
+      const auto m = at(fixed, 1e3, e);
+      auto got = memory_growth_exponent(512, m(512), 1024, m(1024), 2048, m(2048));
+      ASSERT_TRUE(got.has_value());
+      EXPECT_NEAR(*got, e, 1e-6) << "fixed " << fixed;
+      got = memory_growth_exponent(100, m(100), 300, m(300), 400, m(400));  // uneven spacing
+      ASSERT_TRUE(got.has_value());
+      EXPECT_NEAR(*got, e, 1e-6);
+    }
+  }
+  // Linear plus a quadratic part: between 1 and 2, rising with T.
+  const auto mixed = [](double T) { return 1e9 + 1e5 * T + 20.0 * T * T; };
+  const double low = *memory_growth_exponent(256, mixed(256), 512, mixed(512), 1024, mixed(1024));
+  const double high = *memory_growth_exponent(1024, mixed(1024), 2048, mixed(2048), 4096, mixed(4096));
+  EXPECT_GT(low, 1.0);
+  EXPECT_LT(low, high);
+  EXPECT_LT(high, 2.0);
+  EXPECT_FALSE(memory_growth_exponent(1, 5, 2, 5, 4, 6).has_value()) << "no growth at the first step";
+  EXPECT_FALSE(memory_growth_exponent(1, 5, 2, 6, 4, 6).has_value()) << "no growth at the second step";
+  EXPECT_FALSE(memory_growth_exponent(2, 5, 1, 6, 4, 7).has_value()) << "T not increasing";
+  EXPECT_DOUBLE_EQ(*memory_growth_exponent(1, 0, 2, 1, 3, 1e9), kMaxGrowthExponent) << "clamped";
+}
+
+TEST(ScalingAnalyzer, QuadraticMemoryIsAMemoryCliffLinearIsNot) {
+  auto linear = analyze_scaling(write_sweep(true));
+  ASSERT_TRUE(linear.ok()) << linear.status().to_string();
+  EXPECT_FALSE(linear->points[1].memory_exponent.has_value()) << "needs three points";
+  ASSERT_TRUE(linear->memory_exponent.has_value());
+  EXPECT_NEAR(*linear->memory_exponent, 1.0, 1e-3);
+  for (const auto& f : linear->findings) EXPECT_NE(f.kind, "memory_cliff") << f.text;
+
+  // Naive attention's shape: 400 MiB fixed, activations linear, (B,NH,T,T) quadratic.
+  auto naive = analyze_scaling(write_sweep(true, {}, [](int64_t T) {
+    return 400.0 * 1048576 + 2e5 * double(T) + 300.0 * double(T) * double(T);
+  }));
+  ASSERT_TRUE(naive.ok()) << naive.status().to_string();
+  ASSERT_TRUE(naive->memory_exponent.has_value());
+  EXPECT_GT(*naive->memory_exponent, 1.5);
+  const ScalingFinding* cliff = nullptr;
+  for (const auto& f : naive->findings)
+    if (f.kind == "memory_cliff") cliff = &f;
+  ASSERT_NE(cliff, nullptr);
+  EXPECT_DOUBLE_EQ(cliff->slope, *naive->memory_exponent);
+  EXPECT_NE(cliff->text.find("T=1024"), std::string::npos) << cliff->text;
+  const auto j = to_json(*naive);
+  EXPECT_DOUBLE_EQ(j["memory_exponent"].get<double>(), *naive->memory_exponent);
+  EXPECT_TRUE(j["points"][0]["memory_exponent"].is_null());
 }
 
 TEST(ScalingAnalyzer, FitsAttentionAsQuadraticAndMlpAsLinear) {

@@ -20,7 +20,9 @@ constexpr const char* kHelp =
     "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
     "time, peak memory. Per range, and per range summed over blocks (forward/block*/attn): the fit\n"
     "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
-    "flag superlinear ranges and throughput cliffs.\n\n"
+    "flag superlinear ranges and throughput cliffs, and a memory cliff: peak memory whose growth\n"
+    "above its fixed part is faster than T^1.5 (the headline gives the exponent: 1 linear, 2 the\n"
+    "(B,NH,T,T) buffers of naive attention).\n\n"
     "  --forecast T,T  step time, tokens/s and peak memory at these sequence lengths (e.g.\n"
     "                  2048,4096), each with a ~95% interval from the fit's residuals and the\n"
     "                  points' noise, and the range whose T^2 term drives the step there\n"
@@ -31,8 +33,10 @@ constexpr const char* kHelp =
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
-  std::fprintf(out, "rankscope scaling: %s (%zu points, attention %s)\n", r.sweep_dir.c_str(), r.points.size(),
-               r.attention.c_str());
+  const std::string memory =
+      r.memory_exponent ? ", memory grows as T^" + std::to_string(*r.memory_exponent).substr(0, 3) : std::string();
+  std::fprintf(out, "rankscope scaling: %s (%zu points, attention %s%s)\n", r.sweep_dir.c_str(), r.points.size(),
+               r.attention.c_str(), memory.c_str());
   std::fprintf(out, "%8s %10s %12s %12s\n", "T", "step ms", "tokens/s", "peak MiB");
   for (const auto& p : r.points) {
     std::fprintf(out, "%8lld %10.2f %12.0f %12s\n", (long long)p.seq_len, p.step_ms, p.tokens_per_s,

@@ -119,6 +119,15 @@ class Trainer {
 
  private:
   bool leader() const { return groups_.rank == 0; }
+  // Where the activations live: the GPU backend's high-water mark of its allocations plus its scratch
+  // on cuda (what grows with T), the process's peak resident memory on the CPU.
+  double peak_memory_bytes() {
+    if (plan_.cuda) {
+      if (auto m = cuda_ops_memory(*ops_); m.ok())
+        return static_cast<double>(m->peak_allocated_bytes + m->scratch_bytes);
+    }
+    return peak_resident_bytes();
+  }
   Status setup_probe(const std::vector<std::string>& hosts);
   Status setup_device(const std::vector<std::string>& hosts);
   rankscope::Result<std::unique_ptr<Communicator>> make_world();
@@ -535,7 +544,7 @@ Status Trainer::train_step(int step, StepMetrics& m) {
       optimizer_->step(m.lr);
     }
   }
-  probe_->counter("mem.peak_bytes", peak_resident_bytes());  // rankscope scaling's peak memory
+  probe_->counter("mem.peak_bytes", peak_memory_bytes());  // rankscope scaling's peak memory
   probe_->end_step();
   if (step == profile_steps_.second) RS_RETURN_IF_ERROR(cuda_profiler_stop());
   m.step = step;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "rankscope/analyzers/scaling/flop_model.h"
+#include "rankscope/analyzers/scaling/memory_growth.h"
 #include "rankscope/analyzers/scaling/sweep.h"
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
@@ -103,6 +104,21 @@ void derive_findings(const ScalingOptions& options, ScalingReport& report) {
     if (!culprit.empty()) f.text += fmt::format("; {} grows most per token", culprit);
     report.findings.push_back(std::move(f));
   }
+  if (report.memory_exponent && *report.memory_exponent >= options.memory_cliff_exponent && n >= 3) {
+    const ScalingPoint& below = report.points[n - 2];
+    const double grew = top.peak_mem_bytes.value_or(0) - below.peak_mem_bytes.value_or(0);
+    if (top.peak_mem_bytes && *top.peak_mem_bytes > 0 && grew >= options.memory_min_growth * *top.peak_mem_bytes) {
+      ScalingFinding f;
+      f.kind = "memory_cliff";
+      f.slope = *report.memory_exponent;
+      f.share_at_max = grew / *top.peak_mem_bytes;
+      f.text = fmt::format("peak memory grows as T^{:.1f} above its fixed part: {:.0f} MiB at T={}, {:.0f} MiB more "
+                           "than at T={} ({:.0f}% of the peak)",
+                           *report.memory_exponent, *top.peak_mem_bytes / 1048576.0, top.seq_len, grew / 1048576.0,
+                           below.seq_len, 100 * f.share_at_max);
+      report.findings.push_back(std::move(f));
+    }
+  }
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const ScalingFinding& a, const ScalingFinding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
 }
@@ -187,6 +203,13 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
     return not_found(fmt::format("{}: no sweep point could be read; {}", sweep_dir.string(),
                                  report.problems.empty() ? "" : report.problems.front()));
   }
+  for (size_t i = 2; i < report.points.size(); ++i) {
+    const ScalingPoint &a = report.points[i - 2], &b = report.points[i - 1], &c = report.points[i];
+    if (a.peak_mem_bytes && b.peak_mem_bytes && c.peak_mem_bytes)
+      report.points[i].memory_exponent = memory_growth_exponent(double(a.seq_len), *a.peak_mem_bytes, double(b.seq_len),
+                                                                *b.peak_mem_bytes, double(c.seq_len), *c.peak_mem_bytes);
+  }
+  report.memory_exponent = report.points.back().memory_exponent;
 
   std::map<std::string, bool> names;
   for (const PointTimes& pt : times) {

@@ -29,6 +29,7 @@ nlohmann::json to_json(const ScalingReport& report) {
   j["kind"] = "rankscope.scaling";
   j["sweep_dir"] = report.sweep_dir;
   j["attention"] = report.attention;
+  j["memory_exponent"] = opt(report.memory_exponent);
   j["points"] = json::array();
   for (const auto& p : report.points) {
     j["points"].push_back({{"seq_len", p.seq_len},
@@ -37,6 +38,7 @@ nlohmann::json to_json(const ScalingReport& report) {
                            {"tokens_per_s", p.tokens_per_s},
                            {"step_ms", p.step_ms},
                            {"peak_mem_bytes", opt(p.peak_mem_bytes)},
+                           {"memory_exponent", opt(p.memory_exponent)},
                            {"attention_share_flops", opt(p.attention_share_flops)},
                            {"attention_share_measured", opt(p.attention_share_measured)}});
   }

@@ -8,7 +8,8 @@
 // under each range ("forward/block*/attn [gpu kernels]", from CUPTI), the fit c + aT + bT^2 with
 // R^2, log-log slopes between adjacent points and the crossover a/b; the attention kind (naive or
 // flash, from run.json) the sweep ran with; the FLOP model's attention
-// share; findings for superlinear ranges and throughput cliffs; forecasts at larger T (forecast.h). Is not: the sweep driver (the
+// share; how peak memory grows (memory_growth.h); findings for superlinear ranges, throughput cliffs
+// and memory cliffs; forecasts at larger T (forecast.h). Is not: the sweep driver (the
 // trainer's --sweep-seq-len) or rendering.
 #pragma once
 
@@ -39,6 +40,9 @@ struct ScalingPoint {
   double step_ms = 0;                          // fastest step (median over ranks)
   double tokens_per_s = 0;                     // at step_ms; 0 when run.json lacks training.batch
   std::optional<double> peak_mem_bytes;        // max over ranks of mem.peak_bytes
+  // memory_growth.h's exponent through this point and the two below it (nullopt for the first two
+  // points, or where memory did not grow): 1 = linear in T, 2 = quadratic (naive attention's cliff).
+  std::optional<double> memory_exponent;
   std::optional<double> attention_share_flops; // forward/block*/attn share by the FLOP model
   std::optional<double> attention_share_measured;  // (forward+backward)/block*/attn over step time
 };
@@ -52,7 +56,7 @@ struct ScalingRange {
 };
 
 struct ScalingFinding {
-  std::string kind;  // "superlinear_range", "throughput_cliff"
+  std::string kind;  // "superlinear_range", "throughput_cliff", "memory_cliff" (range empty)
   std::string range;
   double slope = 0;
   double share_at_max = 0;     // of the step, at the largest T
@@ -66,6 +70,8 @@ struct ScalingReport {
   // "mixed (naive, flash)" when they differ (then a problem says so too).
   std::string attention{kUnknownAttention};
   std::vector<ScalingPoint> points;
+  // The top point's memory_exponent: how the sweep's peak memory grows at its largest T.
+  std::optional<double> memory_exponent;
   std::vector<ScalingRange> ranges;
   std::vector<ScalingFinding> findings;
   std::vector<ScalingForecast> forecasts;      // one per ScalingOptions::forecast_seq_lens
@@ -76,6 +82,8 @@ struct ScalingOptions {
   double superlinear_slope = 1.3;   // slope at the top of the sweep above which a range is flagged
   double min_share = 0.05;          // ...if it is at least this share of the step there
   double cliff_drop = 0.25;         // throughput falling this much between adjacent points
+  double memory_cliff_exponent = 1.5;  // memory growing faster than T^this at the top is a cliff...
+  double memory_min_growth = 0.1;      // ...if the top step added at least this share of its peak
   std::vector<int64_t> forecast_seq_lens;  // forecast.h: step, tokens/s and peak memory at these T
 };
 
