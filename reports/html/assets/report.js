@@ -362,7 +362,9 @@
     var pts = data.points;
     // attention: naive | flash | unknown (runs older than run.json model.attention) | mixed (...)
     document.getElementById('summary').textContent = pts.length + ' points, T = ' + pts.map(function (p) { return p.seq_len; }).join(', ') +
-      ' · attention ' + (data.attention || 'unknown') + ' · ' + data.sweep_dir;
+      ' · attention ' + (data.attention || 'unknown') +
+      (typeof data.memory_exponent === 'number' ? ' · memory grows as T^' + fmt(data.memory_exponent, 1) : '') +
+      ' · ' + data.sweep_dir;
     findings(data.findings);
     var shown = data.ranges.filter(function (r) { return r.aggregated || !/\/block\d+(\/|$)/.test(r.name); });
     var datasets = shown.map(function (r, i) {
