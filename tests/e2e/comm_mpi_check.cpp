@@ -8,6 +8,7 @@
 #include "comm/mpi_runtime.h"
 #include "comm/probed_communicator.h"
 #include "comm/process_groups.h"
+#include "rankscope/format/bfloat16.h"
 
 namespace {
 
@@ -34,6 +35,14 @@ void exercise(gpt2::Communicator& c, int world_rank) {
   std::vector<float> v = {float(r), float(r + 1)};
   check_status(c.all_reduce(v.data(), 2, DataType::kFloat32, ReduceOp::kSum), "all_reduce sum", world_rank);
   check(v[0] == n * (n - 1) / 2.0f && v[1] == n * (n + 1) / 2.0f, "all_reduce sum", world_rank);
+  // bf16: sums of small integers and their max are exact in bf16, so these compare exactly too.
+  std::vector<uint16_t> h = {rankscope::format::float_to_bf16(float(r)), rankscope::format::float_to_bf16(-2.0f * float(r))};
+  check_status(c.all_reduce(h.data(), 2, DataType::kBFloat16, ReduceOp::kSum), "all_reduce bf16 sum", world_rank);
+  check(rankscope::format::bf16_to_float(h[0]) == n * (n - 1) / 2.0f && rankscope::format::bf16_to_float(h[1]) == -float(n * (n - 1)),
+        "all_reduce bf16 sum", world_rank);
+  uint16_t hm = rankscope::format::float_to_bf16(float(r) - 0.5f);
+  check_status(c.all_reduce(&hm, 1, DataType::kBFloat16, ReduceOp::kMax), "all_reduce bf16 max", world_rank);
+  check(rankscope::format::bf16_to_float(hm) == float(n - 1) - 0.5f, "all_reduce bf16 max", world_rank);
   float m = float(r * 10);
   check_status(c.all_reduce(&m, 1, DataType::kFloat32, ReduceOp::kMax), "all_reduce max", world_rank);
   check(m == float((n - 1) * 10), "all_reduce max", world_rank);

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/activation_ptr.h"
+#include "rankscope/format/bfloat16.h"
 
 namespace gpt2::testing {
 
@@ -147,9 +147,9 @@ class ThreadGroupComm final : public Communicator {
   // bf16 as NCCL does it: widened, reduced in fp32, rounded once.
   Status reduce_bf16(uint16_t* buf, size_t count, ReduceOp op) {
     std::vector<float> wide(count);
-    for (size_t i = 0; i < count; i++) wide[i] = gpt2::bf16_to_float(buf[i]);
+    for (size_t i = 0; i < count; i++) wide[i] = rankscope::format::bf16_to_float(buf[i]);
     RS_RETURN_IF_ERROR(reduce_typed<float>(wide.data(), count, op));
-    for (size_t i = 0; i < count; i++) buf[i] = gpt2::float_to_bf16(wide[i]);
+    for (size_t i = 0; i < count; i++) buf[i] = rankscope::format::float_to_bf16(wide[i]);
     return Status::ok_status();
   }
   template <class E>

@@ -2,7 +2,10 @@
 //
 // Is: a thin mapping of each collective onto its MPI call, with MPI errors turned into Status
 // (the communicator's error handler is MPI_ERRORS_RETURN) and element counts checked against
-// MPI's int range. Is not: probe reporting (ProbedCommunicator does that) nor fault injection.
+// MPI's int range. bf16 (the GPU trainer's activations when it stages TP collectives through the host)
+// has no MPI type: it moves as 2-byte elements and reduces with our own MPI ops, which widen to fp32,
+// combine and round once (as NCCL's bf16 sum does). Is not: probe reporting (ProbedCommunicator does
+// that) nor fault injection.
 #include "mpi_communicator.h"
 
 #include <climits>
@@ -12,13 +15,18 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include "rankscope/format/bfloat16.h"
+
 namespace gpt2 {
 namespace {
 
+using rankscope::format::bf16_to_float;
 using rankscope::format::dtype_name;
+using rankscope::format::float_to_bf16;
 
 rankscope::Result<MPI_Datatype> mpi_type(DataType dtype) {
   switch (dtype) {
+    case DataType::kBFloat16: return MPI_UINT16_T;  // moved as bits; reduced by bf16_op()
     case DataType::kFloat32: return MPI_FLOAT;
     case DataType::kFloat64: return MPI_DOUBLE;
     case DataType::kInt32: return MPI_INT32_T;
@@ -26,9 +34,41 @@ rankscope::Result<MPI_Datatype> mpi_type(DataType dtype) {
     case DataType::kUInt8: return MPI_UINT8_T;
     default:
       return rankscope::invalid_argument(fmt::format(
-          "MPI communicator: data type {} has no MPI reduction here (use fp32 on the CPU path)",
+          "MPI communicator: data type {} is not supported here (fp32, fp64, bf16, int32, int64, uint8 are)",
           dtype_name(dtype)));
   }
+}
+
+// inout[i] = in[i] (+ or max) inout[i], in fp32, rounded once.
+template <bool kMax>
+void bf16_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; i++) {
+    const float x = bf16_to_float(a[i]), y = bf16_to_float(b[i]);
+    b[i] = float_to_bf16(kMax ? (x > y ? x : y) : x + y);
+  }
+}
+
+// Created once per process, after MPI_Init (the communicator exists), never freed: MPI frees user
+// ops at MPI_Finalize.
+MPI_Op bf16_op(ReduceOp op) {
+  static MPI_Op sum = [] {
+    MPI_Op o;
+    MPI_Op_create(&bf16_reduce<false>, /*commute=*/1, &o);
+    return o;
+  }();
+  static MPI_Op max = [] {
+    MPI_Op o;
+    MPI_Op_create(&bf16_reduce<true>, /*commute=*/1, &o);
+    return o;
+  }();
+  return op == ReduceOp::kSum ? sum : max;
+}
+
+MPI_Op mpi_op(ReduceOp op, DataType dtype) {
+  if (dtype == DataType::kBFloat16) return bf16_op(op);
+  return op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
 }
 
 rankscope::Result<int> mpi_count(size_t count, const char* what) {
@@ -67,8 +107,7 @@ class MpiCommunicator final : public Communicator {
   Status all_reduce(void* buf, size_t count, DataType dtype, ReduceOp op) override {
     RS_ASSIGN_OR_RETURN(MPI_Datatype t, mpi_type(dtype));
     RS_ASSIGN_OR_RETURN(int n, mpi_count(count, "all_reduce"));
-    MPI_Op mop = op == ReduceOp::kSum ? MPI_SUM : MPI_MAX;
-    return check(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_), name_, "MPI_Allreduce");
+    return check(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mpi_op(op, dtype), comm_), name_, "MPI_Allreduce");
   }
 
   Status all_gather(const void* send, void* recv, size_t count, DataType dtype) override {
@@ -80,7 +119,7 @@ class MpiCommunicator final : public Communicator {
   Status reduce_scatter(const void* send, void* recv, size_t recv_count, DataType dtype) override {
     RS_ASSIGN_OR_RETURN(MPI_Datatype t, mpi_type(dtype));
     RS_ASSIGN_OR_RETURN(int n, mpi_count(recv_count, "reduce_scatter"));
-    return check(MPI_Reduce_scatter_block(send, recv, n, t, MPI_SUM, comm_), name_,
+    return check(MPI_Reduce_scatter_block(send, recv, n, t, mpi_op(ReduceOp::kSum, dtype), comm_), name_,
                  "MPI_Reduce_scatter_block");
   }
 

@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "rankscope/format/bfloat16.h"
+
 namespace gpt2 {
 
 enum class ActType : uint8_t { kF32 = 0, kBF16 = 1 };
@@ -86,19 +88,8 @@ class ConstActPtr {
   ActType type_ = ActType::kF32;
 };
 
-// bf16 on the host: the upper 16 bits of an fp32, rounded to nearest even (NaN kept quiet).
-inline uint16_t float_to_bf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-inline float bf16_to_float(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+// bf16 on the host (rankscope/format/bfloat16.h): round to nearest even, as the GPU does.
+using rankscope::format::bf16_to_float;
+using rankscope::format::float_to_bf16;
 
 }  // namespace gpt2
