@@ -161,8 +161,10 @@ std::vector<Flag> flags(TrainOptions& o) {
                                   "answers, else cpu [auto]", choice(o.device, {"auto", "cpu", "cuda"})},
       {"comm", "auto|mpi|nccl", "collectives; auto: nccl when every rank on a host has its own GPU, "
                                 "else mpi (host staging on a GPU) [auto]", choice(o.comm, {"auto", "mpi", "nccl"})},
-      {"precision", "auto|fp32|bf16", "GEMM precision on the GPU; auto: bf16 on cuda, fp32 on cpu "
-                                      "[auto]", choice(o.precision, {"auto", "fp32", "bf16"})},
+      {"precision", "auto|fp32|bf16", "precision on the GPU: bf16 stores activations and their "
+                                      "gradients in bf16 and runs GEMMs on bf16 operands (fp32 master "
+                                      "weights, optimizer and statistics); auto: bf16 on cuda, fp32 on "
+                                      "cpu [auto]", choice(o.precision, {"auto", "fp32", "bf16"})},
       {"profile-steps", "A-B", "cudaProfilerStart/Stop around steps A..B (nsys -c cudaProfilerApi)",
        [&o](std::string_view v) -> Status {
          RS_RETURN_IF_ERROR(rankscope::probe::parse_step_window(v).status());
