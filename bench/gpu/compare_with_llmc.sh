@@ -111,7 +111,7 @@ parse_llmc_log() {
     END {
       if (bad != "") { printf "llm.c step lines without a time (steps%s)\n", bad > "/dev/stderr"; exit 1 }
       if (n == 0) { printf "no llm.c step line after step %d\n", skip > "/dev/stderr"; exit 1 }
-      printf "steps=%d ms=%.3f tok_s=%.0f mfu=%s\n", n, sum_ms / n, B * T * n / (sum_ms / 1000.0),
+      printf "steps=%d ms=%.2f tok_s=%.0f mfu=%s\n", n, sum_ms / n, B * T * n / (sum_ms / 1000.0),
              n_mfu ? sprintf("%.1f", sum_mfu / n_mfu) : "n/a"
     }' "$file"
 }
@@ -189,7 +189,7 @@ total average iteration time: 17.750000 ms
 EOF
   local got
   got=$(parse_llmc_log "$dir/llmc.log" 2 2 1024) || got="FAILED"
-  expect "llm.c steps after warm-up" "$got" "steps=3 ms=20.000 tok_s=102400 mfu=42.2"
+  expect "llm.c steps after warm-up" "$got" "steps=3 ms=20.00 tok_s=102400 mfu=42.2"
   got=$(parse_llmc_log "$dir/llmc.log" 0 2 1024) || got="FAILED"
   expect "llm.c no skip" "$(field steps "$got")" "5"
   expect "llm.c memory" "$(parse_llmc_memory "$dir/llmc.log")" "5123 MiB / 81559 MiB"
@@ -197,7 +197,7 @@ EOF
   printf '%s\n' 'step    1/2 | loss 11.0 (+nanz)| norm 1.0 (+nanz)| lr 3.00e-04 | 40.00 ms | -100.0% bf16 MFU | 1 tok/s' \
                 'step    2/2 | loss 10.0 (+0.00z)| norm 1.0 (+0.00z)| lr 3.00e-04 | 40.00 ms | -100.0% bf16 MFU | 1 tok/s' >"$dir/unknown_gpu.log"
   got=$(parse_llmc_log "$dir/unknown_gpu.log" 1 4 1024) || got="FAILED"
-  expect "llm.c unknown GPU" "$got" "steps=1 ms=40.000 tok_s=102400 mfu=-100.0"
+  expect "llm.c unknown GPU" "$got" "steps=1 ms=40.00 tok_s=102400 mfu=-100.0"
   # Every step skipped, a log cut off before training, a garbled time: each must fail.
   if parse_llmc_log "$dir/llmc.log" 5 2 1024 >/dev/null 2>&1; then expect "llm.c all skipped fails" "passed" "failed"; fi
   head -5 "$dir/llmc.log" >"$dir/cut.log"
@@ -233,7 +233,7 @@ EOF
 
   expect "ratio" "$(ratio 905000 1000000)" "0.905"
   expect "ratio by zero" "$(ratio 1 0)" "n/a"
-  expect "field" "$(field tok_s "steps=3 ms=20.000 tok_s=102400 mfu=42.2")" "102400"
+  expect "field" "$(field tok_s "steps=3 ms=20.00 tok_s=102400 mfu=42.2")" "102400"
 
   rm -rf "$dir"
   if ((failures)); then echo "$PROG self-test: $failures failure(s)" >&2; return 1; fi
@@ -274,7 +274,11 @@ make_linkable() {
 }
 
 # The first path that `ldconfig -p` lists for a library file name, empty when none.
-ldconfig_path() { ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }' || true; }
+ldconfig_path() {
+  local ldconfig
+  ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+  "$ldconfig" -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }' || true
+}
 
 # Finds cudnn.h's directory and libcudnn's, sets CUDNN_INC and CUDNN_LIB; returns 1 when not found.
 find_cudnn() {
@@ -298,6 +302,27 @@ find_cudnn() {
   return 1
 }
 
+# CUDA 13 changed cudaMemAdvise's last parameter from a device ordinal (int) to a cudaMemLocation;
+# llm.c (its source of May 2025) passes an int (cudaCpuDeviceId) in llmc/cuda_utils.cuh. Rather than
+# edit llm.c, its build force-includes this header (nvcc's NVCC_APPEND_FLAGS), an overload taking
+# the old int form; before CUDA 13 the header is empty. Writes the header to $1.
+write_cuda13_shim() {
+  cat >"$1" <<'EOF'
+// Written by rankscope's bench/gpu/compare_with_llmc.sh for building llm.c with CUDA 13: the old
+// cudaMemAdvise(ptr, count, advice, int device) form, mapped onto CUDA 13's cudaMemLocation one.
+#pragma once
+#include <cuda_runtime.h>
+#if defined(__cplusplus) && defined(CUDART_VERSION) && CUDART_VERSION >= 13000
+static inline cudaError_t cudaMemAdvise(const void* ptr, size_t count, cudaMemoryAdvise advice, int device) {
+  cudaMemLocation location;
+  location.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  location.id = device == cudaCpuDeviceId ? 0 : device;
+  return cudaMemAdvise(ptr, count, advice, location);
+}
+#endif
+EOF
+}
+
 # build_llmc SRC_COPY ARCH USE_CUDNN(0|1) LOG -> builds SRC_COPY/train_gpt2cu; status of the build.
 build_llmc() {
   local src=$1 arch=$2 use_cudnn=$3 buildlog=$4
@@ -305,17 +330,21 @@ build_llmc() {
                    GPU_COMPUTE_CAPABILITY="$arch")
   local nvcc_flags=(--threads=0 --use_fast_math -std=c++17 -O3
                     "--generate-code=arch=compute_$arch,code=[compute_$arch,sm_$arch]" -DENABLE_BF16)
-  local extra_inc=() cudnn_obj=() libs=(-lcublas -lcublasLt -lnvidia-ml)
+  local extra_inc=() cudnn_obj=() libs=(-lcublas -lcublasLt -lnvidia-ml) append=${NVCC_APPEND_FLAGS:-}
   if [[ $use_cudnn == 1 ]]; then
     # llm.c's Makefile adds -I$(CUDNN_FRONTEND_PATH); the value carries cudnn.h's directory too.
     make_vars+=(CUDNN_FRONTEND_PATH="$CUDNN_FE -I$CUDNN_INC")
     extra_inc=(-I"$CUDNN_FE" -I"$CUDNN_INC")
     libs+=(-lcudnn)
+    # cudnn-frontend releases after llm.c's time (its 1.5) call NVRTC and the driver API from their
+    # headers; nvcc finds both libraries (libcuda as the toolkit's stub) in its own lib directories.
+    append="${append:+$append }-lnvrtc -lcuda"
   fi
   rm -f "$src/train_gpt2cu"
-  {
+  (  # a subshell: the build's NVCC_APPEND_FLAGS stays with this build
     echo "# $(date -u +%FT%TZ) llm.c build, USE_CUDNN=$use_cudnn, arch sm_$arch"
-    echo "# LIBRARY_PATH=${LIBRARY_PATH:-}"
+    echo "# LIBRARY_PATH=${LIBRARY_PATH:-} NVCC_APPEND_FLAGS=$append"
+    export NVCC_APPEND_FLAGS=$append
     if command -v make >/dev/null 2>&1; then
       echo "# make -C $src train_gpt2cu ${make_vars[*]}"
       make -C "$src" train_gpt2cu "${make_vars[@]}"
@@ -330,7 +359,7 @@ build_llmc() {
       fi
       (cd "$src" && nvcc "${nvcc_flags[@]}" train_gpt2.cu "${cudnn_obj[@]}" "${libs[@]}" "${extra_inc[@]}" -o train_gpt2cu)
     fi
-  } >"$buildlog" 2>&1 && [[ -x $src/train_gpt2cu ]]
+  ) >"$buildlog" 2>&1 && [[ -x $src/train_gpt2cu ]]
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -385,6 +414,8 @@ text="$REPO_ROOT/data/tinyshakespeare/tinyshakespeare.txt"
 [[ -f $text ]] || die 2 "no $text" "the repository ships it under data/tinyshakespeare/"
 command -v nvcc >/dev/null 2>&1 || die 2 "nvcc not found on PATH" "llm.c is built from source here; put the CUDA toolkit's bin/ on PATH"
 cuda_home=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)
+[[ -n $arch ]] || arch=$(detect_arch)
+[[ -n $arch ]] || die 2 "cannot tell the GPU's compute capability (no nvidia-smi, no PyTorch answer)" "pass --arch 90 for H100/H200"
 
 # The work directory holds the llm.c copy and its build, the shards and the probe's run directory;
 # it goes at exit (--build-only keeps it). The logs live in $OUT, or in the work directory's logs/,
@@ -402,7 +433,8 @@ log "logs in $logs"
 
 # 1. Tokens: the shipped text through our tokenizer, in llm.c's shard format.
 mkdir -p "$work/data"
-"$tokenize_bin" encode "$text" -o "$work/data/tinyshakespeare.bin" --val-fraction 0.1 >"$logs/tokenize.log" 2>&1 ||
+"$tokenize_bin" encode "$text" -o "$work/data/tinyshakespeare.bin" --val-fraction 0.1 \
+  --vocab-dir "$REPO_ROOT/data/gpt2" >"$logs/tokenize.log" 2>&1 ||
   die 1 "gpt2-tokenize failed" "see $logs/tokenize.log"
 train_shard="$work/data/tinyshakespeare_train.bin"
 [[ -s $train_shard ]] || die 1 "gpt2-tokenize wrote no $train_shard" "see $logs/tokenize.log"
@@ -410,14 +442,20 @@ train_tokens=$(od -An -t d4 -j 8 -N 4 "$train_shard" | tr -d ' ')
 log "tokenized tinyshakespeare: $train_tokens training tokens"
 
 # 2. llm.c: a copy of its source, built outside the repository.
-[[ -n $arch ]] || arch=$(detect_arch)
-[[ -n $arch ]] || die 2 "cannot tell the GPU's compute capability (no nvidia-smi, no PyTorch answer)" "pass --arch 90 for H100/H200"
 mkdir -p "$work/llmc" "$work/linkdirs"
 tar -C "$llmc_dir" --exclude=.git -cf - . | tar -C "$work/llmc" -xf -
+cuda_major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+llmc_source="llm.c's source unmodified"
+if [[ ${cuda_major:-0} -ge 13 ]]; then
+  write_cuda13_shim "$work/cuda13_shim.h"
+  export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:+$NVCC_APPEND_FLAGS }-include $work/cuda13_shim.h"
+  llmc_source="llm.c's source unmodified, built with CUDA $cuda_major and a force-included cudaMemAdvise shim"
+fi
 LINK_DIR="$work/linkdirs"
 export LIBRARY_PATH="$LINK_DIR${LIBRARY_PATH:+:$LIBRARY_PATH}"
 # llm.c links -lnvidia-ml; a machine with the driver but no dev symlink has only libnvidia-ml.so.1.
-make_linkable nvidia-ml "$(ldconfig_path libnvidia-ml.so.1)" "$cuda_home/lib64/stubs/libnvidia-ml.so" \
+make_linkable nvidia-ml "$(ldconfig_path libnvidia-ml.so.1)" /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 \
+  /usr/lib64/libnvidia-ml.so.1 /usr/local/nvidia/lib64/libnvidia-ml.so.1 "$cuda_home/lib64/stubs/libnvidia-ml.so" \
   "$cuda_home/targets/x86_64-linux/lib/stubs/libnvidia-ml.so" ||
   log "warning: no libnvidia-ml found; llm.c's link will likely fail (see its build log)"
 
@@ -429,7 +467,7 @@ if [[ -n $cudnn_fe ]]; then
   CUDNN_FE=$(cd "$cudnn_fe" && pwd)
   if find_cudnn "$cuda_home"; then
     make_linkable cudnn "$(compgen -G "$CUDNN_LIB/libcudnn.so*" | sort | head -1)" || true
-    export LD_LIBRARY_PATH="$CUDNN_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$CUDNN_LIB:$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     log "building llm.c with cuDNN (frontend $CUDNN_FE, cudnn.h in $CUDNN_INC)"
     if build_llmc "$work/llmc" "$arch" 1 "$logs/llmc_build_cudnn.log"; then
       built=1 attention="cuDNN flash attention (USE_CUDNN=1)"
@@ -445,7 +483,7 @@ if [[ $built == 0 ]]; then
   build_llmc "$work/llmc" "$arch" 0 "$logs/llmc_build.log" ||
     die 1 "llm.c's build failed" "see $logs/llmc_build.log"
 fi
-log "llm.c built; attention: $attention"
+log "llm.c built ($llmc_source); attention: $attention"
 if [[ $build_only == 1 ]]; then
   keep_work=1
   echo "$PROG: built $work/llmc/train_gpt2cu (attention: $attention); tokens in $work/data; logs in $logs"
@@ -479,7 +517,7 @@ log "running llm.c train_gpt2cu: $model T=$seq B=$batch, $steps steps (first $sk
 llmc_cmd=(./train_gpt2cu -e "$model" -i "$train_shard" -j "$train_shard" -b "$batch" -t "$seq" -x "$steps"
           -v 1000000 -m 1 -s 0 -n 0 -h 0 -y 0 -r 0 -c 0.1 -l 0.0006 "${llmc_args[@]}")
 echo "# (cd <llm.c copy> && ${llmc_cmd[*]})" >"$logs/llmc.log"
-(cd "$work/llmc" && "${llmc_cmd[@]}") >>"$logs/llmc.log" 2>&1 || die 1 "llm.c's train_gpt2cu failed" "see $logs/llmc.log"
+(cd "$work/llmc" && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_home/lib64" "${llmc_cmd[@]}") >>"$logs/llmc.log" 2>&1 || die 1 "llm.c's train_gpt2cu failed" "see $logs/llmc.log"
 llmc=$(parse_llmc_log "$logs/llmc.log" "$skip" "$batch" "$seq") || die 1 "cannot read llm.c's step lines" "see $logs/llmc.log"
 
 # 6. The table. llm.c's MFU in the MFU column uses our FLOP count and peak (the same 6N + 6LCT
@@ -499,6 +537,7 @@ row() { printf '  %-24s %12s %10s %8s %14s\n' "$@"; }
   row "llm.c train_gpt2cu" "$llmc_tok" "$(field ms "$llmc")" "$llmc_mfu_ours" ""
   echo "  MFU: 6N + 6LCT FLOPs per token (N = parameters with the padded vocabulary) over gpt2_gpu_bench's peak"
   echo "  llm.c attention: $attention"
+  echo "  llm.c build: $llmc_source"
   echo "  llm.c: $(field steps "$llmc") steps counted (steps $((skip + 1))-$steps), time per step by its CUDA events;"
   echo "    its own MFU $(field mfu "$llmc")%; device memory after its allocations: $(parse_llmc_memory "$logs/llmc.log")"
   echo "  ours: $((steps * rounds)) steps per probe mode, wall time with a device sync each step"
