@@ -29,8 +29,9 @@
 set -euo pipefail
 
 readonly PROG=compare_with_llmc
-readonly SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+readonly SCRIPT_DIR REPO_ROOT
 
 usage() {
   cat <<'EOF'
@@ -412,6 +413,8 @@ bench_bin="$build_dir/bin/gpt2_gpu_bench" tokenize_bin="$build_dir/bin/gpt2-toke
 [[ $build_only == 1 || -x $bench_bin ]] || die 2 "no $bench_bin" "build it: cmake --build $build_dir --target gpt2_gpu_bench"
 text="$REPO_ROOT/data/tinyshakespeare/tinyshakespeare.txt"
 [[ -f $text ]] || die 2 "no $text" "the repository ships it under data/tinyshakespeare/"
+# The toolkit's usual place, when the shell's PATH does not name it.
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then PATH="$PATH:/usr/local/cuda/bin"; fi
 command -v nvcc >/dev/null 2>&1 || die 2 "nvcc not found on PATH" "llm.c is built from source here; put the CUDA toolkit's bin/ on PATH"
 cuda_home=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)
 [[ -n $arch ]] || arch=$(detect_arch)
@@ -542,6 +545,8 @@ row() { printf '  %-24s %12s %10s %8s %14s\n' "$@"; }
   echo "    its own MFU $(field mfu "$llmc")%; device memory after its allocations: $(parse_llmc_memory "$logs/llmc.log")"
   echo "  ours: $((steps * rounds)) steps per probe mode, wall time with a device sync each step"
   (grep -E '^ *(probe overhead|peak memory):' "$logs/ours.log" || true) | sed 's/^ */  ours: /'
-  echo "  target (issue 11): ours / llm.c >= 1.0 with the probe on"
+  on_ratio=$(ratio "$ours_on_tok" "$llmc_tok")
+  verdict=$(awk -v r="$on_ratio" 'BEGIN { print (r ~ /^[0-9.]+$/ && r >= 1.0) ? "met" : "not met" }')
+  echo "  target (issue 11): ours / llm.c >= 1.0 with the probe on: $verdict ($on_ratio)"
   echo "  logs: $logs"
 } | tee "$logs/table.txt"
