@@ -66,6 +66,7 @@ Options:
                         looked up in CUDNN_HOME, the CUDA toolkit, /usr, and PyTorch's
                         nvidia.cudnn package; if that build fails, the default path is used and
                         the table says so.
+  --no-cudnn            llm.c's default attention path even when cudnn-frontend is there
   --bench-arg ARG       one extra argument for gpt2_gpu_bench (repeatable), e.g.
                         --bench-arg --attention --bench-arg flash
   --llmc-arg ARG        one extra argument for train_gpt2cu (repeatable; later flags win)
@@ -367,7 +368,7 @@ build_llmc() {
 # Main.
 
 llmc_dir="$REPO_ROOT/.llmc" build_dir="$REPO_ROOT/build" model=d12 seq=1024 batch=16 steps=50 skip=5
-warmup=3 rounds=2 arch="" cudnn_fe="" build_only=0
+warmup=3 rounds=2 arch="" cudnn_fe="" no_cudnn=0 build_only=0
 bench_args=() llmc_args=()
 
 need_value() { [[ $# -ge 2 ]] || die 2 "$1 needs a value" "see --help"; }
@@ -388,6 +389,7 @@ while [[ $# -gt 0 ]]; do
     --cudnn-frontend) need_value "$@"; cudnn_fe=$2; shift 2 ;;
     --bench-arg) need_value "$@"; bench_args+=("$2"); shift 2 ;;
     --llmc-arg) need_value "$@"; llmc_args+=("$2"); shift 2 ;;
+    --no-cudnn) no_cudnn=1; shift ;;
     --build-only) build_only=1; shift ;;
     *) die 2 "unknown argument '$1'" "see --help" ;;
   esac
@@ -459,10 +461,20 @@ export LIBRARY_PATH="$LINK_DIR${LIBRARY_PATH:+:$LIBRARY_PATH}"
 # llm.c links -lnvidia-ml; a machine with the driver but no dev symlink has only libnvidia-ml.so.1.
 make_linkable nvidia-ml "$(ldconfig_path libnvidia-ml.so.1)" /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 \
   /usr/lib64/libnvidia-ml.so.1 /usr/local/nvidia/lib64/libnvidia-ml.so.1 "$cuda_home/lib64/stubs/libnvidia-ml.so" \
-  "$cuda_home/targets/x86_64-linux/lib/stubs/libnvidia-ml.so" ||
-  log "warning: no libnvidia-ml found; llm.c's link will likely fail (see its build log)"
+  "$cuda_home/targets/x86_64-linux/lib/stubs/libnvidia-ml.so" || {
+  # llm.c calls NVML only when <nvml.h> exists (llmc/mfu.h's __has_include); without the header its
+  # Makefile's -lnvidia-ml resolves nothing, and an empty library stands in.
+  if [[ ! -f $cuda_home/include/nvml.h && ! -f $cuda_home/targets/x86_64-linux/include/nvml.h &&
+        ! -f /usr/include/nvml.h ]] && echo 'void compare_with_llmc_no_nvml(void) {}' |
+        gcc -shared -fPIC -x c - -o "$LINK_DIR/libnvidia-ml.so" 2>/dev/null; then
+    log "no libnvidia-ml and no nvml.h: llm.c is built without NVML (an empty -lnvidia-ml)"
+  else
+    log "warning: no libnvidia-ml found; llm.c's link will likely fail (see its build log)"
+  fi
+}
 
 [[ -n $cudnn_fe || ! -d $llmc_dir/cudnn-frontend/include ]] || cudnn_fe="$llmc_dir/cudnn-frontend/include"
+[[ $no_cudnn == 0 ]] || cudnn_fe=""
 attention="default (llm.c's own attention kernels; built with USE_CUDNN=0)"
 built=0
 if [[ -n $cudnn_fe ]]; then
