@@ -12,7 +12,7 @@
 // Usage: gpt2_gpu_bench [--model d12] [--seq 1024] [--batch 0 (= largest that fits)] [--steps 20]
 //                       [--warmup 3] [--rounds 2] [--precision bf16|fp32] [--attention flash|naive]
 //                       [--probe off|on|both] [--run-dir DIR] [--peak-tflops X]
-// Is not: a comparison with llm.c (build its train_gpt2.cu on the same machine and run it beside).
+// Is not: the comparison with llm.c (bench/gpu/compare_with_llmc.sh runs this beside its train_gpt2.cu).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
