@@ -60,7 +60,7 @@ case "$stage" in
         --steps 20 --rounds 2 | tee "$out/bench-$attention.txt"
     done
     if [ -d .llmc ]; then
-      bash bench/gpu/compare_with_llmc.sh 2>&1 | tee "$out/llmc.txt" || echo "!! llm.c comparison failed"
+      bash bench/gpu/compare_with_llmc.sh --build "$build" --batch auto 2>&1 | tee "$out/llmc.txt" || echo "!! llm.c comparison failed"
     else
       echo "no .llmc/: the llm.c comparison is skipped (see bench/gpu/compare_with_llmc.sh --help)"
     fi
