@@ -436,6 +436,10 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
     RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.encoded, static_cast<size_t>(N) * C, ReduceOp::kSum));
     ops_.add_position(a.encoded, P(kParamWpe), a.B, a.T, C);
   }
+  // Each residual add is fused with the LayerNorm after it (Ops::residual_layernorm_forward) and
+  // runs in that LayerNorm's range: residual2 = residual + attention projection in .../ln_2, and
+  // residual3 = residual2 + MLP (or MoE) output in the next block's attn/ln_1 (forward/head/ln_f
+  // after the last block). Until then the block output waits in proj_out.
   for (int l = 0; l < a.L; l++) {
     BlockActs& b = a.blocks[l];
     ConstActPtr residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
@@ -443,8 +447,14 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
       ScopedRange r(probe, a.range(l, kFwdAttn));
       {
         ScopedRange r2(probe, a.range(l, kFwdAttnLn));
-        ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
-                               BP(l, BlockParam::kLn1B), N, C);
+        if (l == 0) {
+          ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
+                                 BP(l, BlockParam::kLn1B), N, C);
+        } else {
+          const BlockActs& prev = a.blocks[l - 1];
+          ops_.residual_layernorm_forward(prev.residual3, b.ln1, b.ln1_mean, b.ln1_rstd, prev.residual2,
+                                          a.proj_out, BP(l, BlockParam::kLn1W), BP(l, BlockParam::kLn1B), N, C);
+        }
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdAttnQkv));
@@ -461,15 +471,14 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
         ops_.matmul_forward(a.proj_out, b.atty, BP(l, BlockParam::kAttnProjW), tp == 1 ? bias : nullptr, N, Cl, C);
         RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
         if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
-        ops_.residual_forward(b.residual2, residual, a.proj_out, static_cast<size_t>(N) * C);
       }
     }
     if (a.moe[l]) {
       ScopedRange r(probe, a.range(l, kFwdMoe));
       {
         ScopedRange r2(probe, a.range(l, kFwdMoeLn));
-        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
-                               BP(l, BlockParam::kLn2B), N, C);
+        ops_.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
+                                        BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), N, C);
       }
       if (a.miscount.peer >= 0) {
         a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
@@ -481,15 +490,14 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
       out.moe_received += ms.received;
       out.moe_dropped += ms.dropped;
       out.moe_aux_loss += ms.aux_loss;
-      ops_.residual_forward(b.residual3, b.residual2, a.proj_out, static_cast<size_t>(N) * C);
-      continue;
+      continue;  // residual3 = residual2 + proj_out: fused with the next LayerNorm
     }
     {
       ScopedRange r(probe, a.range(l, kFwdMlp));
       {
         ScopedRange r2(probe, a.range(l, kFwdMlpLn));
-        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
-                               BP(l, BlockParam::kLn2B), N, C);
+        ops_.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
+                                        BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), N, C);
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdMlpFc));
@@ -505,7 +513,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
         ops_.matmul_forward(a.proj_out, b.fch_gelu, BP(l, BlockParam::kFcProjW), tp == 1 ? bias : nullptr, N, Fl, C);
         RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
         if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
-        ops_.residual_forward(b.residual3, b.residual2, a.proj_out, static_cast<size_t>(N) * C);
+        // residual3 = residual2 + proj_out: fused with the next LayerNorm.
       }
     }
   }
@@ -515,7 +523,13 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
     const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
     {
       ScopedRange r2(probe, "forward/head/ln_f");
-      ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+      if (a.L == 0) {
+        ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+      } else {
+        const BlockActs& prev = a.blocks[a.L - 1];
+        ops_.residual_layernorm_forward(prev.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, prev.residual2,
+                                        a.proj_out, P(lnf_w), P(lnf_b), N, C);
+      }
     }
     {
       ScopedRange r2(probe, "forward/head/logits");

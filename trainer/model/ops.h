@@ -1,7 +1,8 @@
 // ops.h — the backend interface the GPT-2 model calls: every loop over tensor elements is here.
 //
-// Is: a table of ops (memory, matmul, layernorm, attention (naive or flash), gelu, residual,
-// embedding, vocab-parallel cross-entropy, AdamW, reductions) with the shape of every argument.
+// Is: a table of ops (memory, matmul, layernorm (alone and fused with the residual add before
+// it), attention (naive or flash), gelu, residual, embedding, vocab-parallel cross-entropy, AdamW,
+// reductions) with the shape of every argument.
 // The model (gpt2.cpp) is written once against this interface; the CPU backend (trainer/ops/cpu/,
 // fp32, OpenBLAS, OpenMP: the numerical oracle) implements it and a CUDA backend is a second
 // implementation. Pointers returned by alloc() live where the backend computes (host for CPU,
@@ -79,6 +80,19 @@ class Ops {
   virtual void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
                                   ConstActPtr inp, const float* weight, const float* mean,
                                   const float* rstd, int N, int C) = 0;
+  // The residual add fused with the LayerNorm that follows it: residual_out (N,C) = a + b, then
+  // ln_out (N,C), mean, rstd (N) = layernorm_forward of residual_out (statistics of the stored,
+  // rounded residual, so backward, which reads residual_out, sees the values they describe).
+  // residual_out may alias a or b. The default composes the two ops; a backend overrides it to
+  // read a and b once (the model calls it at residual2 + ln_2 and residual3 + the next ln_1/ln_f).
+  // The backward needs no fused op: layernorm_backward already accumulates dinp += into the
+  // residual stream's gradient.
+  virtual void residual_layernorm_forward(ActPtr residual_out, ActPtr ln_out, float* mean, float* rstd,
+                                          ConstActPtr a, ConstActPtr b, const float* weight,
+                                          const float* bias, int N, int C) {
+    residual_forward(residual_out, a, b, static_cast<size_t>(N) * static_cast<size_t>(C));
+    layernorm_forward(ln_out, mean, rstd, residual_out, weight, bias, N, C);
+  }
 
   // --- matmul (GEMM) ---
   // out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias (OC) (bias may be null).

@@ -30,6 +30,9 @@ class CpuOps final : public Ops {
   void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
                           ConstActPtr inp, const float* weight, const float* mean,
                           const float* rstd, int N, int C) override;
+  void residual_layernorm_forward(ActPtr residual_out, ActPtr ln_out, float* mean, float* rstd,
+                                  ConstActPtr a, ConstActPtr b, const float* weight, const float* bias,
+                                  int N, int C) override;
 
   void matmul_forward(ActPtr out, ConstActPtr inp, const float* weight, const float* bias, int N,
                       int C, int OC) override;

@@ -1,5 +1,8 @@
-// layernorm.cpp — LayerNorm forward and backward over the last dimension (eps 1e-5, as GPT-2).
-// Is not: fused with the residual add (the model calls residual_forward separately).
+// layernorm.cpp — LayerNorm forward and backward over the last dimension (eps 1e-5, as GPT-2), and
+// the residual add fused with the LayerNorm after it (one pass per row: the row of a + b is written
+// and normalised while it is in cache).
+// Is not: a separate residual backward: layernorm_backward accumulates dinp += into the residual
+// stream's gradient, which is the fused residual + LayerNorm backward.
 #include <cmath>
 
 #include "ops/cpu/cpu_ops_impl.h"
@@ -8,7 +11,26 @@ namespace gpt2::cpu {
 
 namespace {
 constexpr float kEps = 1e-5f;
+
+// One row: y (C) = (x - mean) * rstd * weight + bias; *mean, *rstd =. Both forwards call this, so
+// the fused op and the composed ops give the same bits.
+inline void layernorm_row(float* y, float* mean, float* rstd, const float* x, const float* weight,
+                          const float* bias, int C) {
+  float m = 0.0f;
+#pragma omp simd reduction(+ : m)
+  for (int i = 0; i < C; i++) m += x[i];
+  m /= C;
+  float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+  for (int i = 0; i < C; i++) var += (x[i] - m) * (x[i] - m);
+  var /= C;
+  float s = 1.0f / std::sqrt(var + kEps);
+#pragma omp simd
+  for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
+  *mean = m;
+  *rstd = s;
 }
+}  // namespace
 
 // out (N,C) = (inp - mean) * rstd * weight (C) + bias (C); mean, rstd (N) =
 void CpuOps::layernorm_forward(ActPtr out_, float* mean, float* rstd, ConstActPtr inp_,
@@ -17,21 +39,26 @@ void CpuOps::layernorm_forward(ActPtr out_, float* mean, float* rstd, ConstActPt
   const float* inp = inp_.f32("cpu layernorm_forward");
 #pragma omp parallel for
   for (int n = 0; n < N; n++) {
-    const float* x = inp + static_cast<size_t>(n) * C;
-    float* y = out + static_cast<size_t>(n) * C;
-    float m = 0.0f;
-#pragma omp simd reduction(+ : m)
-    for (int i = 0; i < C; i++) m += x[i];
-    m /= C;
-    float var = 0.0f;
-#pragma omp simd reduction(+ : var)
-    for (int i = 0; i < C; i++) var += (x[i] - m) * (x[i] - m);
-    var /= C;
-    float s = 1.0f / std::sqrt(var + kEps);
+    const size_t row = static_cast<size_t>(n) * C;
+    layernorm_row(out + row, mean + n, rstd + n, inp + row, weight, bias, C);
+  }
+}
+
+// residual_out (N,C) = a + b (may alias a or b); ln_out, mean, rstd = layernorm of residual_out.
+void CpuOps::residual_layernorm_forward(ActPtr residual_out_, ActPtr ln_out_, float* mean, float* rstd,
+                                        ConstActPtr a_, ConstActPtr b_, const float* weight,
+                                        const float* bias, int N, int C) {
+  float* residual_out = residual_out_.f32("cpu residual_layernorm_forward");
+  float* ln_out = ln_out_.f32("cpu residual_layernorm_forward");
+  const float* a = a_.f32("cpu residual_layernorm_forward");
+  const float* b = b_.f32("cpu residual_layernorm_forward");
+#pragma omp parallel for
+  for (int n = 0; n < N; n++) {
+    const size_t row = static_cast<size_t>(n) * C;
+    float* x = residual_out + row;
 #pragma omp simd
-    for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
-    mean[n] = m;
-    rstd[n] = s;
+    for (int i = 0; i < C; i++) x[i] = a[row + i] + b[row + i];
+    layernorm_row(ln_out + row, mean + n, rstd + n, x, weight, bias, C);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "ops/cuda/cuda_check.h"
 
@@ -162,25 +163,64 @@ void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dou
   }
 }
 
-// --- layernorm ---
+// --- layernorm and residual: fp32 or bf16 activations, dispatched on the call's one ActType ---
 
-void CudaOps::layernorm_forward(ActPtr out_, float* mean, float* rstd, ConstActPtr inp_, const float* weight,
+namespace {
+// The activation type of a call whose activation arguments must all share it (ops.h); a mix is a
+// caller bug, stopped with the op's name.
+ActType one_act_type(const char* op, std::initializer_list<ActType> types) {
+  const ActType first = *types.begin();
+  for (ActType t : types) {
+    if (t != first) {
+      std::fprintf(stderr, "rankscope cuda ops: %s was handed both fp32 and bf16 activations (hint: every "
+                   "activation argument of one op call has the model's one activation type)\n", op);
+      std::abort();
+    }
+  }
+  return first;
+}
+__nv_bfloat16* act_bf16(ActPtr p) { return static_cast<__nv_bfloat16*>(p.data()); }
+const __nv_bfloat16* act_bf16(ConstActPtr p) { return static_cast<const __nv_bfloat16*>(p.data()); }
+float* act_f32(ActPtr p) { return static_cast<float*>(p.data()); }
+const float* act_f32(ConstActPtr p) { return static_cast<const float*>(p.data()); }
+}  // namespace
+
+void CudaOps::layernorm_forward(ActPtr out, float* mean, float* rstd, ConstActPtr inp, const float* weight,
                                 const float* bias, int N, int C) {
-  float* out = out_.f32("cuda layernorm_forward");
-  const float* inp = inp_.f32("cuda layernorm_forward");
-  RS_CUDA_OP_MUST(launch_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream_));
+  if (one_act_type("layernorm_forward", {out.type(), inp.type()}) == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_layernorm_forward(act_bf16(out), mean, rstd, act_bf16(inp), weight, bias, N, C, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_layernorm_forward(act_f32(out), mean, rstd, act_f32(inp), weight, bias, N, C, stream_));
+  }
 }
 
-void CudaOps::layernorm_backward(ActPtr dinp_, float* dweight, float* dbias, ConstActPtr dout_,
-                                 ConstActPtr inp_, const float* weight, const float* mean, const float* rstd,
-                                 int N, int C) {
-  float* dinp = dinp_.f32("cuda layernorm_backward");
-  const float* dout = dout_.f32("cuda layernorm_backward");
-  const float* inp = inp_.f32("cuda layernorm_backward");
+void CudaOps::residual_layernorm_forward(ActPtr residual_out, ActPtr ln_out, float* mean, float* rstd,
+                                         ConstActPtr a, ConstActPtr b, const float* weight, const float* bias,
+                                         int N, int C) {
+  const ActType type =
+      one_act_type("residual_layernorm_forward", {residual_out.type(), ln_out.type(), a.type(), b.type()});
+  if (type == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_residual_layernorm_forward(act_bf16(residual_out), act_bf16(ln_out), mean, rstd, act_bf16(a),
+                                                      act_bf16(b), weight, bias, N, C, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_residual_layernorm_forward(act_f32(residual_out), act_f32(ln_out), mean, rstd, act_f32(a), act_f32(b),
+                                                      weight, bias, N, C, stream_));
+  }
+}
+
+void CudaOps::layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout, ConstActPtr inp,
+                                 const float* weight, const float* mean, const float* rstd, int N, int C) {
+  const ActType type = one_act_type("layernorm_backward", {dinp.type(), dout.type(), inp.type()});
   auto buf = scratch(Scratch::kPartials, sizeof(float) * layernorm_backward_scratch_floats(N, C));
   RS_CUDA_OP_MUST(buf.status());
-  RS_CUDA_OP_MUST(launch_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
-                                            static_cast<float*>(*buf), stream_));
+  float* partials = static_cast<float*>(*buf);
+  if (type == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_layernorm_backward(act_bf16(dinp), dweight, dbias, act_bf16(dout), act_bf16(inp),
+                                              weight, mean, rstd, N, C, partials, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_layernorm_backward(act_f32(dinp), dweight, dbias, act_f32(dout), act_f32(inp),
+                                              weight, mean, rstd, N, C, partials, stream_));
+  }
 }
 
 // --- element-wise ---
@@ -196,16 +236,19 @@ void CudaOps::gelu_backward(ActPtr dinp_, ConstActPtr inp_, ConstActPtr dout_, s
   const float* dout = dout_.f32("cuda gelu_backward");
   RS_CUDA_OP_MUST(launch_gelu_backward(dinp, inp, dout, n, stream_));
 }
-void CudaOps::residual_forward(ActPtr out_, ConstActPtr a_, ConstActPtr b_, size_t n) {
-  float* out = out_.f32("cuda residual_forward");
-  const float* a = a_.f32("cuda residual_forward");
-  const float* b = b_.f32("cuda residual_forward");
-  RS_CUDA_OP_MUST(launch_residual_forward(out, a, b, n, stream_));
+void CudaOps::residual_forward(ActPtr out, ConstActPtr a, ConstActPtr b, size_t n) {
+  if (one_act_type("residual_forward", {out.type(), a.type(), b.type()}) == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_residual_forward(act_bf16(out), act_bf16(a), act_bf16(b), n, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_residual_forward(act_f32(out), act_f32(a), act_f32(b), n, stream_));
+  }
 }
-void CudaOps::add_inplace(ActPtr acc_, ConstActPtr x_, size_t n) {
-  float* acc = acc_.f32("cuda add_inplace");
-  const float* x = x_.f32("cuda add_inplace");
-  RS_CUDA_OP_MUST(launch_add_inplace(acc, x, n, stream_));
+void CudaOps::add_inplace(ActPtr acc, ConstActPtr x, size_t n) {
+  if (one_act_type("add_inplace", {acc.type(), x.type()}) == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_add_inplace(act_bf16(acc), act_bf16(x), n, stream_));
+  } else {
+    RS_CUDA_OP_MUST(launch_add_inplace(act_f32(acc), act_f32(x), n, stream_));
+  }
 }
 void CudaOps::scale(float* x, float s, size_t n) { RS_CUDA_OP_MUST(launch_scale(x, s, n, stream_)); }
 

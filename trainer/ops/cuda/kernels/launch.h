@@ -47,16 +47,33 @@ cudaError_t launch_embedding_backward(float* dwte_local, float* dwpe, const __nv
                                       int B, int T, int C, ShardParams shard, void* scratch,
                                       size_t scratch_bytes, cudaStream_t stream);
 
-// --- layernorm.cu (eps 1e-5) ---
+// --- layernorm.cu (eps 1e-5; activations float or bf16, weight/bias/mean/rstd/dweight/dbias fp32) ---
 // out (N,C) = (inp - mean) * rstd * weight (C) + bias (C); mean, rstd (N) =
 cudaError_t launch_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                      const float* weight, const float* bias, int N, int C,
                                      cudaStream_t stream);
+cudaError_t launch_layernorm_forward(__nv_bfloat16* out, float* mean, float* rstd, const __nv_bfloat16* inp,
+                                     const float* weight, const float* bias, int N, int C,
+                                     cudaStream_t stream);
+// residual (N,C) = a + b (may alias a or b); out, mean, rstd = the LayerNorm of residual as stored.
+// One warp per row, a and b read once; same bits as launch_residual_forward + launch_layernorm_forward.
+cudaError_t launch_residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd,
+                                              const float* a, const float* b, const float* weight,
+                                              const float* bias, int N, int C, cudaStream_t stream);
+cudaError_t launch_residual_layernorm_forward(__nv_bfloat16* residual, __nv_bfloat16* out, float* mean,
+                                              float* rstd, const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                              const float* weight, const float* bias, int N, int C,
+                                              cudaStream_t stream);
 // Floats of scratch launch_layernorm_backward needs (per-chunk partial sums of dweight, dbias).
 size_t layernorm_backward_scratch_floats(int N, int C);
 // dinp (N,C) +=, dweight (C) +=, dbias (C) += (two-stage fixed-order reduction: deterministic).
+// The dinp += is one kernel: the residual + LayerNorm backward fused (dinp is the residual gradient).
 cudaError_t launch_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                       const float* inp, const float* weight, const float* mean,
+                                      const float* rstd, int N, int C, float* scratch,
+                                      cudaStream_t stream);
+cudaError_t launch_layernorm_backward(__nv_bfloat16* dinp, float* dweight, float* dbias, const __nv_bfloat16* dout,
+                                      const __nv_bfloat16* inp, const float* weight, const float* mean,
                                       const float* rstd, int N, int C, float* scratch,
                                       cudaStream_t stream);
 
@@ -110,10 +127,13 @@ cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStre
 cudaError_t launch_gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
                                  cudaStream_t stream);
 
-// --- residual.cu ---
+// --- residual.cu (float or bf16 activations; scale: fp32 gradients) ---
 cudaError_t launch_residual_forward(float* out, const float* a, const float* b, size_t n,
                                     cudaStream_t stream);                                  // out = a + b
+cudaError_t launch_residual_forward(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                    size_t n, cudaStream_t stream);
 cudaError_t launch_add_inplace(float* acc, const float* x, size_t n, cudaStream_t stream);  // acc += x
+cudaError_t launch_add_inplace(__nv_bfloat16* acc, const __nv_bfloat16* x, size_t n, cudaStream_t stream);
 cudaError_t launch_scale(float* x, float s, size_t n, cudaStream_t stream);                 // x *= s
 
 // --- crossentropy.cu (vocab-parallel, over logits (N,Vl), Vl = shard.local_rows) ---
