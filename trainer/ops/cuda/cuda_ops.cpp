@@ -173,17 +173,7 @@ void CudaOps::layernorm_backward(ActPtr dinp_, float* dweight, float* dbias, Con
 
 // --- element-wise ---
 
-void CudaOps::gelu_forward(ActPtr out_, ConstActPtr inp_, size_t n) {
-  float* out = out_.f32("cuda gelu_forward");
-  const float* inp = inp_.f32("cuda gelu_forward");
-  RS_CUDA_OP_MUST(launch_gelu_forward(out, inp, n, stream_));
-}
-void CudaOps::gelu_backward(ActPtr dinp_, ConstActPtr inp_, ConstActPtr dout_, size_t n) {
-  float* dinp = dinp_.f32("cuda gelu_backward");
-  const float* inp = inp_.f32("cuda gelu_backward");
-  const float* dout = dout_.f32("cuda gelu_backward");
-  RS_CUDA_OP_MUST(launch_gelu_backward(dinp, inp, dout, n, stream_));
-}
+// gelu_forward / gelu_backward: cuda_ops_gemm.cpp (also the GELU epilogues' fallback).
 void CudaOps::residual_forward(ActPtr out_, ConstActPtr a_, ConstActPtr b_, size_t n) {
   float* out = out_.f32("cuda residual_forward");
   const float* a = a_.f32("cuda residual_forward");
