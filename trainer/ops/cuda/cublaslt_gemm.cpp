@@ -138,9 +138,10 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const GemmCall& ca
   if (s.ok()) {
     const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c,
                                                              pref, 1, &result, &found_count);
-    // NOT_SUPPORTED is the heuristic's other way of saying "no algorithm" (e.g. an epilogue with
-    // these types): a refusal, not an error.
-    if (hs == CUBLAS_STATUS_NOT_SUPPORTED) {
+    // NOT_SUPPORTED is the heuristic's other way of saying "no algorithm"; with an epilogue,
+    // INVALID_VALUE is how some versions reject a bias/aux type combination: refusals, not errors
+    // (the caller falls back; a plain GEMM refused still fails in run() with a hint).
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_INVALID_VALUE && kind != GemmEpilogueKind::kNone)) {
       found_count = 0;
     } else {
       s = cublas_status(hs, "cublasLtMatmulAlgoGetHeuristic");
