@@ -28,11 +28,12 @@ using rankscope::probe::ScopedRange;
 
 namespace {
 
-// Finer ranges inside forward/block{i}/{attn,mlp} and backward/block{i}/{mlp,attn}.
+// Finer ranges inside forward/block{i}/{attn,mlp} and backward/block{i}/{mlp,attn}. GELU has no
+// range of its own: it is fused into the fc GEMM (forward) and the projection's backward GEMM.
 enum Range : int {
   kFwdAttn, kFwdAttnLn, kFwdAttnQkv, kFwdAttnSdpa, kFwdAttnProj,
-  kFwdMlp, kFwdMlpLn, kFwdMlpFc, kFwdMlpGelu, kFwdMlpProj,
-  kBwdMlp, kBwdMlpProj, kBwdMlpGelu, kBwdMlpFc, kBwdMlpLn,
+  kFwdMlp, kFwdMlpLn, kFwdMlpFc, kFwdMlpProj,
+  kBwdMlp, kBwdMlpProj, kBwdMlpFc, kBwdMlpLn,
   kBwdAttn, kBwdAttnProj, kBwdAttnSdpa, kBwdAttnQkv, kBwdAttnLn,
   kFwdMoe, kFwdMoeLn, kBwdMoe, kBwdMoeLn,
   kRangeCount
@@ -41,9 +42,9 @@ constexpr const char* kRangeFormats[kRangeCount] = {
     "forward/block{}/attn", "forward/block{}/attn/ln_1", "forward/block{}/attn/qkv",
     "forward/block{}/attn/sdpa", "forward/block{}/attn/proj",
     "forward/block{}/mlp", "forward/block{}/mlp/ln_2", "forward/block{}/mlp/fc",
-    "forward/block{}/mlp/gelu", "forward/block{}/mlp/proj",
-    "backward/block{}/mlp", "backward/block{}/mlp/proj", "backward/block{}/mlp/gelu",
-    "backward/block{}/mlp/fc", "backward/block{}/mlp/ln_2",
+    "forward/block{}/mlp/proj",
+    "backward/block{}/mlp", "backward/block{}/mlp/proj", "backward/block{}/mlp/fc",
+    "backward/block{}/mlp/ln_2",
     "backward/block{}/attn", "backward/block{}/attn/proj", "backward/block{}/attn/sdpa",
     "backward/block{}/attn/qkv", "backward/block{}/attn/ln_1",
     "forward/block{}/moe", "forward/block{}/moe/ln_2", "backward/block{}/moe", "backward/block{}/moe/ln_2",
@@ -501,11 +502,9 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdMlpFc));
-        ops_.matmul_forward(b.fch, b.ln2, BP(l, BlockParam::kFcW), BP(l, BlockParam::kFcB), N, C, Fl);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdMlpGelu));
-        ops_.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
+        // fch keeps the pre-activation for backward; fch_gelu = GELU(fch) (the GEMM's epilogue).
+        ops_.matmul_gelu_forward(b.fch_gelu, b.fch, b.ln2, BP(l, BlockParam::kFcW), BP(l, BlockParam::kFcB), N,
+                                 C, Fl);
       }
       {
         ScopedRange r2(probe, a.range(l, kFwdMlpProj));
@@ -619,16 +618,14 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
       ScopedRange r(probe, a.range(l, kBwdMlp));
       {
         ScopedRange r2(probe, a.range(l, kBwdMlpProj));
+        // Recompute: the projection's weight gradient needs GELU(fch), which was not kept.
         if (recompute_gelu) ops_.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
-        // The residual gradient flows unchanged into the row-parallel projection ([g] backward).
-        ops_.matmul_backward(a.dfch, BG(l, BlockParam::kFcProjW), BG(l, BlockParam::kFcProjB),
-                             a.dresidual, b.fch_gelu, BP(l, BlockParam::kFcProjW), N, Fl, C);
+        // The residual gradient flows unchanged into the row-parallel projection ([g] backward);
+        // dfch comes out through GELU' already (the gradient of the fc GEMM's output).
+        ops_.matmul_backward_dgelu(a.dfch, BG(l, BlockParam::kFcProjW), BG(l, BlockParam::kFcProjB), a.dresidual,
+                                   b.fch_gelu, BP(l, BlockParam::kFcProjW), b.fch, N, Fl, C);
         ready_block(l, BlockParam::kFcProjB);
         ready_block(l, BlockParam::kFcProjW);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdMlpGelu));
-        ops_.gelu_backward(a.dfch, b.fch, a.dfch, static_cast<size_t>(N) * Fl);
       }
       {
         ScopedRange r2(probe, a.range(l, kBwdMlpFc));

@@ -1,8 +1,8 @@
 // ops.h — the backend interface the GPT-2 model calls: every loop over tensor elements is here.
 //
-// Is: a table of ops (memory, matmul, layernorm (alone and fused with the residual add before
-// it), attention (naive or flash), gelu, residual, embedding, vocab-parallel cross-entropy, AdamW,
-// reductions) with the shape of every argument.
+// Is: a table of ops (memory, matmul, matmul with GELU fused, layernorm (alone and fused with the
+// residual add before it), attention (naive or flash), gelu, residual, embedding, vocab-parallel
+// cross-entropy, AdamW, reductions) with the shape of every argument.
 // The model (gpt2.cpp) is written once against this interface; the CPU backend (trainer/ops/cpu/,
 // fp32, OpenBLAS, OpenMP: the numerical oracle) implements it and a CUDA backend is a second
 // implementation. Pointers returned by alloc() live where the backend computes (host for CPU,
@@ -134,6 +134,25 @@ class Ops {
   virtual void gelu_backward(ActPtr dinp, ConstActPtr inp, ConstActPtr dout, size_t n) = 0;
   virtual void residual_forward(ActPtr out, ConstActPtr a, ConstActPtr b, size_t n) = 0;   // out = a + b
   virtual void add_inplace(ActPtr acc, ConstActPtr x, size_t n) = 0;                       // acc += x
+
+  // --- the MLP's GEMM with GELU fused (cuBLASLt's GELU epilogues on CUDA) ---
+  // pre_gelu (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC), kept for backward (the aux output);
+  // out (N,OC) = GELU(pre_gelu). The default composes matmul_forward and gelu_forward.
+  virtual void matmul_gelu_forward(ActPtr out, ActPtr pre_gelu, ConstActPtr inp, const float* weight,
+                                   const float* bias, int N, int C, int OC) {
+    matmul_forward(pre_gelu, inp, weight, bias, N, C, OC);
+    gelu_forward(out, pre_gelu, static_cast<size_t>(N) * OC);
+  }
+  // The backward of a GEMM whose input was GELU(pre_gelu) (the MLP's projection): dpre (N,C) =
+  // (dout (N,OC) @ weight (OC,C)) * GELU'(pre_gelu (N,C)), the gradient of the GELU's input;
+  // dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout (may be null). inp is
+  // GELU(pre_gelu) as the forward used it. The default composes matmul_backward and gelu_backward.
+  virtual void matmul_backward_dgelu(ActPtr dpre, float* dweight, float* dbias, ConstActPtr dout,
+                                     ConstActPtr inp, const float* weight, ConstActPtr pre_gelu, int N,
+                                     int C, int OC) {
+    matmul_backward(dpre, dweight, dbias, dout, inp, weight, N, C, OC);
+    gelu_backward(dpre, pre_gelu, dpre, static_cast<size_t>(N) * C);
+  }
 
   // --- vocab-parallel cross-entropy over logits (N, Vl), Vl = shard.local_rows ---
   // Padded columns (global id >= V) never enter max or sum.

@@ -1,4 +1,5 @@
-// cublaslt_gemm.cpp — cuBLASLt handle, workspace and the per-shape plan cache (see cublaslt_gemm.h).
+// cublaslt_gemm.cpp — cuBLASLt handle, workspace and the per-shape plan cache, epilogues included
+// (see cublaslt_gemm.h).
 #include "ops/cuda/cublaslt_gemm.h"
 
 #include <fmt/format.h>
@@ -53,41 +54,72 @@ CublasLtGemm::~CublasLtGemm() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const RowMajorGemm& g, const void* a,
-                                                              const void* b, const float* c,
-                                                              const float* bias, GemmOperands operands) {
+rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const GemmCall& call) {
+  const RowMajorGemm& g = call.shape;
+  const GemmEpilogue& ep = call.epilogue;
   RS_ASSIGN_OR_RETURN(ColMajorGemm cm, plan_col_major(g));
-  const size_t in_bytes = operands == GemmOperands::kBf16 ? 2 : 4;
+  const size_t in_bytes = call.operands == GemmOperands::kBf16 ? 2 : 4;
+  const size_t out_bytes = call.out_bf16 ? 2 : 4;
+  const bool has_bias = ep.bias != nullptr &&
+                        (ep.kind == GemmEpilogueKind::kBias || ep.kind == GemmEpilogueKind::kGeluAuxBias);
+  const bool has_aux = ep.kind == GemmEpilogueKind::kGeluAuxBias || ep.kind == GemmEpilogueKind::kDGelu;
+  if (has_aux && (ep.aux == nullptr || ep.aux_ld < g.N || g.batch != 1)) {
+    return rankscope::invalid_argument(fmt::format(
+        "GELU epilogue needs an aux buffer with ld >= N and no batch: {} aux_ld={}", describe(g), ep.aux_ld));
+  }
   // cuBLASLt's A' is the caller's B and B' the caller's A (gemm_plan.h).
-  const uint32_t align_a = alignment_of(b, cm.batch, cm.stride_a, in_bytes);
-  const uint32_t align_b = alignment_of(a, cm.batch, cm.stride_b, in_bytes);
-  const uint32_t align_c = alignment_of(c, cm.batch, cm.stride_c, sizeof(float));
-  const uint32_t align_bias = bias ? alignment_of(bias, 1, 0, sizeof(float)) : 256u;
+  const uint32_t align_a = alignment_of(call.b, cm.batch, cm.stride_a, in_bytes);
+  const uint32_t align_b = alignment_of(call.a, cm.batch, cm.stride_b, in_bytes);
+  const uint32_t align_c = alignment_of(call.c, cm.batch, cm.stride_c, out_bytes);
+  const uint32_t align_bias = has_bias ? alignment_of(ep.bias, 1, 0, sizeof(float)) : 256u;
+  const uint32_t align_aux = has_aux ? alignment_of(ep.aux, 1, 0, out_bytes) : 256u;
+  const GemmEpilogueKind kind = ep.kind == GemmEpilogueKind::kBias && !has_bias ? GemmEpilogueKind::kNone : ep.kind;
   std::vector<int64_t> key = {cm.m,       cm.n,      cm.k,       cm.trans_a, cm.trans_b, cm.lda,
                               cm.ldb,     cm.ldc,    cm.batch,   cm.stride_a, cm.stride_b, cm.stride_c,
-                              bias != nullptr, static_cast<int64_t>(operands), align_a, align_b, align_c,
-                              align_bias};
+                              has_bias, static_cast<int64_t>(call.operands), align_a, align_b, align_c,
+                              align_bias, call.out_bf16, static_cast<int64_t>(kind), has_aux ? ep.aux_ld : 0,
+                              align_aux};
   auto found = cache_.find(key);
   if (found != cache_.end()) return &found->second;
 
   Plan plan;
-  const cudaDataType_t in_type = operands == GemmOperands::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t in_type = call.operands == GemmOperands::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t out_type = call.out_bf16 ? CUDA_R_16BF : CUDA_R_32F;
   RS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = cm.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = cm.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (bias != nullptr) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CUDA_R_32F;
+  if (kind != GemmEpilogueKind::kNone) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (kind == GemmEpilogueKind::kGeluAuxBias) epilogue = has_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    if (kind == GemmEpilogueKind::kDGelu) epilogue = CUBLASLT_EPILOGUE_DGELU;
     RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                    sizeof(epilogue)));
+  }
+  if (has_bias) {
+    // fp32 bias with a bf16 output: cuBLASLt's table allows it for fp32 compute; if some version
+    // does not, the heuristic refuses and the caller falls back to a separate bias kernel.
+    const cudaDataType_t bias_type = CUDA_R_32F;
     RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                    &bias_type, sizeof(bias_type)));
   }
+  if (has_aux) {
+    // The aux matrix is in cuBLASLt's column-major terms the shape of D: its ld is the row-major one.
+    const int64_t aux_ld = ep.aux_ld;
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                   sizeof(aux_ld)));
+    // The heuristic reads the pointer for its alignment; run() sets the real one per call.
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                   &ep.aux, sizeof(ep.aux)));
+  }
+  if (has_bias) {
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ep.bias,
+                                                   sizeof(ep.bias)));
+  }
   RS_RETURN_IF_ERROR(make_layout(&plan.a, in_type, cm.a_rows, cm.a_cols, cm.lda, cm.batch, cm.stride_a));
   RS_RETURN_IF_ERROR(make_layout(&plan.b, in_type, cm.b_rows, cm.b_cols, cm.ldb, cm.batch, cm.stride_b));
-  RS_RETURN_IF_ERROR(make_layout(&plan.c, CUDA_R_32F, cm.c_rows, cm.c_cols, cm.ldc, cm.batch, cm.stride_c));
+  RS_RETURN_IF_ERROR(make_layout(&plan.c, out_type, cm.c_rows, cm.c_cols, cm.ldc, cm.batch, cm.stride_c));
 
   cublasLtMatmulPreference_t pref = nullptr;
   RS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -104,17 +136,18 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const RowMajorGemm
   cublasLtMatmulHeuristicResult_t result{};
   int found_count = 0;
   if (s.ok()) {
-    s = cublas_status(cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, pref,
-                                                     1, &result, &found_count),
-                      "cublasLtMatmulAlgoGetHeuristic");
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c,
+                                                             pref, 1, &result, &found_count);
+    // NOT_SUPPORTED is the heuristic's other way of saying "no algorithm"; with an epilogue,
+    // INVALID_VALUE is how some versions reject a bias/aux type combination: refusals, not errors
+    // (the caller falls back; a plain GEMM refused still fails in run() with a hint).
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_INVALID_VALUE && kind != GemmEpilogueKind::kNone)) {
+      found_count = 0;
+    } else {
+      s = cublas_status(hs, "cublasLtMatmulAlgoGetHeuristic");
+    }
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  if (s.ok() && found_count == 0) {
-    s = rankscope::internal_error(fmt::format(
-        "cuBLASLt has no algorithm for {} (alignments A'={} B'={} C={} bytes); hint: the operands' "
-        "leading dimensions may need padding",
-        describe(g), align_a, align_b, align_c));
-  }
   if (!s.ok()) {
     cublasLtMatrixLayoutDestroy(plan.a);
     cublasLtMatrixLayoutDestroy(plan.b);
@@ -123,22 +156,51 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const RowMajorGemm
     s.add_breadcrumb(__FILE__, __LINE__);
     return s;
   }
-  plan.algo = result.algo;
+  plan.refused = found_count == 0;
+  if (!plan.refused) plan.algo = result.algo;
   return &cache_.emplace(std::move(key), plan).first->second;
+}
+
+rankscope::Result<bool> CublasLtGemm::try_run(const GemmCall& call, cudaStream_t stream) {
+  RS_ASSIGN_OR_RETURN(Plan * plan, plan_for(call));
+  if (plan->refused) return false;
+  const GemmEpilogue& ep = call.epilogue;
+  // The descriptor is cached per shape; the bias and aux pointers change per call.
+  if (ep.bias != nullptr && (ep.kind == GemmEpilogueKind::kBias || ep.kind == GemmEpilogueKind::kGeluAuxBias)) {
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ep.bias,
+                                                   sizeof(ep.bias)));
+  }
+  if (ep.kind == GemmEpilogueKind::kGeluAuxBias || ep.kind == GemmEpilogueKind::kDGelu) {
+    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ep.aux,
+                                                   sizeof(ep.aux)));
+  }
+  // Operands swap: cuBLASLt's A is the row-major B.
+  RS_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->desc, &call.alpha, call.b, plan->a, call.a, plan->b, &call.beta,
+                                 call.c, plan->c, call.c, plan->c, &plan->algo, workspace_, workspace_bytes_,
+                                 stream));
+  return true;
 }
 
 rankscope::Status CublasLtGemm::run(const RowMajorGemm& g, const void* a, const void* b, float* c,
                                     const float* bias, float alpha, float beta, GemmOperands operands,
                                     cudaStream_t stream) {
-  RS_ASSIGN_OR_RETURN(Plan * plan, plan_for(g, a, b, c, bias, operands));
-  if (bias != nullptr) {
-    // The descriptor is cached per shape; the bias pointer changes per call.
-    RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                   sizeof(bias)));
+  GemmCall call;
+  call.shape = g;
+  call.a = a;
+  call.b = b;
+  call.c = c;
+  call.operands = operands;
+  call.epilogue.kind = bias != nullptr ? GemmEpilogueKind::kBias : GemmEpilogueKind::kNone;
+  call.epilogue.bias = bias;
+  call.alpha = alpha;
+  call.beta = beta;
+  RS_ASSIGN_OR_RETURN(bool ran, try_run(call, stream));
+  if (!ran) {
+    return rankscope::internal_error(fmt::format(
+        "cuBLASLt has no algorithm for {}; hint: the operands' leading dimensions or addresses may need "
+        "padding to 16 bytes",
+        describe(g)));
   }
-  // Operands swap: cuBLASLt's A is the row-major B.
-  RS_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c,
-                                 plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
   return rankscope::Status::ok_status();
 }
 

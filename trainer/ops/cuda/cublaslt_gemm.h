@@ -1,5 +1,6 @@
 // cublaslt_gemm.h — the one place the CUDA backend calls cuBLASLt: row-major GEMMs with an optional
-// bias epilogue, fp32 or bf16 operands, fp32 accumulation and fp32 output.
+// bias, GELU (with the pre-GELU aux output) or GELU-gradient epilogue, fp32 or bf16 operands, fp32
+// accumulation, fp32 or bf16 output.
 //
 // Is: a handle, a workspace, and a cache of matmul descriptors, layouts and the heuristic's algorithm
 // per GEMM shape (the heuristic costs far more than the GEMM of a small model; it runs once per
@@ -24,6 +25,31 @@ namespace gpt2::cuda {
 // accumulation is fp32 — what llm.c's mixed precision does with fp32 master weights.
 enum class GemmOperands { kFp32, kBf16 };
 
+// What cuBLASLt does to the product before storing it (row-major terms; bias has one value per
+// output column, aux is laid out like the output with its own row stride aux_ld):
+//   kNone: D = alpha A B + beta C.  kBias: + bias.
+//   kGeluAuxBias: aux = A B + bias (the pre-activation, kept for backward), D = GELU(aux).
+//   kDGelu: D = (A B) * GELU'(aux) (aux read: the forward's pre-activation).
+enum class GemmEpilogueKind { kNone, kBias, kGeluAuxBias, kDGelu };
+struct GemmEpilogue {
+  GemmEpilogueKind kind = GemmEpilogueKind::kNone;
+  const float* bias = nullptr;  // fp32 always (kBias, kGeluAuxBias)
+  void* aux = nullptr;          // same element type as the output (kGeluAuxBias writes, kDGelu reads)
+  int64_t aux_ld = 0;           // elements; cuBLASLt wants a multiple of 8
+};
+
+// One GEMM call: C/D may be fp32 or bf16 (out_bf16); A and B as `operands` says.
+struct GemmCall {
+  RowMajorGemm shape;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  bool out_bf16 = false;
+  GemmOperands operands = GemmOperands::kFp32;
+  GemmEpilogue epilogue;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
 class CublasLtGemm {
  public:
   static rankscope::Result<std::unique_ptr<CublasLtGemm>> create(size_t workspace_bytes);
@@ -36,6 +62,11 @@ class CublasLtGemm {
   rankscope::Status run(const RowMajorGemm& g, const void* a, const void* b, float* c, const float* bias,
                         float alpha, float beta, GemmOperands operands, cudaStream_t stream);
 
+  // The general form. Returns false (nothing enqueued) when cuBLASLt has no algorithm for this
+  // combination of types, epilogue and alignments, so the caller can fall back to unfused kernels;
+  // the refusal is cached like a plan (the heuristic is not asked again).
+  rankscope::Result<bool> try_run(const GemmCall& call, cudaStream_t stream);
+
   size_t cached_plans() const { return cache_.size(); }
 
  private:
@@ -43,10 +74,10 @@ class CublasLtGemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool refused = false;  // the heuristic found no algorithm
   };
   CublasLtGemm() = default;
-  rankscope::Result<Plan*> plan_for(const RowMajorGemm& g, const void* a, const void* b, const float* c,
-                                    const float* bias, GemmOperands operands);
+  rankscope::Result<Plan*> plan_for(const GemmCall& call);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

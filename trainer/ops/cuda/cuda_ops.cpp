@@ -225,17 +225,7 @@ void CudaOps::layernorm_backward(ActPtr dinp, float* dweight, float* dbias, Cons
 
 // --- element-wise ---
 
-void CudaOps::gelu_forward(ActPtr out_, ConstActPtr inp_, size_t n) {
-  float* out = out_.f32("cuda gelu_forward");
-  const float* inp = inp_.f32("cuda gelu_forward");
-  RS_CUDA_OP_MUST(launch_gelu_forward(out, inp, n, stream_));
-}
-void CudaOps::gelu_backward(ActPtr dinp_, ConstActPtr inp_, ConstActPtr dout_, size_t n) {
-  float* dinp = dinp_.f32("cuda gelu_backward");
-  const float* inp = inp_.f32("cuda gelu_backward");
-  const float* dout = dout_.f32("cuda gelu_backward");
-  RS_CUDA_OP_MUST(launch_gelu_backward(dinp, inp, dout, n, stream_));
-}
+// gelu_forward / gelu_backward: cuda_ops_gemm.cpp (also the GELU epilogues' fallback).
 void CudaOps::residual_forward(ActPtr out, ConstActPtr a, ConstActPtr b, size_t n) {
   if (one_act_type("residual_forward", {out.type(), a.type(), b.type()}) == ActType::kBF16) {
     RS_CUDA_OP_MUST(launch_residual_forward(act_bf16(out), act_bf16(a), act_bf16(b), n, stream_));

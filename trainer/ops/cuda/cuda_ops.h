@@ -65,6 +65,10 @@ class CudaOps final : public Ops {
   void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ConstActPtr dout,
                        ConstActPtr inp, const float* weight, int N, int C, int OC) override;
   void add_bias(ActPtr out, const float* bias, int N, int OC) override;
+  void matmul_gelu_forward(ActPtr out, ActPtr pre_gelu, ConstActPtr inp, const float* weight, const float* bias,
+                           int N, int C, int OC) override;
+  void matmul_backward_dgelu(ActPtr dpre, float* dweight, float* dbias, ConstActPtr dout, ConstActPtr inp,
+                             const float* weight, ConstActPtr pre_gelu, int N, int C, int OC) override;
 
   void attention_forward(AttentionKind kind, ActPtr out, float* saved, ConstActPtr qkv, int B,
                          int T, int C, int NH) override;
@@ -114,9 +118,14 @@ class CudaOps final : public Ops {
 
   CudaOps(const CudaOpsOptions& options) : options_(options) {}
   rankscope::Result<void*> scratch(Scratch slot, size_t bytes);
-  // C (M,N) = alpha op(A) op(B) + beta C (+ bias) with fp32 operands, cast to bf16 first in bf16 mode.
-  rankscope::Status gemm(const RowMajorGemm& g, const float* a, const float* b, float* c,
-                         const float* bias, float alpha, float beta);
+  // C (M,N) = alpha op(A) op(B) + beta C (+ bias). Operands are bf16 in the bf16 precision mode or
+  // when either is bf16 (an fp32 one, e.g. a master weight, is cast into scratch first); C is fp32
+  // or bf16; accumulation is fp32. The bias rides in the epilogue, or in a kernel if cuBLASLt refuses.
+  rankscope::Status gemm(const RowMajorGemm& g, ConstActPtr a, ConstActPtr b, ActPtr c, const float* bias,
+                         float alpha, float beta);
+  // The same with any epilogue; false (nothing done) where cuBLASLt has no algorithm for it.
+  rankscope::Result<bool> try_gemm(const RowMajorGemm& g, ConstActPtr a, ConstActPtr b, ActPtr c,
+                                   const GemmEpilogue& epilogue, float alpha, float beta);
   rankscope::Status sum_impl(double* result, const float* x, size_t n, bool squares);
   // The naive path (cuBLASLt GEMMs around softmax kernels, att (B,NH,T,T) materialised).
   // Activations float or bf16 (only the head split/merge sees them); heads, att and GEMMs fp32.

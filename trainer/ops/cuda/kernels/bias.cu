@@ -4,7 +4,10 @@
 // Is: kernels and launch wrappers only. The forward bias of a GEMM is cuBLASLt's bias epilogue
 // (cublaslt_gemm.cpp); this add is for the tensor-parallel case, where the model adds the bias once
 // after the all-reduce. Column sums reduce in two fixed-order stages (no float atomics).
+// Elements of out and dout are fp32 or bf16 (loaded to float); bias and dbias are fp32.
 // Is not: a GEMM.
+#include <cuda_bf16.h>
+
 #include "ops/cuda/kernels/device_util.cuh"
 
 namespace gpt2::cuda {
@@ -12,22 +15,29 @@ namespace {
 
 constexpr int kRowsPerChunk = 64;
 
+__device__ __forceinline__ float load_f(const float* p) { return *p; }
+__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
 // out (N,OC) += bias (OC); grid-stride over N*OC.
-__global__ void add_bias_kernel(float* out, const float* bias, size_t total, int OC) {
+template <class T>
+__global__ void add_bias_kernel(T* out, const float* bias, size_t total, int OC) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    out[i] += bias[i % OC];
+    store_f(out + i, load_f(out + i) + bias[i % OC]);
   }
 }
 
 // grid (chunks, ceil(OC/blockDim)): partial (chunk, OC) = sum of the chunk's rows of dout (N,OC).
-__global__ void column_partials_kernel(float* partial, const float* dout, int N, int OC) {
+template <class T>
+__global__ void column_partials_kernel(float* partial, const T* dout, int N, int OC) {
   const int o = blockIdx.y * blockDim.x + threadIdx.x;
   if (o >= OC) return;
   const int r0 = blockIdx.x * kRowsPerChunk;
   const int r1 = min(r0 + kRowsPerChunk, N);
   float acc = 0.0f;
-  for (int r = r0; r < r1; r++) acc += dout[static_cast<size_t>(r) * OC + o];
+  for (int r = r0; r < r1; r++) acc += load_f(dout + static_cast<size_t>(r) * OC + o);
   partial[static_cast<size_t>(blockIdx.x) * OC + o] = acc;
 }
 
@@ -42,19 +52,16 @@ __global__ void column_reduce_kernel(float* dbias, const float* partial, int chu
 
 int chunks_for(int N) { return (N + kRowsPerChunk - 1) / kRowsPerChunk; }
 
-}  // namespace
-
-cudaError_t launch_add_bias(float* out, const float* bias, int N, int OC, cudaStream_t stream) {
+template <class T>
+cudaError_t add_bias(T* out, const float* bias, int N, int OC, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(N) * OC;
   if (total == 0) return cudaSuccess;
   add_bias_kernel<<<grid_for(total, 256), 256, 0, stream>>>(out, bias, total, OC);
   return cudaGetLastError();
 }
 
-size_t column_sums_scratch_floats(int N, int OC) { return static_cast<size_t>(chunks_for(N)) * OC; }
-
-cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N, int OC, float* scratch,
-                                          cudaStream_t stream) {
+template <class T>
+cudaError_t column_sums_accumulate(float* dbias, const T* dout, int N, int OC, float* scratch, cudaStream_t stream) {
   if (N == 0 || OC == 0) return cudaSuccess;
   constexpr int kBlock = 256;
   const int chunks = chunks_for(N);
@@ -64,6 +71,26 @@ cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N
   if (e != cudaSuccess) return e;
   column_reduce_kernel<<<(OC + kBlock - 1) / kBlock, kBlock, 0, stream>>>(dbias, scratch, chunks, OC);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_add_bias(float* out, const float* bias, int N, int OC, cudaStream_t stream) {
+  return add_bias(out, bias, N, OC, stream);
+}
+cudaError_t launch_add_bias(__nv_bfloat16* out, const float* bias, int N, int OC, cudaStream_t stream) {
+  return add_bias(out, bias, N, OC, stream);
+}
+
+size_t column_sums_scratch_floats(int N, int OC) { return static_cast<size_t>(chunks_for(N)) * OC; }
+
+cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N, int OC, float* scratch,
+                                          cudaStream_t stream) {
+  return column_sums_accumulate(dbias, dout, N, OC, scratch, stream);
+}
+cudaError_t launch_column_sums_accumulate(float* dbias, const __nv_bfloat16* dout, int N, int OC, float* scratch,
+                                          cudaStream_t stream) {
+  return column_sums_accumulate(dbias, dout, N, OC, scratch, stream);
 }
 
 }  // namespace gpt2::cuda

@@ -1,6 +1,7 @@
-// cast.cu — fp32 -> bf16 conversion of GEMM operands for the bf16 precision mode.
+// cast.cu — fp32 -> bf16 conversion of GEMM operands: both operands in the bf16 precision mode,
+// the fp32 master weights when the activations are bf16.
 // Is: a kernel and its launch wrapper (round to nearest even, as __float2bfloat16_rn).
-// Is not: a bf16 activation path; the Ops interface stays fp32 (fp32 master weights and outputs).
+// Is not: where bf16 activations come from (the ops write them directly).
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"

@@ -1,5 +1,9 @@
-// gelu.cu — GELU with the tanh approximation (GPT-2's "gelu_new"), forward and backward kernels.
-// Is: kernels and launch wrappers only. Is not: the exact erf GELU, nor fused into the GEMM epilogue.
+// gelu.cu — GELU with the tanh approximation (GPT-2's "gelu_new"), forward and backward kernels,
+// fp32 or bf16 elements (loaded to float, computed in float, stored rounded to nearest).
+// Is: kernels and launch wrappers only; also the fallback of the GEMM's GELU epilogues where
+// cuBLASLt refuses one (cuda_ops_gemm.cpp). Is not: the exact erf GELU.
+#include <cuda_bf16.h>
+
 #include "ops/cuda/kernels/device_util.cuh"
 
 namespace gpt2::cuda {
@@ -8,41 +12,64 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 
+__device__ __forceinline__ float load_f(const float* p) { return *p; }
+__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
 // out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-__global__ void gelu_forward_kernel(float* out, const float* inp, size_t n) {
+template <class T>
+__global__ void gelu_forward_kernel(T* out, const T* inp, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x)));
+    const float x = load_f(inp + i);
+    store_f(out + i, 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x))));
   }
 }
 
 // dinp (n) = dout * d gelu / dx; element-wise, so dinp may alias dout.
-__global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, size_t n) {
+template <class T>
+__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float x = inp[i];
+    const float x = load_f(inp + i);
     const float th = tanhf(kSqrt2OverPi * (x + kCubic * x * x * x));
     const float sech2 = 1.0f - th * th;
     const float grad =
         0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-    dinp[i] = grad * dout[i];
+    store_f(dinp + i, grad * load_f(dout + i));
   }
 }
 
-}  // namespace
-
-cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream) {
+template <class T>
+cudaError_t gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   gelu_forward_kernel<<<grid_for(n, 256), 256, 0, stream>>>(out, inp, n);
   return cudaGetLastError();
 }
 
-cudaError_t launch_gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
-                                 cudaStream_t stream) {
+template <class T>
+cudaError_t gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   gelu_backward_kernel<<<grid_for(n, 256), 256, 0, stream>>>(dinp, inp, dout, n);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream) {
+  return gelu_forward(out, inp, n, stream);
+}
+cudaError_t launch_gelu_forward(__nv_bfloat16* out, const __nv_bfloat16* inp, size_t n, cudaStream_t stream) {
+  return gelu_forward(out, inp, n, stream);
+}
+cudaError_t launch_gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                                 cudaStream_t stream) {
+  return gelu_backward(dinp, inp, dout, n, stream);
+}
+cudaError_t launch_gelu_backward(__nv_bfloat16* dinp, const __nv_bfloat16* inp, const __nv_bfloat16* dout, size_t n,
+                                 cudaStream_t stream) {
+  return gelu_backward(dinp, inp, dout, n, stream);
 }
 
 }  // namespace gpt2::cuda

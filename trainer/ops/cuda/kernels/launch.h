@@ -80,9 +80,13 @@ cudaError_t launch_layernorm_backward(__nv_bfloat16* dinp, float* dweight, float
 // --- bias.cu ---
 // out (N,OC) += bias (OC)
 cudaError_t launch_add_bias(float* out, const float* bias, int N, int OC, cudaStream_t stream);
+cudaError_t launch_add_bias(__nv_bfloat16* out, const float* bias, int N, int OC, cudaStream_t stream);
 size_t column_sums_scratch_floats(int N, int OC);
-// dbias (OC) += column sums of dout (N,OC) (two-stage fixed-order reduction: deterministic).
+// dbias (OC) += column sums of dout (N,OC) (two-stage fixed-order reduction: deterministic; fp32
+// sums also for bf16 dout).
 cudaError_t launch_column_sums_accumulate(float* dbias, const float* dout, int N, int OC,
+                                          float* scratch, cudaStream_t stream);
+cudaError_t launch_column_sums_accumulate(float* dbias, const __nv_bfloat16* dout, int N, int OC,
                                           float* scratch, cudaStream_t stream);
 
 // --- attention.cu (the GEMMs between these kernels run through cuBLASLt, in cuda_ops_attention.cpp) ---
@@ -121,11 +125,14 @@ cudaError_t launch_flash_attention_backward(__nv_bfloat16* dqkv, float* dsum, co
                                             const float* lse, int B, int T, int C, int NH,
                                             cudaStream_t stream);
 
-// --- gelu.cu (tanh approximation) ---
+// --- gelu.cu (tanh approximation; float or bf16, computed in float) ---
 cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream);
+cudaError_t launch_gelu_forward(__nv_bfloat16* out, const __nv_bfloat16* inp, size_t n, cudaStream_t stream);
 // dinp (n) = dout * gelu'(inp); dinp may alias dout.
 cudaError_t launch_gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
                                  cudaStream_t stream);
+cudaError_t launch_gelu_backward(__nv_bfloat16* dinp, const __nv_bfloat16* inp, const __nv_bfloat16* dout,
+                                 size_t n, cudaStream_t stream);
 
 // --- residual.cu (float or bf16 activations; scale: fp32 gradients) ---
 cudaError_t launch_residual_forward(float* out, const float* a, const float* b, size_t n,
