@@ -128,8 +128,8 @@ void CudaOps::copy(void* dst, const void* src, size_t bytes) {
 
 int64_t CudaOps::embedding_lookup(ActPtr out, const int* ids, const float* wte_local, int N, int C,
                                   const VocabShardMap& shard) {
-  if (is_bf16(out)) {
-    RS_CUDA_OP_MUST(launch_embedding_lookup(as_bf16(out), owned_count_, ids, wte_local, N, C, shard_params(shard),
+  if (out.type() == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_embedding_lookup(act_bf16(out), owned_count_, ids, wte_local, N, C, shard_params(shard),
                                             stream_));
   } else {
     RS_CUDA_OP_MUST(launch_embedding_lookup(out.f32(), owned_count_, ids, wte_local, N, C, shard_params(shard),
@@ -142,8 +142,8 @@ int64_t CudaOps::embedding_lookup(ActPtr out, const int* ids, const float* wte_l
 }
 
 void CudaOps::add_position(ActPtr out, const float* wpe, int B, int T, int C) {
-  if (is_bf16(out)) {
-    RS_CUDA_OP_MUST(launch_add_position(as_bf16(out), wpe, B, T, C, stream_));
+  if (out.type() == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_add_position(act_bf16(out), wpe, B, T, C, stream_));
   } else {
     RS_CUDA_OP_MUST(launch_add_position(out.f32(), wpe, B, T, C, stream_));
   }
@@ -154,8 +154,8 @@ void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dou
   const size_t bytes = embedding_backward_scratch_bytes(B * T, shard.local_rows);
   auto buf = scratch(Scratch::kEmbeddingSort, bytes);
   RS_CUDA_OP_MUST(buf.status());
-  if (is_bf16(dout)) {
-    RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, as_bf16(dout), ids, B, T, C, shard_params(shard),
+  if (dout.type() == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, act_bf16(dout), ids, B, T, C, shard_params(shard),
                                               *buf, bytes, stream_));
   } else {
     RS_CUDA_OP_MUST(launch_embedding_backward(dwte_local, dwpe, dout.f32(), ids, B, T, C, shard_params(shard),
@@ -164,26 +164,6 @@ void CudaOps::embedding_backward(float* dwte_local, float* dwpe, ConstActPtr dou
 }
 
 // --- layernorm and residual: fp32 or bf16 activations, dispatched on the call's one ActType ---
-
-namespace {
-// The activation type of a call whose activation arguments must all share it (ops.h); a mix is a
-// caller bug, stopped with the op's name.
-ActType one_act_type(const char* op, std::initializer_list<ActType> types) {
-  const ActType first = *types.begin();
-  for (ActType t : types) {
-    if (t != first) {
-      std::fprintf(stderr, "rankscope cuda ops: %s was handed both fp32 and bf16 activations (hint: every "
-                   "activation argument of one op call has the model's one activation type)\n", op);
-      std::abort();
-    }
-  }
-  return first;
-}
-__nv_bfloat16* act_bf16(ActPtr p) { return static_cast<__nv_bfloat16*>(p.data()); }
-const __nv_bfloat16* act_bf16(ConstActPtr p) { return static_cast<const __nv_bfloat16*>(p.data()); }
-float* act_f32(ActPtr p) { return static_cast<float*>(p.data()); }
-const float* act_f32(ConstActPtr p) { return static_cast<const float*>(p.data()); }
-}  // namespace
 
 void CudaOps::layernorm_forward(ActPtr out, float* mean, float* rstd, ConstActPtr inp, const float* weight,
                                 const float* bias, int N, int C) {

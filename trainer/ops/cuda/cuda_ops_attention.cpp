@@ -38,17 +38,17 @@ cudaError_t split_qkv(float* q, float* k, float* v, const Act* qkv, int B, int T
 
 cudaError_t split_qkv(float* q, float* k, float* v, ConstActPtr qkv, int B, int T, int C, int NH,
                       cudaStream_t stream) {
-  return is_bf16(qkv) ? split_qkv(q, k, v, as_bf16(qkv), B, T, C, NH, stream)
+  return qkv.type() == ActType::kBF16 ? split_qkv(q, k, v, act_bf16(qkv), B, T, C, NH, stream)
                       : split_qkv(q, k, v, qkv.f32(), B, T, C, NH, stream);
 }
 cudaError_t split_heads(float* heads, ConstActPtr src, int B, int T, int NH, int hs, int ld, int offset,
                         cudaStream_t stream) {
-  return is_bf16(src) ? launch_split_heads(heads, as_bf16(src), B, T, NH, hs, ld, offset, stream)
+  return src.type() == ActType::kBF16 ? launch_split_heads(heads, act_bf16(src), B, T, NH, hs, ld, offset, stream)
                       : launch_split_heads(heads, src.f32(), B, T, NH, hs, ld, offset, stream);
 }
 cudaError_t merge_heads(ActPtr dst, const float* heads, int B, int T, int NH, int hs, int ld, int offset,
                         cudaStream_t stream) {
-  return is_bf16(dst) ? launch_merge_heads(as_bf16(dst), heads, B, T, NH, hs, ld, offset, stream)
+  return dst.type() == ActType::kBF16 ? launch_merge_heads(act_bf16(dst), heads, B, T, NH, hs, ld, offset, stream)
                       : launch_merge_heads(dst.f32(), heads, B, T, NH, hs, ld, offset, stream);
 }
 
@@ -119,14 +119,14 @@ rankscope::Status CudaOps::naive_attention_backward(ActPtr dqkv, float* datt, Co
 
 void CudaOps::attention_forward(AttentionKind kind, ActPtr out, float* saved, ConstActPtr qkv, int B, int T,
                                 int C, int NH) {
-  require_same_type("attention_forward", {out, qkv});
+  one_act_type("attention_forward", {out.type(), qkv.type()});
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_forward(out, /*att=*/saved, qkv, B, T, C, NH));
     return;
   }
   RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
-  if (is_bf16(out)) {
-    RS_CUDA_OP_MUST(launch_flash_attention_forward(as_bf16(out), /*lse=*/saved, as_bf16(qkv), B, T, C, NH, stream_));
+  if (out.type() == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_flash_attention_forward(act_bf16(out), /*lse=*/saved, act_bf16(qkv), B, T, C, NH, stream_));
   } else {
     RS_CUDA_OP_MUST(launch_flash_attention_forward(out.f32(), /*lse=*/saved, qkv.f32(), B, T, C, NH, stream_));
   }
@@ -134,15 +134,15 @@ void CudaOps::attention_forward(AttentionKind kind, ActPtr out, float* saved, Co
 
 void CudaOps::attention_backward(AttentionKind kind, ActPtr dqkv, float* scratch, ConstActPtr dout, ConstActPtr qkv,
                                  ConstActPtr out, const float* saved, int B, int T, int C, int NH) {
-  require_same_type("attention_backward", {dqkv, dout, qkv, out});
+  one_act_type("attention_backward", {dqkv.type(), dout.type(), qkv.type(), out.type()});
   if (kind == AttentionKind::kNaive) {
     RS_CUDA_OP_MUST(naive_attention_backward(dqkv, /*datt=*/scratch, dout, qkv, /*att=*/saved, B, T, C, NH));
     return;
   }
   RS_CUDA_OP_MUST(check_cuda_attention(kind, C / NH));
-  if (is_bf16(dqkv)) {
-    RS_CUDA_OP_MUST(launch_flash_attention_backward(as_bf16(dqkv), /*dsum=*/scratch, as_bf16(dout), as_bf16(qkv),
-                                                    as_bf16(out), /*lse=*/saved, B, T, C, NH, stream_));
+  if (dqkv.type() == ActType::kBF16) {
+    RS_CUDA_OP_MUST(launch_flash_attention_backward(act_bf16(dqkv), /*dsum=*/scratch, act_bf16(dout), act_bf16(qkv),
+                                                    act_bf16(out), /*lse=*/saved, B, T, C, NH, stream_));
   } else {
     RS_CUDA_OP_MUST(launch_flash_attention_backward(dqkv.f32(), /*dsum=*/scratch, dout.f32(), qkv.f32(), out.f32(),
                                                     /*lse=*/saved, B, T, C, NH, stream_));

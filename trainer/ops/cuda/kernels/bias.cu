@@ -9,23 +9,20 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
 
 constexpr int kRowsPerChunk = 64;
 
-__device__ __forceinline__ float load_f(const float* p) { return *p; }
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 // out (N,OC) += bias (OC); grid-stride over N*OC.
 template <class T>
 __global__ void add_bias_kernel(T* out, const float* bias, size_t total, int OC) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    store_f(out + i, load_f(out + i) + bias[i % OC]);
+    store_f32(out + i, load_f32(out + i) + bias[i % OC]);
   }
 }
 
@@ -37,7 +34,7 @@ __global__ void column_partials_kernel(float* partial, const T* dout, int N, int
   const int r0 = blockIdx.x * kRowsPerChunk;
   const int r1 = min(r0 + kRowsPerChunk, N);
   float acc = 0.0f;
-  for (int r = r0; r < r1; r++) acc += load_f(dout + static_cast<size_t>(r) * OC + o);
+  for (int r = r0; r < r1; r++) acc += load_f32(dout + static_cast<size_t>(r) * OC + o);
   partial[static_cast<size_t>(blockIdx.x) * OC + o] = acc;
 }
 

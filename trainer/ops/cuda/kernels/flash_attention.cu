@@ -22,14 +22,11 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
 
-__device__ __forceinline__ float load_f(const float* p) { return *p; }
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
 
 // Rows a block owns and rows per streamed tile, per head size: the shared memory of every kernel
 // stays under the 48 KiB a block gets without opting in (2 * own * (HS+1) + 2 * tile * HS floats).
@@ -54,7 +51,7 @@ template <int HS, class E>
 __device__ void load_rows(float* dst, int stride, HeadRows<const E> src, int r0, int n, int T) {
   for (int i = threadIdx.x; i < n * HS; i += blockDim.x) {
     const int row = i / HS, d = i % HS;
-    dst[row * stride + d] = r0 + row < T ? load_f(src.row(r0 + row) + d) : 0.0f;
+    dst[row * stride + d] = r0 + row < T ? load_f32(src.row(r0 + row) + d) : 0.0f;
   }
 }
 
@@ -127,7 +124,7 @@ __global__ void __launch_bounds__(FlashShape<HS>::kOwnRows)
   const float inv = 1.0f / l;
   E* o = head_of_mut(out, b, T, C, h * HS).row(r);
 #pragma unroll
-  for (int d = 0; d < HS; d++) store_f(o + d, acc[d] * inv);
+  for (int d = 0; d < HS; d++) store_f32(o + d, acc[d] * inv);
   lse[static_cast<size_t>(bh) * T + r] = m + logf(l);
 }
 
@@ -146,7 +143,7 @@ __global__ void flash_row_dot_kernel(float* dsum, const E* dout, const E* out, i
     const long b = bh / NH;
     const size_t offset = (static_cast<size_t>(b) * T + t) * C + static_cast<size_t>(h) * hs;
     float dot = 0.0f;
-    for (int d = lane; d < hs; d += kWarp) dot += load_f(dout + offset + d) * load_f(out + offset + d);
+    for (int d = lane; d < hs; d += kWarp) dot += load_f32(dout + offset + d) * load_f32(out + offset + d);
     dot = warp_sum(dot);
     if (lane == 0) dsum[row] = dot;
   }
@@ -217,8 +214,8 @@ __global__ void __launch_bounds__(FlashShape<HS>::kOwnRows)
   E* dv_row = head_of_mut(dqkv, b, T, 3 * C, 2 * C + h * HS).row(c);
 #pragma unroll
   for (int d = 0; d < HS; d++) {
-    store_f(dk_row + d, dk[d]);
-    store_f(dv_row + d, dv[d]);
+    store_f32(dk_row + d, dk[d]);
+    store_f32(dv_row + d, dv[d]);
   }
 }
 
@@ -274,7 +271,7 @@ __global__ void __launch_bounds__(FlashShape<HS>::kOwnRows)
   if (!active) return;
   E* dq_row = head_of_mut(dqkv, b, T, 3 * C, h * HS).row(r);
 #pragma unroll
-  for (int d = 0; d < HS; d++) store_f(dq_row + d, dq[d]);
+  for (int d = 0; d < HS; d++) store_f32(dq_row + d, dq[d]);
 }
 
 template <class E, int HS>

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
@@ -12,18 +13,14 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 
-__device__ __forceinline__ float load_f(const float* p) { return *p; }
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 // out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 template <class T>
 __global__ void gelu_forward_kernel(T* out, const T* inp, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float x = load_f(inp + i);
-    store_f(out + i, 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x))));
+    const float x = load_f32(inp + i);
+    store_f32(out + i, 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x))));
   }
 }
 
@@ -32,12 +29,12 @@ template <class T>
 __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float x = load_f(inp + i);
+    const float x = load_f32(inp + i);
     const float th = tanhf(kSqrt2OverPi * (x + kCubic * x * x * x));
     const float sech2 = 1.0f - th * th;
     const float grad =
         0.5f * (1.0f + th) + 0.5f * x * sech2 * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-    store_f(dinp + i, grad * load_f(dout + i));
+    store_f32(dinp + i, grad * load_f32(dout + i));
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
@@ -20,14 +21,6 @@ namespace {
 constexpr float kEps = 1e-5f;
 constexpr int kRowsPerChunk = 64;  // rows per partial in the parameter-gradient reduction
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T>
-__device__ __forceinline__ T from_f(float v);
-template <>
-__device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
 
 // The warp `lane` of one row: y (C) = (x - mean) * rstd * weight + bias, statistics in fp32 from the
 // stored x; lane 0 writes *mean, *rstd. Both forwards call this on the row as stored, so the fused
@@ -36,15 +29,15 @@ template <class T>
 __device__ __forceinline__ void layernorm_row(T* y, float* mean, float* rstd, const T* x,
                                               const float* weight, const float* bias, int C, int lane) {
   float s = 0.0f;
-  for (int i = lane; i < C; i += kWarp) s += to_f(x[i]);
+  for (int i = lane; i < C; i += kWarp) s += to_f32(x[i]);
   const float m = warp_sum(s) / C;
   float v = 0.0f;
   for (int i = lane; i < C; i += kWarp) {
-    const float d = to_f(x[i]) - m;
+    const float d = to_f32(x[i]) - m;
     v += d * d;
   }
   const float r = rsqrtf(warp_sum(v) / C + kEps);
-  for (int i = lane; i < C; i += kWarp) y[i] = from_f<T>((to_f(x[i]) - m) * r * weight[i] + bias[i]);
+  for (int i = lane; i < C; i += kWarp) y[i] = from_f32<T>((to_f32(x[i]) - m) * r * weight[i] + bias[i]);
   if (lane == 0) {
     *mean = m;
     *rstd = r;
@@ -74,7 +67,7 @@ __global__ void residual_layernorm_forward_kernel(T* residual, T* out, float* me
   if (row >= N) return;
   const size_t off = static_cast<size_t>(row) * C;
   T* x = residual + off;
-  for (int i = lane; i < C; i += kWarp) x[i] = from_f<T>(to_f(a[off + i]) + to_f(b[off + i]));
+  for (int i = lane; i < C; i += kWarp) x[i] = from_f32<T>(to_f32(a[off + i]) + to_f32(b[off + i]));
   layernorm_row(out + off, mean + row, rstd + row, static_cast<const T*>(x), weight, bias, C, lane);
 }
 
@@ -91,15 +84,15 @@ __global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, cons
   const float m = mean[row], r = rstd[row];
   float a = 0.0f, b = 0.0f;
   for (int i = lane; i < C; i += kWarp) {
-    const float dnorm = weight[i] * to_f(dy[i]);
+    const float dnorm = weight[i] * to_f32(dy[i]);
     a += dnorm;
-    b += dnorm * (to_f(x[i]) - m) * r;
+    b += dnorm * (to_f32(x[i]) - m) * r;
   }
   const float dnorm_mean = warp_sum(a) / C;
   const float dnorm_norm_mean = warp_sum(b) / C;
   for (int i = lane; i < C; i += kWarp) {
-    const float norm = (to_f(x[i]) - m) * r;
-    dx[i] = from_f<T>(to_f(dx[i]) + (weight[i] * to_f(dy[i]) - dnorm_mean - norm * dnorm_norm_mean) * r);
+    const float norm = (to_f32(x[i]) - m) * r;
+    dx[i] = from_f32<T>(to_f32(dx[i]) + (weight[i] * to_f32(dy[i]) - dnorm_mean - norm * dnorm_norm_mean) * r);
   }
 }
 
@@ -114,8 +107,8 @@ __global__ void layernorm_param_partials_kernel(float* partial, const T* dout, c
   float dw = 0.0f, db = 0.0f;
   for (int r = r0; r < r1; r++) {
     const size_t idx = static_cast<size_t>(r) * C + c;
-    const float dy = to_f(dout[idx]);
-    dw += (to_f(inp[idx]) - mean[r]) * rstd[r] * dy;
+    const float dy = to_f32(dout[idx]);
+    dw += (to_f32(inp[idx]) - mean[r]) * rstd[r] * dy;
     db += dy;
   }
   float* p = partial + static_cast<size_t>(blockIdx.x) * 2 * C;

@@ -6,21 +6,18 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
 
 // out (n) = a + b
 template <class T>
 __global__ void residual_forward_kernel(T* out, const T* a, const T* b, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    store_f(out + i, to_f(a[i]) + to_f(b[i]));
+    store_f32(out + i, to_f32(a[i]) + to_f32(b[i]));
   }
 }
 
@@ -29,7 +26,7 @@ template <class T>
 __global__ void add_inplace_kernel(T* acc, const T* x, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    store_f(acc + i, to_f(acc[i]) + to_f(x[i]));
+    store_f32(acc + i, to_f32(acc[i]) + to_f32(x[i]));
   }
 }
 
