@@ -22,14 +22,15 @@ inline void combine_crossentropy_row(float* row_max, float* stats, const float* 
   const size_t stride = 3 * static_cast<size_t>(N);
   float M = -std::numeric_limits<float>::infinity();
   for (int r = 0; r < tp_size; r++) M = std::fmax(M, gathered[r * stride + n]);
-  float S = 0.0f, target = 0.0f;
+  double S = 0.0;  // in double: S is rounded once, as the all-reduced sum of the unfused path is
+  float target = 0.0f;
   for (int r = 0; r < tp_size; r++) {
     const float* p = gathered + r * stride;
-    if (p[N + n] > 0.0f) S += p[N + n] * std::exp(p[n] - M);
+    if (p[N + n] > 0.0f) S += p[N + n] * std::exp(static_cast<double>(p[n]) - M);
     target += p[2 * N + n];
   }
   row_max[n] = M;
-  stats[n] = S;
+  stats[n] = static_cast<float>(S);
   stats[N + n] = target;
 }
 

@@ -26,8 +26,8 @@
 //   auto model = GPT2::create({config, tp, Recompute::kNone, B, T}, ops, tp_comm).value();
 //   model->init_weights(seed);                 // or load_full_weights(read_llmc_model(...))
 //   model->params().zero_grads();
-//   auto stats = model->forward(inputs, targets, probe);      // inputs, targets: host (B,T)
-//   model->backward(1.0f / grad_accum, on_grad_ready, probe); // grads += d(mean loss)*scale
+//   auto stats = model->forward(inputs, targets, probe, 1.0f / grad_accum);  // host (B,T); the
+//   model->backward(1.0f / grad_accum, on_grad_ready, probe); // same scale: dlogits made in forward
 #pragma once
 
 #include <cstdint>

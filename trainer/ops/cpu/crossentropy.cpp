@@ -88,34 +88,24 @@ void CpuOps::crossentropy_backward_inplace(ActPtr logits, const float* row_max, 
                        dloss, N, shard);
 }
 
-// partials (3N) = [m | s | t] of this shard, by online softmax over chunks of columns: each chunk
-// is read from memory once (its max, then its exps while it is in L1), and the running sum is
-// rescaled by exp(m_old - m_new) only when a chunk raises the max.
+// partials (3N) = [m | s | t] of this shard. Per row: its max, then its sum of exp while the row
+// is still in cache (a row of a shard is at most ~100 KB at GPT-2 sizes: one read from memory).
+// Not online softmax: the two loops are those of logits_row_max and softmax_stats, so at TP=1 the
+// losses and dlogits are bit-identical to the unfused path's, and training trajectories with them.
 void CpuOps::crossentropy_partials(float* partials, ConstActPtr logits_, const int* targets, int N,
                                    const VocabShardMap& shard) {
   const float* logits = logits_.f32("cpu crossentropy_partials");
   const int Vl = shard.local_rows;
   const int real = real_vocab_columns(shard);
-  constexpr int kChunk = 256;
 #pragma omp parallel for
   for (int n = 0; n < N; n++) {
     const float* l = logits + static_cast<size_t>(n) * Vl;
     float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < real; j++) m = l[j] > m ? l[j] : m;
     float s = 0.0f;
-    for (int j0 = 0; j0 < real; j0 += kChunk) {
-      const int j1 = j0 + kChunk < real ? j0 + kChunk : real;
-      float cm = m;
-#pragma omp simd reduction(max : cm)
-      for (int j = j0; j < j1; j++) cm = l[j] > cm ? l[j] : cm;
-      if (cm > m) {
-        s *= std::exp(m - cm);  // exp(-inf) = 0 on the first chunk
-        m = cm;
-      }
-      float cs = 0.0f;
-#pragma omp simd reduction(+ : cs)
-      for (int j = j0; j < j1; j++) cs += std::exp(l[j] - m);
-      s += cs;
-    }
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < real; j++) s += std::exp(l[j] - m);
     const ShardRow sr = shard_row(targets[n], shard);
     partials[n] = m;
     partials[N + n] = s;

@@ -96,14 +96,15 @@ __global__ void crossentropy_combine_kernel(float* row_max, float* stats, const 
   const size_t stride = 3 * static_cast<size_t>(N);
   float M = -INFINITY;
   for (int r = 0; r < tp_size; r++) M = fmaxf(M, gathered[r * stride + n]);
-  float S = 0.0f, target = 0.0f;
+  double S = 0.0;  // one thread per row: double costs nothing here and rounds S once
+  float target = 0.0f;
   for (int r = 0; r < tp_size; r++) {
     const float* p = gathered + r * stride;
-    if (p[N + n] > 0.0f) S += p[N + n] * expf(p[n] - M);
+    if (p[N + n] > 0.0f) S += p[N + n] * exp(static_cast<double>(p[n]) - M);
     target += p[2 * N + n];
   }
   row_max[n] = M;
-  stats[n] = S;
+  stats[n] = static_cast<float>(S);
   stats[N + n] = target;
 }
 
