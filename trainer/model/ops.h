@@ -144,7 +144,7 @@ class Ops {
   //
   // partials (3N) = [m | s | t] for this shard alone: m = max over this shard's real columns (-inf
   // when it has none), s = sum_j exp(l_j - m) (0 when none), t = the target's logit if this shard
-  // owns it, else 0. One read of each row (online softmax) where a backend overrides it.
+  // owns it, else 0. CUDA reads each row once (online softmax); the CPU oracle twice from cache.
   virtual void crossentropy_partials(float* partials, ConstActPtr logits, const int* targets, int N,
                                      const VocabShardMap& shard) {
     logits_row_max(partials, logits, N, shard);
