@@ -80,7 +80,10 @@ void expect_same_training(const Trace& ref, const Trace& got) {
     largest = std::max(largest, std::fabs(ref.final_grads[i]));
   }
   EXPECT_GT(largest, 0.0f);
-  EXPECT_LE(worst, 1e-5f * largest) << "max |grad diff| " << worst << " of max |grad| " << largest;
+  // 3e-5: under TP the loss statistics combine per-shard maxima (the fused classifier: one rounding
+  // of exp(m_r - M) more than the old global-max sums), and AdamW steps amplify such ulps: the Debug
+  // (ASan) build measured 1.15e-5 of the largest gradient at TP=2 against TP=1, RelWithDebInfo less.
+  EXPECT_LE(worst, 3e-5f * largest) << "max |grad diff| " << worst << " of max |grad| " << largest;
 }
 
 TEST(AttentionKind, FlashTrainsLikeNaiveWithLessMemory) {

@@ -1,7 +1,7 @@
 // gpt2_tp_test.cpp — tensor parallelism (Megatron) in one process: TP=2 and TP=4 over threads
 // (thread_group_comm.h) reproduce TP=1's weights, loss, every gradient, gradient norm and AdamW
-// trajectory; contiguous and strided vocab shards agree; the head issues exactly one max and one
-// packed sum all-reduce; contiguous shards are skewed on Zipf-like ids and strided ones are not.
+// trajectory; contiguous and strided vocab shards agree; the head issues exactly one collective,
+// an all_gather of the packed (3N) loss partials (the fused classifier); contiguous shards are skewed on Zipf-like ids and strided ones are not.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +51,7 @@ struct RankResult {
   float grad_norm = 0;
   std::vector<float> step_losses;
   std::vector<ThreadGroupComm::LoggedReduce> forward_reduces;
+  std::vector<size_t> forward_gathers;
 };
 
 // One TP rank: init from the seed, one forward/backward, then kSteps AdamW steps.
@@ -76,7 +77,7 @@ RankResult run_rank(int tp, int rank, VocabShard shard, Communicator* comm, Thre
   if (log) log->clear_log();
   auto fwd = model->forward(batch.inputs.data(), batch.targets.data(), nullptr);
   if (!fwd.ok()) return fail(fwd.status());
-  if (log) out.forward_reduces = log->reduce_log();
+  if (log) out.forward_reduces = log->reduce_log(), out.forward_gathers = log->gather_log();
   out.loss = fwd->loss;
   if (Status s = model->backward(1.0f, {}, nullptr); !s.ok()) return fail(s);
   auto norm = global_grad_norm(model->params(), *ops, comm);
@@ -151,21 +152,20 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(vocab_shard_name(std::get<1>(info.param)));
     });
 
-TEST(TensorParallel, ForwardIssuesOneMaxAndOnePackedSumAllReduceForTheLoss) {
+TEST(TensorParallel, ForwardIssuesOneAllGatherOfThePackedLossPartials) {
   const std::vector<RankResult> results = run_tp(2, VocabShard::kContiguous);
   ASSERT_EQ(results[0].error, "");
   const auto& log = results[0].forward_reduces;
   const size_t N = kB * kT, NC = N * small_config().channels;
-  // embed: one (N,C) sum; each block: attn proj and mlp proj (N,C) sums; head: max (N), sum (2N).
-  ASSERT_EQ(log.size(), 1u + 2u * small_config().num_layers + 2u);
-  for (size_t i = 0; i + 2 < log.size(); i++) {
-    EXPECT_EQ(log[i].op, ReduceOp::kSum);
-    EXPECT_EQ(log[i].count, NC);
+  // embed: one (N,C) sum; each block: attn proj and mlp proj (N,C) sums; head: no all-reduce ...
+  ASSERT_EQ(log.size(), 1u + 2u * small_config().num_layers);
+  for (const auto& reduce : log) {
+    EXPECT_EQ(reduce.op, ReduceOp::kSum);
+    EXPECT_EQ(reduce.count, NC);
   }
-  EXPECT_EQ(log[log.size() - 2].op, ReduceOp::kMax);
-  EXPECT_EQ(log[log.size() - 2].count, N);
-  EXPECT_EQ(log.back().op, ReduceOp::kSum);
-  EXPECT_EQ(log.back().count, 2 * N);
+  // ... but one all_gather of [max | sum exp | target logit] (3N) per rank.
+  ASSERT_EQ(results[0].forward_gathers.size(), 1u);
+  EXPECT_EQ(results[0].forward_gathers[0], 3 * N);
 }
 
 // Zipf-Mandelbrot over token ids (frequent tokens have small ids, as GPT-2 BPE ids roughly do).

@@ -59,7 +59,12 @@ class ThreadGroupComm final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   const std::vector<LoggedReduce>& reduce_log() const { return log_; }
-  void clear_log() { log_.clear(); }
+  // Element counts of every all_gather since the last clear_log().
+  const std::vector<size_t>& gather_log() const { return gather_log_; }
+  void clear_log() {
+    log_.clear();
+    gather_log_.clear();
+  }
 
   Status all_reduce(void* buf, size_t count, DataType dtype, ReduceOp op) override {
     log_.push_back({op, count});
@@ -72,6 +77,7 @@ class ThreadGroupComm final : public Communicator {
     }
   }
   Status all_gather(const void* send, void* recv, size_t count, DataType dtype) override {
+    gather_log_.push_back(count);
     const size_t bytes = count * rankscope::format::dtype_size(dtype);
     group_->send()[rank_] = send;
     group_->sync();
@@ -176,6 +182,7 @@ class ThreadGroupComm final : public Communicator {
   std::string name_;
   std::vector<char> scratch_;
   std::vector<LoggedReduce> log_;
+  std::vector<size_t> gather_log_;
 };
 
 // Runs body(rank, comm) on `size` threads forming one group named `name`; joins them.

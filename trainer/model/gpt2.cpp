@@ -90,6 +90,10 @@ struct GPT2::Impl {
   float* losses = nullptr;   // (N)
   float* row_max = nullptr;  // (N)
   float* stats = nullptr;    // (2N): [sum exp | target logit]
+  float* ce_partials = nullptr; // (3N): this shard's [max | sum exp | target logit]
+  float* ce_gathered = nullptr; // (tp, 3N): every TP rank's partials (null when tp == 1)
+  bool dlogits_ready = false;   // the forward already turned logits into dlogits ...
+  float dlogits_scale = 0.0f;   // ... for this backward loss_scale
   ActPtr proj_out = nullptr; // (N,C) row-parallel projection output before the residual add
   // backward scratch
   ActPtr dresidual = nullptr; // (N,C)
@@ -236,6 +240,8 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.losses = a.take<float>(N);
   a.row_max = a.take<float>(N);
   a.stats = a.take<float>(2 * N);
+  a.ce_partials = a.take<float>(3 * N);
+  a.ce_gathered = options.tp.tp_size > 1 ? a.take<float>(3 * N * options.tp.tp_size) : nullptr;
   a.proj_out = a.take_act(N * C);
   a.dresidual = a.take_act(N * C);
   a.dln = a.take_act(N * C);
@@ -282,10 +288,6 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
 
 namespace {
 
-Status tp_all_reduce(Communicator* comm, int tp_size, float* buf, size_t count, ReduceOp op) {
-  if (tp_size == 1) return Status::ok_status();
-  return comm->all_reduce(buf, count, DataType::kFloat32, op);
-}
 // Activations travel in their own type (bf16 halves the TP traffic, as in Megatron).
 Status tp_all_reduce(Communicator* comm, int tp_size, ActPtr buf, size_t count, ReduceOp op) {
   if (tp_size == 1) return Status::ok_status();
@@ -409,7 +411,8 @@ Result<FullWeights> GPT2::gather_full(const float* buffer) {
   return w;
 }
 
-Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe* probe) {
+Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe* probe,
+                                   std::optional<float> backward_loss_scale) {
   Impl& a = *impl_;
   ParameterSet& ps = *params_;
   const int V = options_.config.vocab_size;
@@ -427,6 +430,7 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
   auto BP = [&](int l, BlockParam p) { return P(ps.block_index(l, p)); };
   const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
   ForwardStats out;
+  a.dlogits_ready = false;
   ops_.copy_from_host(a.ids, inputs, sizeof(int) * N);
   a.have_targets = targets != nullptr;
   if (a.have_targets) ops_.copy_from_host(a.targets, targets, sizeof(int) * N);
@@ -537,11 +541,26 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
     out.loss = std::numeric_limits<float>::quiet_NaN();
     if (a.have_targets) {
       ScopedRange r2(probe, "forward/head/loss");
-      ops_.logits_row_max(a.row_max, a.logits, N, a.shard);
-      RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.row_max, N, ReduceOp::kMax));
-      ops_.softmax_stats(a.stats, a.logits, a.row_max, a.targets, N, a.shard);
-      RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.stats, 2 * static_cast<size_t>(N), ReduceOp::kSum));
-      ops_.crossentropy_losses(a.losses, a.stats, a.row_max, N);
+      // The fused classifier: one read of the logits for this shard's [max | sum | target], ONE
+      // all_gather of those partials, a combine every rank computes alike, then (given the
+      // backward's scale) losses and dlogits in one more pass; the probabilities are never stored.
+      ops_.crossentropy_partials(a.ce_partials, a.logits, a.targets, N, a.shard);
+      const float* gathered = a.ce_partials;
+      if (tp > 1) {
+        RS_RETURN_IF_ERROR(tp_comm_->all_gather(a.ce_partials, a.ce_gathered, 3 * static_cast<size_t>(N),
+                                                DataType::kFloat32));
+        gathered = a.ce_gathered;
+      }
+      ops_.crossentropy_combine(a.row_max, a.stats, gathered, tp, N);
+      if (backward_loss_scale) {
+        const float dloss = *backward_loss_scale / static_cast<float>(N);
+        ops_.crossentropy_loss_backward_inplace(a.losses, a.logits, a.row_max, a.stats, a.targets, dloss,
+                                                N, a.shard);
+        a.dlogits_ready = true;
+        a.dlogits_scale = *backward_loss_scale;
+      } else {
+        ops_.crossentropy_losses(a.losses, a.stats, a.row_max, N);
+      }
       out.loss = static_cast<float>(ops_.sum(a.losses, N) / N) + out.moe_aux_loss;
     }
   }
@@ -579,8 +598,20 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
     if (recompute_ln) {
       ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
     }
-    const float dloss = loss_scale / static_cast<float>(N);  // d(mean loss)/d(per-token loss)
-    ops_.crossentropy_backward_inplace(a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
+    if (!a.dlogits_ready) {
+      const float dloss = loss_scale / static_cast<float>(N);  // d(mean loss)/d(per-token loss)
+      ops_.crossentropy_backward_inplace(a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
+    } else if (loss_scale != a.dlogits_scale) {
+      // dlogits are linear in the scale; bf16 has no in-place scale op (and would round twice).
+      if (a.act_type != ActType::kF32 || a.dlogits_scale == 0.0f) {
+        return rankscope::invalid_argument(fmt::format(
+            "backward(loss_scale={}) after a forward that prepared the dlogits for loss_scale={} "
+            "(hint: pass forward the scale the next backward uses)", loss_scale, a.dlogits_scale));
+      }
+      ops_.scale(a.logits.f32("dlogits rescale"), loss_scale / a.dlogits_scale,
+                 static_cast<size_t>(N) * a.Vl);
+    }
+    a.dlogits_ready = false;
     // dlnf (N,C) = dlogits @ wte_local: partial over the vocab shards -> all-reduce.
     ops_.matmul_backward(a.dln, G(kParamWte), nullptr, a.logits, a.lnf, P(kParamWte), N, C, a.Vl);
     RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));

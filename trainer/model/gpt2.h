@@ -26,13 +26,14 @@
 //   auto model = GPT2::create({config, tp, Recompute::kNone, B, T}, ops, tp_comm).value();
 //   model->init_weights(seed);                 // or load_full_weights(read_llmc_model(...))
 //   model->params().zero_grads();
-//   auto stats = model->forward(inputs, targets, probe);      // inputs, targets: host (B,T)
-//   model->backward(1.0f / grad_accum, on_grad_ready, probe); // grads += d(mean loss)*scale
+//   auto stats = model->forward(inputs, targets, probe, 1.0f / grad_accum);  // host (B,T); the
+//   model->backward(1.0f / grad_accum, on_grad_ready, probe); // same scale: dlogits made in forward
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -116,15 +117,23 @@ class GPT2 {
   Result<FullWeights> gather_full_gradients();
 
   // inputs, targets: host arrays of B*T token ids in [0, V). targets may be null (no loss).
+  // backward_loss_scale (the fused classifier, issue 11): given with targets, the loss pass also
+  // turns the logits into the dlogits of backward(that scale) in place (no second pass over the
+  // (N, Vl) logits in backward; logits() then holds dlogits). Not given, the logits stay intact
+  // (sampling, evaluation, tests that read them) and backward computes the dlogits itself.
   Result<ForwardStats> forward(const int* inputs, const int* targets,
-                               rankscope::probe::Probe* probe);
+                               rankscope::probe::Probe* probe,
+                               std::optional<float> backward_loss_scale = std::nullopt);
   // Accumulates into params().grads() the gradient of loss_scale * mean loss of the last forward
   // (which must have had targets). Calls on_grad_ready (may be empty) per parameter as above.
+  // After a forward given backward_loss_scale, a different loss_scale rescales the fp32 dlogits
+  // (one extra pass); with bf16 activations (or a forward scale of 0) it is an error.
   Status backward(float loss_scale, const GradReadyFn& on_grad_ready,
                   rankscope::probe::Probe* probe);
 
   // This rank's logits (B, T, Vp/tp), backend memory in the activation type, columns per
-  // VocabShardMap. Valid after forward until backward (which turns them into dlogits in place).
+  // VocabShardMap. Valid after forward until backward (which turns them into dlogits in place);
+  // after a forward given backward_loss_scale they already hold the dlogits.
   ConstActPtr logits() const;
   // Logit rows [first_row, first_row + rows) of this rank, copied to host as fp32 (bf16 widened).
   void copy_logits_to_host(float* host, size_t first_row, size_t rows) const;

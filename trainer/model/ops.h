@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "model/activation_ptr.h"
 
@@ -169,6 +170,34 @@ class Ops {
                                              const int* targets, float dloss, int N,
                                              const VocabShardMap& shard) = 0;
 
+  // --- the fused classifier (issue 11): three ops, one collective, probabilities never stored ---
+  // The model runs crossentropy_partials -> ONE all_gather of the (3N) partials over TP ->
+  // crossentropy_combine -> crossentropy_loss_backward_inplace (or crossentropy_losses when the
+  // logits must survive). The defaults compose the ops above; backends override with one pass each.
+  //
+  // partials (3N) = [m | s | t] for this shard alone: m = max over this shard's real columns (-inf
+  // when it has none), s = sum_j exp(l_j - m) (0 when none), t = the target's logit if this shard
+  // owns it, else 0. CUDA reads each row once (online softmax); the CPU oracle twice from cache.
+  virtual void crossentropy_partials(float* partials, ConstActPtr logits, const int* targets, int N,
+                                     const VocabShardMap& shard) {
+    logits_row_max(partials, logits, N, shard);
+    softmax_stats(partials + N, logits, partials, targets, N, shard);
+  }
+  // gathered (tp_size, 3N): every rank's partials in rank order (what all_gather returns) ->
+  // row_max (N) = M = max_r m_r and stats (2N) = [S = sum_r s_r exp(m_r - M) | sum_r t_r] (only the
+  // owner's t_r is nonzero), the layout softmax_stats + all-reduce produce, so the ops above read it.
+  // Small (3N * tp floats): the default computes on the host through copy_to_host/copy_from_host.
+  virtual void crossentropy_combine(float* row_max, float* stats, const float* gathered, int tp_size,
+                                    int N);  // defined after the class
+  // From the combined row_max and stats: losses (N) = log(S) + M - target logit AND, in place,
+  // logits (N,Vl) become dlogits = (softmax - onehot(target)) * dloss; padded columns 0. One pass.
+  virtual void crossentropy_loss_backward_inplace(float* losses, ActPtr logits, const float* row_max,
+                                                  const float* stats, const int* targets, float dloss,
+                                                  int N, const VocabShardMap& shard) {
+    crossentropy_losses(losses, stats, row_max, N);
+    crossentropy_backward_inplace(logits, row_max, stats, targets, dloss, N, shard);
+  }
+
   // --- optimizer and reductions ---
   // AdamW with bias correction at step t (1-based); decay is decoupled: p -= lr * wd * p.
   virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
@@ -197,5 +226,21 @@ class Ops {
   virtual void scale(float* x, float s, size_t n) = 0;        // x *= s
   virtual double sum(const float* x, size_t n) = 0;            // in double
 };
+
+}  // namespace gpt2
+
+#include "model/crossentropy_combine.h"
+
+namespace gpt2 {
+
+inline void Ops::crossentropy_combine(float* row_max, float* stats, const float* gathered,
+                                      int tp_size, int N) {
+  const size_t n3 = 3 * static_cast<size_t>(N) * static_cast<size_t>(tp_size);
+  std::vector<float> host_gathered(n3), host_max(N), host_stats(2 * static_cast<size_t>(N));
+  copy_to_host(host_gathered.data(), gathered, n3 * sizeof(float));
+  for (int n = 0; n < N; n++) combine_crossentropy_row(host_max.data(), host_stats.data(), host_gathered.data(), tp_size, N, n);
+  copy_from_host(row_max, host_max.data(), host_max.size() * sizeof(float));
+  copy_from_host(stats, host_stats.data(), host_stats.size() * sizeof(float));
+}
 
 }  // namespace gpt2

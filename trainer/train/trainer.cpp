@@ -519,7 +519,9 @@ Status Trainer::train_step(int step, StepMetrics& m) {
       if (micro == 0)
         if (auto miscount = faults_->combine_miscount(step, L.ep_rank(groups_.rank)); miscount.peer >= 0)
           model_->inject_combine_miscount(miscount);
-      RS_ASSIGN_OR_RETURN(ForwardStats stats, model_->forward(inputs_.data(), targets_.data(), probe_.get()));
+      // The backward's loss scale goes to forward too: the fused classifier writes the dlogits there.
+      RS_ASSIGN_OR_RETURN(ForwardStats stats,
+                          model_->forward(inputs_.data(), targets_.data(), probe_.get(), loss_scale));
       loss_sum += stats.loss;
       probe_->counter_add("embed.local_tokens", static_cast<double>(stats.embed_local_tokens));
       if (o_.moe.enabled()) add_moe_counters(stats);

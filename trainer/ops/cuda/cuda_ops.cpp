@@ -1,6 +1,7 @@
 // cuda_ops.cpp — CudaOps: creation, memory, scratch, and the ops that are one or two kernel launches
-// (embedding, LayerNorm, GELU, residual, cross-entropy, AdamW, reductions).
-// Is not: GEMMs (cuda_ops_gemm.cpp), attention (cuda_ops_attention.cpp) or any kernel (kernels/*.cu).
+// (embedding, LayerNorm, GELU, residual, AdamW, reductions).
+// Is not: GEMMs (cuda_ops_gemm.cpp), attention (cuda_ops_attention.cpp), cross-entropy
+// (cuda_ops_crossentropy.cpp) or any kernel (kernels/*.cu).
 #include "ops/cuda/cuda_ops.h"
 
 #include <fmt/format.h>
@@ -222,27 +223,7 @@ void CudaOps::add_inplace(ActPtr acc, ConstActPtr x, size_t n) {
 }
 void CudaOps::scale(float* x, float s, size_t n) { RS_CUDA_OP_MUST(launch_scale(x, s, n, stream_)); }
 
-// --- cross-entropy ---
-
-void CudaOps::logits_row_max(float* row_max, ConstActPtr logits_, int N, const VocabShardMap& shard) {
-  const float* logits = logits_.f32("cuda logits_row_max");
-  RS_CUDA_OP_MUST(launch_logits_row_max(row_max, logits, N, shard_params(shard), stream_));
-}
-void CudaOps::softmax_stats(float* stats, ConstActPtr logits_, const float* row_max, const int* targets,
-                            int N, const VocabShardMap& shard) {
-  const float* logits = logits_.f32("cuda softmax_stats");
-  RS_CUDA_OP_MUST(launch_softmax_stats(stats, logits, row_max, targets, N, shard_params(shard), stream_));
-}
-void CudaOps::crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) {
-  RS_CUDA_OP_MUST(launch_crossentropy_losses(losses, stats, row_max, N, stream_));
-}
-void CudaOps::crossentropy_backward_inplace(ActPtr logits_, const float* row_max, const float* stats,
-                                            const int* targets, float dloss, int N,
-                                            const VocabShardMap& shard) {
-  float* logits = logits_.f32("cuda crossentropy_backward_inplace");
-  RS_CUDA_OP_MUST(launch_crossentropy_backward_inplace(logits, row_max, stats, targets, dloss, N,
-                                                       shard_params(shard), stream_));
-}
+// --- cross-entropy: cuda_ops_crossentropy.cpp ---
 
 // --- optimizer and reductions ---
 

@@ -88,6 +88,13 @@ class CudaOps final : public Ops {
   void crossentropy_backward_inplace(ActPtr logits, const float* row_max, const float* stats,
                                      const int* targets, float dloss, int N,
                                      const VocabShardMap& shard) override;
+  void crossentropy_partials(float* partials, ConstActPtr logits, const int* targets, int N,
+                             const VocabShardMap& shard) override;
+  void crossentropy_combine(float* row_max, float* stats, const float* gathered, int tp_size,
+                            int N) override;
+  void crossentropy_loss_backward_inplace(float* losses, ActPtr logits, const float* row_max,
+                                          const float* stats, const int* targets, float dloss, int N,
+                                          const VocabShardMap& shard) override;
 
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
                     float beta1, float beta2, float eps, float weight_decay, int64_t t) override;

@@ -143,12 +143,17 @@ cudaError_t launch_add_inplace(float* acc, const float* x, size_t n, cudaStream_
 cudaError_t launch_add_inplace(__nv_bfloat16* acc, const __nv_bfloat16* x, size_t n, cudaStream_t stream);
 cudaError_t launch_scale(float* x, float s, size_t n, cudaStream_t stream);                 // x *= s
 
-// --- crossentropy.cu (vocab-parallel, over logits (N,Vl), Vl = shard.local_rows) ---
+// --- crossentropy.cu (vocab-parallel, over logits (N,Vl), Vl = shard.local_rows; logits fp32 or
+// bf16, every statistic and loss fp32) ---
 // row_max (N) = max over the real columns; -inf when the shard has none.
 cudaError_t launch_logits_row_max(float* row_max, const float* logits, int N, ShardParams shard,
                                   cudaStream_t stream);
+cudaError_t launch_logits_row_max(float* row_max, const __nv_bfloat16* logits, int N, ShardParams shard,
+                                  cudaStream_t stream);
 // stats (2N) = [sum_j exp(l_j - row_max) | owned(target) * l_target]
 cudaError_t launch_softmax_stats(float* stats, const float* logits, const float* row_max,
+                                 const int* targets, int N, ShardParams shard, cudaStream_t stream);
+cudaError_t launch_softmax_stats(float* stats, const __nv_bfloat16* logits, const float* row_max,
                                  const int* targets, int N, ShardParams shard, cudaStream_t stream);
 // losses (N) = log(stats[n]) + row_max[n] - stats[N+n]
 cudaError_t launch_crossentropy_losses(float* losses, const float* stats, const float* row_max, int N,
@@ -158,6 +163,25 @@ cudaError_t launch_crossentropy_losses(float* losses, const float* stats, const 
 cudaError_t launch_crossentropy_backward_inplace(float* logits, const float* row_max, const float* stats,
                                                  const int* targets, float dloss, int N,
                                                  ShardParams shard, cudaStream_t stream);
+cudaError_t launch_crossentropy_backward_inplace(__nv_bfloat16* logits, const float* row_max, const float* stats,
+                                                 const int* targets, float dloss, int N,
+                                                 ShardParams shard, cudaStream_t stream);
+// The fused classifier (ops.h). partials (3N) = [this shard's max | sum exp(l - that max) |
+// owned(target) * l_target], one read of each row (online softmax).
+cudaError_t launch_crossentropy_partials(float* partials, const float* logits, const int* targets, int N,
+                                         ShardParams shard, cudaStream_t stream);
+cudaError_t launch_crossentropy_partials(float* partials, const __nv_bfloat16* logits, const int* targets,
+                                         int N, ShardParams shard, cudaStream_t stream);
+// gathered (tp_size, 3N) partials -> row_max (N), stats (2N) as softmax_stats + all-reduce give them.
+cudaError_t launch_crossentropy_combine(float* row_max, float* stats, const float* gathered, int tp_size, int N,
+                                        cudaStream_t stream);
+// losses (N) and, in place, logits -> dlogits, in one pass over each row.
+cudaError_t launch_crossentropy_loss_backward_inplace(float* losses, float* logits, const float* row_max,
+                                                      const float* stats, const int* targets, float dloss,
+                                                      int N, ShardParams shard, cudaStream_t stream);
+cudaError_t launch_crossentropy_loss_backward_inplace(float* losses, __nv_bfloat16* logits, const float* row_max,
+                                                      const float* stats, const int* targets, float dloss,
+                                                      int N, ShardParams shard, cudaStream_t stream);
 
 // --- adamw.cu ---
 // params, grads, m, v (n); bias corrections bc1 = 1 - beta1^t, bc2 = 1 - beta2^t from the host.
