@@ -134,7 +134,7 @@ bool train_step(GPT2& model, gpt2::AdamW& opt, gpt2::Ops& ops, const std::vector
                 const std::vector<int>& tg, rankscope::probe::Probe* probe, int64_t step) {
   if (probe) probe->begin_step(step);
   model.params().zero_grads();
-  auto stats = model.forward(in.data(), tg.data(), probe);
+  auto stats = model.forward(in.data(), tg.data(), probe, /*backward_loss_scale=*/1.0f);  // fused classifier
   if (!stats.ok()) {
     std::fprintf(stderr, "forward: %s\n", stats.status().to_string().c_str());
     return false;

@@ -63,7 +63,7 @@ TEST(CudaKernelRanges, EveryKernelOfAStepIsInANamedRange) {
   for (int64_t step = 0; step < 2; step++) {
     probe.begin_step(step);
     model.params().zero_grads();
-    ASSERT_TRUE(model.forward(in.data(), tg.data(), &probe).ok());
+    ASSERT_TRUE(model.forward(in.data(), tg.data(), &probe, /*backward_loss_scale=*/1.0f).ok());  // fused classifier
     ASSERT_TRUE(model.backward(1.0f, {}, &probe).ok());
     {
       ScopedRange r(&probe, "optimizer");

@@ -119,14 +119,16 @@ TEST(Bf16Activations, HalvesTheActivationBuffers) {
   ASSERT_EQ(fp32.error, "");
   ASSERT_EQ(bf16.error, "");
   // What keeps its size whatever the activation type: ids/targets (int), LayerNorm mean/rstd,
-  // flash's logsumexp (per layer) and D (one scratch), losses, row max and the packed softmax stats.
+  // flash's logsumexp (per layer) and D (one scratch), losses, row max, the packed softmax stats and
+  // the classifier's partials.
   const GPT2::Options o = tiny_options(ActType::kF32);
   const size_t N = size_t(o.batch) * o.seq_len, L = o.config.num_layers;
   const size_t rows = size_t(o.batch) * o.config.num_heads * o.seq_len;
   const size_t fixed = 2 * N * sizeof(int) +                      // ids, targets
                        (4 * L + 2) * N * sizeof(float) +          // ln1/ln2 mean+rstd per block, ln_f's
                        (L + 1) * rows * sizeof(float) +           // flash saved per layer + scratch
-                       (N + N + 2 * N) * sizeof(float);           // losses, row_max, stats
+                       (N + N + 2 * N) * sizeof(float) +          // losses, row_max, stats
+                       3 * N * sizeof(float);                     // the fused classifier's partials (TP=1)
   ASSERT_GT(fp32.activation_bytes, fixed);
   EXPECT_EQ(bf16.activation_bytes - fixed, (fp32.activation_bytes - fixed) / 2);
 }

@@ -31,7 +31,7 @@ inline LossTrajectory loss_trajectory(Ops& ops, const GPT2::Options& o, int step
     std::uniform_int_distribution<int> id(0, o.config.vocab_size - 1);
     for (size_t i = 0; i < N; i++) in[i] = id(rng), tg[i] = id(rng);
     (*model)->params().zero_grads();
-    auto stats = (*model)->forward(in.data(), tg.data(), nullptr);
+    auto stats = (*model)->forward(in.data(), tg.data(), nullptr, /*backward_loss_scale=*/1.0f);
     if (!stats.ok()) return {stats.status().to_string(), t.losses};
     t.losses.push_back(stats->loss);
     if (Status s = (*model)->backward(1.0f, {}, nullptr); !s.ok()) return {s.to_string(), t.losses};

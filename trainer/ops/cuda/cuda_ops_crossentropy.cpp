@@ -7,28 +7,17 @@
 #include "ops/cuda/cuda_ops.h"
 
 namespace gpt2::cuda {
-namespace {
-
-// Logits as the kernels' element type: bf16 activations run the __nv_bfloat16 instantiation.
-const __nv_bfloat16* as_bf16(ConstActPtr p) { return static_cast<const __nv_bfloat16*>(p.data()); }
-__nv_bfloat16* as_bf16(ActPtr p) { return static_cast<__nv_bfloat16*>(p.data()); }
-const float* as_f32(ConstActPtr p) { return static_cast<const float*>(p.data()); }
-float* as_f32(ActPtr p) { return static_cast<float*>(p.data()); }
-bool is_bf16(ConstActPtr p) { return p.type() == ActType::kBF16; }
-
-}  // namespace
-
 void CudaOps::logits_row_max(float* row_max, ConstActPtr logits, int N, const VocabShardMap& shard) {
   const ShardParams sp = shard_params(shard);
-  RS_CUDA_OP_MUST(is_bf16(logits) ? launch_logits_row_max(row_max, as_bf16(logits), N, sp, stream_)
-                                  : launch_logits_row_max(row_max, as_f32(logits), N, sp, stream_));
+  RS_CUDA_OP_MUST((logits.type() == ActType::kBF16) ? launch_logits_row_max(row_max, act_bf16(logits), N, sp, stream_)
+                                  : launch_logits_row_max(row_max, act_f32(logits), N, sp, stream_));
 }
 void CudaOps::softmax_stats(float* stats, ConstActPtr logits, const float* row_max, const int* targets,
                             int N, const VocabShardMap& shard) {
   const ShardParams sp = shard_params(shard);
-  RS_CUDA_OP_MUST(is_bf16(logits)
-                      ? launch_softmax_stats(stats, as_bf16(logits), row_max, targets, N, sp, stream_)
-                      : launch_softmax_stats(stats, as_f32(logits), row_max, targets, N, sp, stream_));
+  RS_CUDA_OP_MUST((logits.type() == ActType::kBF16)
+                      ? launch_softmax_stats(stats, act_bf16(logits), row_max, targets, N, sp, stream_)
+                      : launch_softmax_stats(stats, act_f32(logits), row_max, targets, N, sp, stream_));
 }
 void CudaOps::crossentropy_losses(float* losses, const float* stats, const float* row_max, int N) {
   RS_CUDA_OP_MUST(launch_crossentropy_losses(losses, stats, row_max, N, stream_));
@@ -37,18 +26,18 @@ void CudaOps::crossentropy_backward_inplace(ActPtr logits, const float* row_max,
                                             const int* targets, float dloss, int N,
                                             const VocabShardMap& shard) {
   const ShardParams sp = shard_params(shard);
-  RS_CUDA_OP_MUST(is_bf16(logits) ? launch_crossentropy_backward_inplace(as_bf16(logits), row_max, stats, targets,
+  RS_CUDA_OP_MUST((logits.type() == ActType::kBF16) ? launch_crossentropy_backward_inplace(act_bf16(logits), row_max, stats, targets,
                                                                          dloss, N, sp, stream_)
-                                  : launch_crossentropy_backward_inplace(as_f32(logits), row_max, stats, targets,
+                                  : launch_crossentropy_backward_inplace(act_f32(logits), row_max, stats, targets,
                                                                          dloss, N, sp, stream_));
 }
 
 void CudaOps::crossentropy_partials(float* partials, ConstActPtr logits, const int* targets, int N,
                                     const VocabShardMap& shard) {
   const ShardParams sp = shard_params(shard);
-  RS_CUDA_OP_MUST(is_bf16(logits)
-                      ? launch_crossentropy_partials(partials, as_bf16(logits), targets, N, sp, stream_)
-                      : launch_crossentropy_partials(partials, as_f32(logits), targets, N, sp, stream_));
+  RS_CUDA_OP_MUST((logits.type() == ActType::kBF16)
+                      ? launch_crossentropy_partials(partials, act_bf16(logits), targets, N, sp, stream_)
+                      : launch_crossentropy_partials(partials, act_f32(logits), targets, N, sp, stream_));
 }
 void CudaOps::crossentropy_combine(float* row_max, float* stats, const float* gathered, int tp_size, int N) {
   RS_CUDA_OP_MUST(launch_crossentropy_combine(row_max, stats, gathered, tp_size, N, stream_));
@@ -57,10 +46,10 @@ void CudaOps::crossentropy_loss_backward_inplace(float* losses, ActPtr logits, c
                                                  const float* stats, const int* targets, float dloss, int N,
                                                  const VocabShardMap& shard) {
   const ShardParams sp = shard_params(shard);
-  RS_CUDA_OP_MUST(is_bf16(logits)
-                      ? launch_crossentropy_loss_backward_inplace(losses, as_bf16(logits), row_max, stats,
+  RS_CUDA_OP_MUST((logits.type() == ActType::kBF16)
+                      ? launch_crossentropy_loss_backward_inplace(losses, act_bf16(logits), row_max, stats,
                                                                   targets, dloss, N, sp, stream_)
-                      : launch_crossentropy_loss_backward_inplace(losses, as_f32(logits), row_max, stats,
+                      : launch_crossentropy_loss_backward_inplace(losses, act_f32(logits), row_max, stats,
                                                                   targets, dloss, N, sp, stream_));
 }
 

@@ -16,16 +16,13 @@
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
+#include "ops/cuda/kernels/element_type.cuh"
 
 namespace gpt2::cuda {
 namespace {
 
 constexpr int kBlock = 512;
 
-__device__ __forceinline__ float load_f(const float* p) { return *p; }
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
 
 // row_max (N) = max over logits (N,Vl) real columns.
 template <class E>
@@ -33,7 +30,7 @@ __global__ void logits_row_max_kernel(float* row_max, const E* logits, ShardPara
   __shared__ float shared[32];
   const E* l = logits + static_cast<size_t>(blockIdx.x) * shard.local_rows;
   float m = -INFINITY;
-  for (int j = threadIdx.x; j < shard.real_cols; j += blockDim.x) m = fmaxf(m, load_f(l + j));
+  for (int j = threadIdx.x; j < shard.real_cols; j += blockDim.x) m = fmaxf(m, load_f32(l + j));
   m = block_max(m, shared);
   if (threadIdx.x == 0) row_max[blockIdx.x] = m;
 }
@@ -47,12 +44,12 @@ __global__ void softmax_stats_kernel(float* stats, const E* logits, const float*
   const E* l = logits + static_cast<size_t>(n) * shard.local_rows;
   const float m = row_max[n];
   float s = 0.0f;
-  for (int j = threadIdx.x; j < shard.real_cols; j += blockDim.x) s += expf(load_f(l + j) - m);
+  for (int j = threadIdx.x; j < shard.real_cols; j += blockDim.x) s += expf(load_f32(l + j) - m);
   s = block_sum(s, shared);
   if (threadIdx.x == 0) {
     const DeviceShardRow sr = shard_row(targets[n], shard);
     stats[n] = s;
-    stats[N + n] = sr.owned ? load_f(l + sr.row) : 0.0f;  // a select: 0 * NaN is NaN
+    stats[N + n] = sr.owned ? load_f32(l + sr.row) : 0.0f;  // a select: 0 * NaN is NaN
   }
 }
 
@@ -68,7 +65,7 @@ __global__ void crossentropy_partials_kernel(float* partials, const E* logits, c
   const E* l = logits + static_cast<size_t>(n) * shard.local_rows;
   float m = -INFINITY, s = 0.0f;
   for (int j = threadIdx.x; j < shard.real_cols; j += blockDim.x) {
-    const float x = load_f(l + j);
+    const float x = load_f32(l + j);
     if (x > m) {
       s = s * expf(m - x) + 1.0f;  // expf(-inf) = 0 on the first column
       m = x;
@@ -83,7 +80,7 @@ __global__ void crossentropy_partials_kernel(float* partials, const E* logits, c
     const DeviceShardRow sr = shard_row(targets[n], shard);
     partials[n] = block_m;
     partials[N + n] = block_s;
-    partials[2 * N + n] = sr.owned ? load_f(l + sr.row) : 0.0f;  // a select: 0 * NaN is NaN
+    partials[2 * N + n] = sr.owned ? load_f32(l + sr.row) : 0.0f;  // a select: 0 * NaN is NaN
   }
 }
 
@@ -130,10 +127,10 @@ __global__ void crossentropy_backward_kernel(float* losses, E* logits, const flo
   for (int j = threadIdx.x; j < shard.local_rows; j += blockDim.x) {
     float v = 0.0f;
     if (j < shard.real_cols) {
-      v = expf(load_f(l + j) - m) * inv * dloss;
+      v = expf(load_f32(l + j) - m) * inv * dloss;
       if (j == target_col) v -= dloss;
     }
-    store_f(l + j, v);
+    store_f32(l + j, v);
   }
 }
 
