@@ -33,10 +33,10 @@ constexpr const char* kHelp =
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
-  const std::string memory =
-      r.memory_exponent ? ", memory grows as T^" + std::to_string(*r.memory_exponent).substr(0, 3) : std::string();
+  char memory[48] = "";
+  if (r.memory_exponent) std::snprintf(memory, sizeof memory, ", memory grows as T^%.1f", *r.memory_exponent);
   std::fprintf(out, "rankscope scaling: %s (%zu points, attention %s%s)\n", r.sweep_dir.c_str(), r.points.size(),
-               r.attention.c_str(), memory.c_str());
+               r.attention.c_str(), memory);
   std::fprintf(out, "%8s %10s %12s %12s\n", "T", "step ms", "tokens/s", "peak MiB");
   for (const auto& p : r.points) {
     std::fprintf(out, "%8lld %10.2f %12.0f %12s\n", (long long)p.seq_len, p.step_ms, p.tokens_per_s,
