@@ -1,6 +1,6 @@
 // gpt2_attention_kind_test.cpp — the whole model with --attention flash trains like naive: the tiny
 // model's 5 AdamW steps give the same losses (|diff| <= 1e-5, the losses are ~7) and gradients
-// (max |diff| <= 1e-5 * max |grad|) on one rank, and with TP=2 over threads flash reproduces TP=1
+// (max |diff| <= 3e-5 * max |grad|, see below) on one rank, and with TP=2 over threads flash reproduces TP=1
 // flash the same way; flash keeps fewer activation bytes, by exactly the (B,NH,T,T) buffers.
 #include <gtest/gtest.h>
 
