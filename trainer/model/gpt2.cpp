@@ -7,8 +7,9 @@
 //   ln_2 -> [f] c_fc (column) -> GELU -> c_proj (row) -> [g: all-reduce] + bias -> residual
 // Backward: [f] becomes an all-reduce of the LayerNorm-output gradient, [g] an identity.
 // Embedding: each rank looks up the ids it owns (0 for foreign ones), all-reduce, + wpe.
-// Head: logits over the local vocab shard; cross-entropy with a max all-reduce and one packed sum
-// all-reduce; the LM head shares wte, so wte's gradient is final only after backward/embed.
+// Head: logits over the local vocab shard; the fused classifier: each shard's (max, sum exp, target
+// logit) partials, one all_gather, a combine, then losses and dlogits in one pass (when forward knows
+// the backward's loss scale); the LM head shares wte, so wte's gradient is final only after backward/embed.
 #include "model/gpt2.h"
 
 #include <fmt/format.h>
