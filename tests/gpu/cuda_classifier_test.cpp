@@ -46,43 +46,6 @@ struct Case {
 
 VocabShardMap shard_of(const Case& c, int rank) { return {c.strided, c.tp, rank, c.Vp / c.tp, c.V}; }
 
-// Logits (N, Vl) of one rank in a backend buffer of the activation type.
-class DeviceLogits {
- public:
-  DeviceLogits(Ops& ops, const std::vector<float>& host, ActType type) : ops_(ops), n_(host.size()), type_(type) {
-    const size_t bytes = n_ * (type == ActType::kBF16 ? 2 : 4);
-    ptr_ = ops_.alloc(bytes);
-    if (type == ActType::kBF16) {
-      std::vector<uint16_t> h(n_);
-      for (size_t i = 0; i < n_; i++) h[i] = float_to_bf16(host[i]);
-      ops_.copy_from_host(ptr_, h.data(), bytes);
-    } else {
-      ops_.copy_from_host(ptr_, host.data(), bytes);
-    }
-  }
-  ~DeviceLogits() { ops_.release(ptr_); }
-  DeviceLogits(const DeviceLogits&) = delete;
-  DeviceLogits& operator=(const DeviceLogits&) = delete;
-  ActPtr act() const { return ActPtr(ptr_, type_); }
-  std::vector<float> host() const {  // widened to fp32
-    std::vector<float> out(n_);
-    if (type_ == ActType::kBF16) {
-      std::vector<uint16_t> h(n_);
-      ops_.copy_to_host(h.data(), ptr_, n_ * 2);
-      for (size_t i = 0; i < n_; i++) out[i] = bf16_to_float(h[i]);
-    } else {
-      ops_.copy_to_host(out.data(), ptr_, n_ * 4);
-    }
-    return out;
-  }
-
- private:
-  Ops& ops_;
-  size_t n_;
-  ActType type_;
-  void* ptr_ = nullptr;
-};
-
 // Per-rank logits with NaN in padding columns; bf16-exact when `type` is bf16, so the CPU oracle
 // (fp32) and the GPU read the same values.
 std::vector<std::vector<float>> make_logits(const Case& c, ActType type, uint32_t seed) {
@@ -110,12 +73,12 @@ Outcome run_fused(Ops& ops, const Case& c, const std::vector<std::vector<float>>
   const int N = c.N;
   const size_t n3 = 3 * static_cast<size_t>(N);
   Buffer<int> tg(ops, targets);
-  std::vector<std::unique_ptr<DeviceLogits>> dl;
+  std::vector<std::unique_ptr<gputest::ActBuffer>> dl;
   std::vector<float> gathered;
   for (int r = 0; r < c.tp; r++) {
-    dl.push_back(std::make_unique<DeviceLogits>(ops, logits[r], type));
+    dl.push_back(std::make_unique<gputest::ActBuffer>(ops, logits[r], type));
     Buffer<float> part(ops, n3);
-    ops.crossentropy_partials(part.get(), dl[r]->act(), tg.get(), N, shard_of(c, r));
+    ops.crossentropy_partials(part.get(), dl[r]->ptr(), tg.get(), N, shard_of(c, r));
     const std::vector<float> h = part.host();
     gathered.insert(gathered.end(), h.begin(), h.end());
   }
@@ -123,7 +86,7 @@ Outcome run_fused(Ops& ops, const Case& c, const std::vector<std::vector<float>>
   ops.crossentropy_combine(row_max.get(), stats.get(), g.get(), c.tp, N);
   Outcome out;
   for (int r = 0; r < c.tp; r++) {
-    ops.crossentropy_loss_backward_inplace(losses.get(), dl[r]->act(), row_max.get(), stats.get(), tg.get(), kDloss,
+    ops.crossentropy_loss_backward_inplace(losses.get(), dl[r]->ptr(), row_max.get(), stats.get(), tg.get(), kDloss,
                                            N, shard_of(c, r));
     out.dlogits.push_back(dl[r]->host());
   }
@@ -136,19 +99,19 @@ Outcome run_unfused(Ops& ops, const Case& c, const std::vector<std::vector<float
                     const std::vector<int>& targets) {
   const int N = c.N;
   Buffer<int> tg(ops, targets);
-  std::vector<std::unique_ptr<DeviceLogits>> dl;
+  std::vector<std::unique_ptr<gputest::ActBuffer>> dl;
   std::vector<float> mx(N, -INFINITY), st(2 * static_cast<size_t>(N), 0.0f);
   for (int r = 0; r < c.tp; r++) {
-    dl.push_back(std::make_unique<DeviceLogits>(ops, logits[r], type));
+    dl.push_back(std::make_unique<gputest::ActBuffer>(ops, logits[r], type));
     Buffer<float> m(ops, N);
-    ops.logits_row_max(m.get(), dl[r]->act(), N, shard_of(c, r));
+    ops.logits_row_max(m.get(), dl[r]->ptr(), N, shard_of(c, r));
     const std::vector<float> h = m.host();
     for (int n = 0; n < N; n++) mx[n] = std::max(mx[n], h[n]);
   }
   Buffer<float> row_max(ops, mx);
   for (int r = 0; r < c.tp; r++) {
     Buffer<float> s(ops, 2 * static_cast<size_t>(N));
-    ops.softmax_stats(s.get(), dl[r]->act(), row_max.get(), tg.get(), N, shard_of(c, r));
+    ops.softmax_stats(s.get(), dl[r]->ptr(), row_max.get(), tg.get(), N, shard_of(c, r));
     const std::vector<float> h = s.host();
     for (size_t i = 0; i < h.size(); i++) st[i] += h[i];
   }
@@ -156,7 +119,7 @@ Outcome run_unfused(Ops& ops, const Case& c, const std::vector<std::vector<float
   ops.crossentropy_losses(losses.get(), stats.get(), row_max.get(), N);
   Outcome out;
   for (int r = 0; r < c.tp; r++) {
-    ops.crossentropy_backward_inplace(dl[r]->act(), row_max.get(), stats.get(), tg.get(), kDloss, N, shard_of(c, r));
+    ops.crossentropy_backward_inplace(dl[r]->ptr(), row_max.get(), stats.get(), tg.get(), kDloss, N, shard_of(c, r));
     out.dlogits.push_back(dl[r]->host());
   }
   out.losses = losses.host();
@@ -180,17 +143,7 @@ Outcome run_unfused(Ops& ops, const Case& c, const std::vector<std::vector<float
   return ::testing::AssertionSuccess();
 }
 
-class CudaClassifierTest : public ::testing::TestWithParam<Case> {
- public:
-  void SetUp() override {
-    RS_SKIP_WITHOUT_CUDA();
-    auto gpu = make_cuda_ops({});
-    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
-    gpu_ = std::move(gpu).value();
-    cpu_ = make_cpu_ops();
-  }
-  std::unique_ptr<Ops> cpu_, gpu_;
-};
+class CudaClassifierTest : public gputest::CpuAndGpu<::testing::TestWithParam<Case>> {};
 
 TEST_P(CudaClassifierTest, FusedMatchesUnfusedAndTheCpuInFp32) {
   const Case c = GetParam();

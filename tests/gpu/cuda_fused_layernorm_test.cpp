@@ -43,18 +43,10 @@ struct Shape {
   int N, C;
 };
 
-std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); i++) out[i] = float_to_bf16(v[i]);
-  return out;
-}
-std::vector<float> from_bf16(const std::vector<uint16_t>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); i++) out[i] = bf16_to_float(v[i]);
-  return out;
-}
+using gputest::from_bf16;
+using gputest::to_bf16;
 // Values a bf16 buffer can hold exactly, so the CPU (fp32) sees the very inputs the GPU does.
-std::vector<float> bf16_exact(const std::vector<float>& v) { return from_bf16(to_bf16(v)); }
+std::vector<float> bf16_exact(const std::vector<float>& v) { return gputest::round_to_bf16(v); }
 
 ::testing::AssertionResult bitwise_equal(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return ::testing::AssertionFailure() << "sizes differ";
@@ -122,17 +114,7 @@ void expect_same_bits(const Forward& fused, const Forward& composed) {
   EXPECT_TRUE(bitwise_equal(fused.rstd, composed.rstd)) << "rstd, fused vs composed";
 }
 
-class CudaFusedLayerNorm : public ::testing::TestWithParam<Shape> {
- protected:
-  void SetUp() override {
-    RS_SKIP_WITHOUT_CUDA();
-    auto made = make_cuda_ops({});
-    ASSERT_TRUE(made.ok()) << made.status().to_string();
-    gpu_ = std::move(made).value();
-    cpu_ = make_cpu_ops();
-  }
-  std::unique_ptr<Ops> gpu_, cpu_;
-};
+class CudaFusedLayerNorm : public gputest::CpuAndGpu<::testing::TestWithParam<Shape>> {};
 
 TEST_P(CudaFusedLayerNorm, Fp32FusedEqualsComposedAndTheCpu) {
   const Shape s = GetParam();

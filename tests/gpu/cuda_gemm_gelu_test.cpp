@@ -31,54 +31,20 @@ using gputest::all_close;
 using gputest::Buffer;
 using gputest::random_floats;
 
-std::vector<float> round_bf16(std::vector<float> v) {
-  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  return v;
-}
-std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); i++) out[i] = float_to_bf16(v[i]);
-  return out;
-}
-std::vector<float> from_bf16(const std::vector<uint16_t>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); i++) out[i] = bf16_to_float(v[i]);
-  return out;
-}
-
-// An activation buffer on the GPU holding `host` as fp32 or bf16 (the other type's buffer is a
-// one-element placeholder).
-class Act {
- public:
-  Act(Ops& ops, const std::vector<float>& host, ActType type)
-      : type_(type), f32_(ops, type == ActType::kF32 ? host : std::vector<float>(1)),
-        b16_(ops, type == ActType::kBF16 ? to_bf16(host) : std::vector<uint16_t>(1)) {}
-  ActPtr ptr() { return type_ == ActType::kF32 ? ActPtr(f32_.get()) : ActPtr(b16_.get(), ActType::kBF16); }
-  std::vector<float> host() const { return type_ == ActType::kF32 ? f32_.host() : from_bf16(b16_.host()); }
-
- private:
-  ActType type_;
-  Buffer<float> f32_;
-  Buffer<uint16_t> b16_;
-};
+using gputest::round_to_bf16;
+// An activation buffer on the GPU holding `host` as fp32 or bf16.
+using Act = gputest::ActBuffer;
 
 // MLP shapes, small: rows N, in C, out OC (multiples of 8: the GELU epilogues' aux ld rule).
 constexpr int kN = 64, kC = 64, kOC = 256;
 
-class CudaGemmGeluTest : public ::testing::TestWithParam<ActType> {
+class CudaGemmGeluTest : public gputest::CpuAndGpu<::testing::TestWithParam<ActType>> {
  public:
-  void SetUp() override {
-    RS_SKIP_WITHOUT_CUDA();
-    auto gpu = make_cuda_ops({});
-    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
-    gpu_ = std::move(gpu).value();
-    cpu_ = make_cpu_ops();
-  }
   bool bf16() const { return GetParam() == ActType::kBF16; }
   // Inputs as the GEMM will see them (bf16-rounded in bf16 mode), scaled so outputs are O(1).
   std::vector<float> input(size_t n, uint32_t seed, float scale = 1.0f) const {
     auto v = random_floats(n, seed, scale);
-    return bf16() ? round_bf16(v) : v;
+    return bf16() ? round_to_bf16(v) : v;
   }
   // Tolerance of a bf16 output rounded once, or fp32.
   double atol1() const { return bf16() ? 1e-3 : 1e-4; }
@@ -86,8 +52,6 @@ class CudaGemmGeluTest : public ::testing::TestWithParam<ActType> {
   // Where one side rounds a bf16 intermediate the other keeps in fp32.
   double atol2() const { return bf16() ? 1e-2 : 1e-4; }
   double rtol2() const { return bf16() ? 2e-2 : 1e-4; }
-
-  std::unique_ptr<Ops> cpu_, gpu_;
 };
 
 TEST_P(CudaGemmGeluTest, MatmulForwardAndBackwardMatchCpu) {
@@ -111,7 +75,7 @@ TEST_P(CudaGemmGeluTest, MatmulForwardAndBackwardMatchCpu) {
   EXPECT_TRUE(all_close(g_db.host(), db_c, 1e-4, 1e-4)) << "dbias";
 
   // The row-parallel bias add.
-  const std::vector<float> base = bf16() ? round_bf16(out_c) : out_c;
+  const std::vector<float> base = bf16() ? round_to_bf16(out_c) : out_c;
   std::vector<float> added = base;
   cpu_->add_bias(added.data(), bias.data(), kN, kOC);
   Act g_added(*gpu_, base, t);
@@ -159,7 +123,7 @@ TEST_P(CudaGemmGeluTest, FusedBackwardMatchesComposedAndCpu) {
   const auto pre = input(kN * F, 12), w = input(C * F, 13, 1.0f / 16), dout = input(kN * C, 14);
   std::vector<float> inp(kN * F);
   cpu_->gelu_forward(inp.data(), pre.data(), inp.size());
-  if (bf16()) inp = round_bf16(inp);
+  if (bf16()) inp = round_to_bf16(inp);
   const auto dw0 = random_floats(C * F, 15), db0 = random_floats(C, 16);
   std::vector<float> dpre_c(kN * F), dw_c = dw0, db_c = db0;
   cpu_->matmul_backward_dgelu(dpre_c.data(), dw_c.data(), db_c.data(), dout.data(), inp.data(), w.data(),

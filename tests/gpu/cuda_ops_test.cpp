@@ -33,22 +33,13 @@ struct Both {
   Buffer<T> c, g;
 };
 
-class CudaOpsTest : public ::testing::Test {
+class CudaOpsTest : public gputest::CpuAndGpu<> {
  public:
-  void SetUp() override {
-    RS_SKIP_WITHOUT_CUDA();
-    auto gpu = make_cuda_ops({});
-    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
-    gpu_ = std::move(gpu).value();
-    cpu_ = make_cpu_ops();
-  }
   Ops& ops(bool gpu) { return gpu ? *gpu_ : *cpu_; }
   template <class T>
   Both<T> both(const std::vector<T>& host) {
     return Both<T>(*cpu_, *gpu_, host);
   }
-
-  std::unique_ptr<Ops> cpu_, gpu_;
 };
 
 // Shards with padding: V = 1000 real tokens, Vp = 1024.

@@ -1,5 +1,6 @@
-// gpu_test_util.h — shared pieces of the GPU tests: skip without a device, move host vectors in and
-// out of an Ops backend, random inputs, and a tolerance comparison that names the worst element.
+// gpu_test_util.h — shared pieces of the GPU tests: skip without a device, a fixture holding the CPU
+// oracle and the CUDA backend, move host vectors in and out of an Ops backend (also as bf16
+// activations), random inputs, and a tolerance comparison that names the worst element.
 // Is not: a test. Includes no CUDA header (tests talk to the backend through ops.h only).
 #pragma once
 
@@ -8,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "model/ops.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/cuda/cuda_backend.h"
 
 // Ends the current test as skipped (with the probe's one-line reason) when no CUDA device is usable.
@@ -51,6 +54,76 @@ class Buffer {
   Ops& ops_;
   size_t n_;
   T* ptr_ = nullptr;
+};
+
+// bf16 on the host, element by element (rankscope/format/bfloat16.h): the GPU's rounding.
+inline std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); i++) out[i] = float_to_bf16(v[i]);
+  return out;
+}
+inline std::vector<float> from_bf16(const std::vector<uint16_t>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); i++) out[i] = bf16_to_float(v[i]);
+  return out;
+}
+// Values a bf16 buffer holds exactly, so the CPU oracle (fp32) reads the very inputs the GPU does.
+// NaN stays NaN.
+inline std::vector<float> round_to_bf16(std::vector<float> v) {
+  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+  return v;
+}
+
+// An activation buffer in a backend holding `host` as `type` (bf16: rounded); host() widens back.
+class ActBuffer {
+ public:
+  ActBuffer(Ops& ops, const std::vector<float>& host, ActType type)
+      : ops_(ops), n_(host.size()), type_(type), ptr_(ops.alloc(n_ * act_type_bytes(type))) {
+    if (n_ == 0) return;
+    if (type == ActType::kBF16) {
+      ops_.copy_from_host(ptr_, to_bf16(host).data(), n_ * 2);
+    } else {
+      ops_.copy_from_host(ptr_, host.data(), n_ * 4);
+    }
+  }
+  ~ActBuffer() { ops_.release(ptr_); }
+  ActBuffer(const ActBuffer&) = delete;
+  ActBuffer& operator=(const ActBuffer&) = delete;
+
+  ActPtr ptr() const { return ActPtr(ptr_, type_); }
+  std::vector<float> host() const {
+    if (type_ == ActType::kF32) {
+      std::vector<float> out(n_);
+      if (n_ > 0) ops_.copy_to_host(out.data(), ptr_, n_ * 4);
+      return out;
+    }
+    std::vector<uint16_t> narrow(n_);
+    if (n_ > 0) ops_.copy_to_host(narrow.data(), ptr_, n_ * 2);
+    return from_bf16(narrow);
+  }
+
+ private:
+  Ops& ops_;
+  size_t n_;
+  ActType type_;
+  void* ptr_;
+};
+
+// A fixture base with the CPU oracle and the CUDA backend (default options); skips without a device.
+// Base: ::testing::Test, or ::testing::TestWithParam<P> for parameterised suites.
+template <class Base = ::testing::Test>
+class CpuAndGpu : public Base {
+ public:
+  void SetUp() override {
+    RS_SKIP_WITHOUT_CUDA();
+    auto gpu = make_cuda_ops({});
+    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+    gpu_ = std::move(gpu).value();
+    cpu_ = make_cpu_ops();
+  }
+
+ protected:
+  std::unique_ptr<Ops> cpu_, gpu_;
 };
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
