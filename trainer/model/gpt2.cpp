@@ -124,20 +124,19 @@ struct GPT2::Impl {
     for (void* p : allocations) ops.release(p);
     if (router_bias) ops.release(router_bias);
   }
+  // Backend memory that lives as long as the model, counted in activation_bytes().
+  void* take_bytes(size_t bytes) {
+    void* p = ops.alloc(bytes);
+    allocations.push_back(p);
+    activation_bytes += bytes;
+    return p;
+  }
   template <class E>
   E* take(size_t count) {
-    void* p = ops.alloc(count * sizeof(E));
-    allocations.push_back(p);
-    activation_bytes += count * sizeof(E);
-    return static_cast<E*>(p);
+    return static_cast<E*>(take_bytes(count * sizeof(E)));
   }
   // An activation buffer of `count` elements of the model's activation type.
-  ActPtr take_act(size_t count) {
-    void* p = ops.alloc(count * act_type_bytes(act_type));
-    allocations.push_back(p);
-    activation_bytes += count * act_type_bytes(act_type);
-    return {p, act_type};
-  }
+  ActPtr take_act(size_t count) { return {take_bytes(count * act_type_bytes(act_type)), act_type}; }
   const char* range(int layer, Range r) const { return range_names[layer][r].c_str(); }
 };
 
@@ -490,7 +489,8 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
         a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
         a.miscount = {};
       }
-      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out.f32("MoE forward"), b.ln2.f32("MoE forward"), a.moe_w[l], a.router_bias, probe));
+      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out.f32("MoE forward"), b.ln2.f32("MoE forward"),
+                                                         a.moe_w[l], a.router_bias, probe));
       out.moe_routed.resize(ms.routed.size(), 0);
       for (size_t e = 0; e < ms.routed.size(); e++) out.moe_routed[e] += ms.routed[e];
       out.moe_received += ms.received;
@@ -633,7 +633,8 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
       }
       // Every TP rank ran the whole layer, so dln is complete here: no [f] all-reduce.
       ops_.fill_zero(a.dln.data(), a.dln.bytes(NC));
-      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln.f32("MoE backward"), a.dresidual.f32("MoE backward"), b.ln2.f32("MoE backward"), a.moe_w[l], a.moe_g[l], loss_scale, probe));
+      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln.f32("MoE backward"), a.dresidual.f32("MoE backward"),
+                                            b.ln2.f32("MoE backward"), a.moe_w[l], a.moe_g[l], loss_scale, probe));
       const int local = static_cast<int>(a.moe_w[l].fc_w.size());
       for (int j = local - 1; j >= 0; j--)
         for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)
