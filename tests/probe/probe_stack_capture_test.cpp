@@ -1,15 +1,31 @@
 // probe_stack_capture_test.cpp — stacks of another process, written by eu-stack or gdb, name its
-// functions; a missing tool falls through to the next; no tool at all is an error.
+// functions; a missing tool falls through to the next; no tool at all is an error. Without either
+// tool, the in-process capture names the stuck function of the stuck thread (also from the
+// watchdog with an empty PATH), bounds its wait on a thread that cannot answer, and leaves the
+// program as it was: errno, other handlers, the signal's disposition, a handler already on the
+// signal it would have picked.
 #include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "../../probe/src/symbolizer.h"
+#include "../../probe/src/thread_stacks.h"
 #include "probe_test_util.h"
+#include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/run_directory_layout.h"
 #include "rankscope/probe/stack_capture.h"
 
 namespace rankscope::probe {
@@ -98,6 +114,329 @@ TEST(ProbeStackCapture, NoUsableToolIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("rankscope-no-such-tool: not found"), std::string::npos)
       << r.status().message();
+}
+
+
+// ---- in-process capture: no eu-stack, no gdb -------------------------------------------------
+
+int this_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
+
+// A thread parked in a named, non-inlined function on a condition variable until released.
+class StuckThread {
+ public:
+  StuckThread() {
+    thread_ = std::thread([this] { rankscope_test_thread_stuck_on_condition(); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return tid_ != 0; });
+  }
+  ~StuckThread() { release(); }
+  // Wakes the thread and joins it; afterwards errno_after_wake() is what its errno was on waking.
+  void release() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  int tid() const { return tid_; }
+  int errno_after_wake() const { return errno_after_wake_; }
+
+  __attribute__((noinline)) void rankscope_test_thread_stuck_on_condition() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    tid_ = this_tid();
+    cv_.notify_all();
+    errno = 4321;  // must survive any signal delivered while waiting
+    cv_.wait(lock, [this] { return released_; });
+    errno_after_wake_ = errno;
+    asm volatile("" ::: "memory");  // keeps this frame a real call, not a tail call
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int tid_ = 0;
+  bool released_ = false;
+  int errno_after_wake_ = 0;
+  std::thread thread_;
+};
+
+// The text between "TID <tid>:" and the next "TID " line.
+std::string section_of_thread(const std::string& text, int tid) {
+  const std::string head = "TID " + std::to_string(tid) + ":\n";
+  size_t at = text.find(head);
+  if (at == std::string::npos) return "";
+  size_t end = text.find("\nTID ", at + head.size());
+  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST(ProbeStackCaptureInProcess, NamesTheStuckFunctionOfTheStuckThread) {
+  testing::ScratchDir dir;
+  StuckThread stuck;
+  StackCaptureRequest req;
+  req.pid = ::getpid();
+  req.output = dir.path() / "evidence" / "own.stacks.txt";
+  req.header = "# test header\n";
+  req.tools = {"rankscope-no-such-tool", "in-process"};
+  auto r = capture_native_stacks(req);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_text(req.output);
+  EXPECT_EQ(r->tool, "in-process");
+  std::string text = read_text(req.output);
+  EXPECT_EQ(text.rfind("# test header\n", 0), 0u) << text;
+  EXPECT_NE(text.find("# tool: in-process (pid " + std::to_string(::getpid())), std::string::npos) << text;
+  EXPECT_NE(text.find("PID " + std::to_string(::getpid()) + " - process\n"), std::string::npos) << text;
+  std::string thread = section_of_thread(text, stuck.tid());
+  EXPECT_NE(thread.find("rankscope_test_thread_stuck_on_condition"), std::string::npos) << text;
+  EXPECT_NE(thread.find("\n#0  0x"), std::string::npos) << thread;
+  // The capturing thread is in the dump too, inside the capture.
+  EXPECT_NE(section_of_thread(text, this_tid()).find("capture_native_stacks"), std::string::npos) << text;
+  std::printf("[ stacks ] in-process: symbolized stacks after %.3f s, with the detail pass %.3f s\n", r->elapsed_s,
+              r->total_s);
+}
+
+TEST(ProbeStackCaptureInProcess, OnlyForTheOwnProcess) {
+  testing::ScratchDir dir;
+  ParkedChild another_process;
+  StackCaptureRequest only_own{another_process.pid(), dir.path() / "child.stacks.txt", "", 10.0, {"in-process"}};
+  auto r = capture_native_stacks(only_own);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("is not this process"), std::string::npos) << r.status().message();
+}
+
+// Sets PATH to an empty directory for one scope, as on a GPU machine without elfutils or gdb.
+class EmptyPath {
+ public:
+  explicit EmptyPath(const std::filesystem::path& dir) {
+    if (const char* old = ::getenv("PATH")) saved_ = old;
+    ::setenv("PATH", dir.c_str(), 1);
+  }
+  ~EmptyPath() { ::setenv("PATH", saved_.c_str(), 1); }
+
+ private:
+  std::string saved_;
+};
+
+TEST(ProbeStackCaptureInProcess, WatchdogWithoutEuStackOrGdbNamesTheStuckThreadsFunction) {
+  testing::ScratchDir dir;
+  testing::ScratchDir empty_bin;
+  EmptyPath no_tools(empty_bin.path());
+  Options options = testing::test_options(dir.path());
+  options.watchdog_timeout_s = 1.0;  // the watchdog reports the collective below after a second
+  options.watchdog_poll_s = 0.05;
+  auto probe = Probe::create(options);
+  ASSERT_TRUE(probe.ok()) << probe.status().to_string();
+  const format::CollectiveDesc never_completes{format::CollectiveOp::kAllReduceSum, format::DataType::kFloat32, 256, 1024};
+  CollectiveHandle h = (*probe)->collective_enqueue((*probe)->register_comm("dp0", 2, 0), never_completes);
+  StuckThread stuck;  // the rank's "stuck" thread, parked while the collective never completes
+
+  // Waits (without a time assertion) for the watchdog's evidence to name the stuck function.
+  std::string stacks;
+  std::string stacks_file;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto fr = format::read_flight_recorder(format::flight_recorder_path(dir.path(), 0));
+    if (fr.ok() && !fr->watchdog.stacks_file.empty()) {
+      stacks_file = fr->watchdog.stacks_file;
+      stacks = read_text(dir.path() / stacks_file);
+      if (section_of_thread(stacks, stuck.tid()).find("rankscope_test_thread_stuck_on_condition") != std::string::npos)
+        break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(stacks_file.empty()) << "the watchdog recorded no stacks file";
+  EXPECT_NE(stacks.find("# rankscope watchdog stacks"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find("# tool: in-process"), std::string::npos) << stacks;
+  EXPECT_EQ(stacks.find("# tool: eu-stack"), std::string::npos) << stacks;
+  EXPECT_NE(section_of_thread(stacks, stuck.tid()).find("rankscope_test_thread_stuck_on_condition"), std::string::npos)
+      << stacks;
+  (*probe)->collective_complete(h);
+}
+
+// A thread in a ptrace stop takes no signal until its tracer lets it go: a thread that cannot
+// answer, made on purpose. The tracer is a forked child, killed (by pid) on destruction.
+class PtraceStoppedThread {
+ public:
+  explicit PtraceStoppedThread(int tid) {
+    int ready[2];
+    if (::pipe(ready) != 0) return;
+    const int parent = ::getpid();
+    tracer_ = ::fork();
+    if (tracer_ == 0) {
+      ::close(ready[0]);
+      char ok = ::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) == 0 && ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0
+                    ? 'y'
+                    : 'n';
+      if (::write(ready[1], &ok, 1) != 1) ::_exit(2);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char ok = 'n';
+    if (tracer_ > 0 && ::read(ready[0], &ok, 1) == 1 && ok == 'y') stopped_ = wait_for_trace_stop(parent, tid);
+    ::close(ready[0]);
+  }
+  ~PtraceStoppedThread() { release(); }
+  PtraceStoppedThread(const PtraceStoppedThread&) = delete;
+  PtraceStoppedThread& operator=(const PtraceStoppedThread&) = delete;
+  // Ends the tracer (our own child, by pid): the tracee is detached and resumes.
+  void release() {
+    if (tracer_ <= 0) return;
+    ::kill(tracer_, SIGKILL);
+    ::waitpid(tracer_, nullptr, 0);
+    tracer_ = -1;
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  static bool wait_for_trace_stop(int pid, int tid) {
+    const std::string stat = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
+    for (int i = 0; i < 5000; ++i) {
+      std::string text = read_text(stat);
+      size_t paren = text.rfind(')');
+      if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 't') return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+  int tracer_ = -1;
+  bool stopped_ = false;
+};
+
+std::atomic<int> g_usr1_calls{0};
+std::atomic<int> g_taken_signal_calls{0};
+void count_usr1(int) { g_usr1_calls.fetch_add(1); }
+void count_taken_signal(int) { g_taken_signal_calls.fetch_add(1); }
+
+TEST(ProbeStackCaptureInProcess, ManyThreadsBoundedWaitAndTheProgramUnharmed) {
+  // A handler the program already has on the signal the capture would try first, and one on SIGUSR1.
+  const int taken = SIGRTMAX - 1;
+  struct sigaction program_handler {};
+  program_handler.sa_handler = count_taken_signal;
+  struct sigaction old_taken {}, old_usr1 {};
+  ASSERT_EQ(::sigaction(taken, &program_handler, &old_taken), 0);
+  program_handler.sa_handler = count_usr1;
+  ASSERT_EQ(::sigaction(SIGUSR1, &program_handler, &old_usr1), 0);
+
+  // Busy threads watch their own errno and count their iterations.
+  constexpr int kBusy = 48;
+  constexpr int kParked = 48;
+  std::atomic<bool> stop{false};
+  std::atomic<int> errno_changed{0};
+  std::vector<std::atomic<long>> progress(kBusy);
+  std::vector<std::thread> busy;
+  for (int i = 0; i < kBusy; ++i) {
+    busy.emplace_back([&, i] {
+      errno = 777;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (errno != 777) errno_changed.fetch_add(1);
+        progress[i].fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::yield();
+      }
+    });
+  }
+  std::vector<std::unique_ptr<StuckThread>> parked;
+  for (int i = 0; i < kParked; ++i) parked.push_back(std::make_unique<StuckThread>());
+  PtraceStoppedThread cannot_answer(parked[0]->tid());
+
+  const double limit_s = 0.5;
+  auto stacks = capture_own_thread_stacks(limit_s);
+  ASSERT_TRUE(stacks.ok()) << stacks.status().to_string();
+  EXPECT_NE(stacks->signal, taken);
+  EXPECT_GE(stacks->threads.size(), static_cast<size_t>(1 + kBusy + kParked));
+  int captured = 0;
+  for (const ThreadStack& t : stacks->threads) {
+    if (t.outcome == ThreadStackOutcome::kCaptured) {
+      ++captured;
+      EXPECT_FALSE(t.frames.empty()) << t.tid;
+    }
+    if (t.tid == parked[0]->tid() && cannot_answer.stopped()) {
+      // The capture returned although this thread never answered: the wait is bounded.
+      EXPECT_EQ(t.outcome, ThreadStackOutcome::kNoAnswer);
+    }
+  }
+  EXPECT_GE(captured, 1 + kBusy + kParked - 1);
+  if (!cannot_answer.stopped()) std::printf("[ stacks ] ptrace not permitted here: no thread that cannot answer\n");
+  std::printf("[ stacks ] %zu threads, %d captured in %.3f s (answer limit %.1f s), signal %d\n",
+              stacks->threads.size(), captured, stacks->elapsed_s, limit_s, stacks->signal);
+
+  // The program goes on: the capture's signal is back to its default, the program's handlers are
+  // its own and were not called by the capture, every thread still runs, errno was kept.
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(stacks->signal, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
+  EXPECT_EQ(g_taken_signal_calls.load(), 0);
+  ASSERT_EQ(::sigaction(taken, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, count_taken_signal);
+  ::raise(SIGUSR1);
+  EXPECT_EQ(g_usr1_calls.load(), 1);
+
+  std::vector<long> seen(kBusy);
+  for (int i = 0; i < kBusy; ++i) seen[i] = progress[i].load();
+  for (int i = 0; i < kBusy; ++i)
+    while (progress[i].load() == seen[i]) std::this_thread::yield();  // each busy thread moves on
+  stop.store(true);
+  for (std::thread& t : busy) t.join();
+  EXPECT_EQ(errno_changed.load(), 0);
+  cannot_answer.release();
+  for (auto& p : parked) {
+    p->release();  // every parked thread wakes, its errno as it left it
+    EXPECT_EQ(p->errno_after_wake(), 4321);
+  }
+  ::sigaction(taken, &old_taken, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+}
+
+TEST(ProbeStackCaptureInProcess, TwoCapturesAtOnceBothSucceed) {
+  StuckThread stuck;
+  Result<OwnThreadStacks> first = internal_error("not run");
+  Result<OwnThreadStacks> second = internal_error("not run");
+  std::thread a([&] { first = capture_own_thread_stacks(5.0); });
+  std::thread b([&] { second = capture_own_thread_stacks(5.0); });
+  a.join();
+  b.join();
+  for (const Result<OwnThreadStacks>* r : {&first, &second}) {
+    ASSERT_TRUE(r->ok()) << r->status().to_string();
+    bool found = false;
+    for (const ThreadStack& t : (*r)->threads)
+      if (t.tid == stuck.tid()) found = t.outcome == ThreadStackOutcome::kCaptured && !t.frames.empty();
+    EXPECT_TRUE(found);
+  }
+}
+
+__attribute__((noinline)) uintptr_t rankscope_test_named_function_address() {
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+}
+
+__attribute__((noinline)) uintptr_t rankscope_test_symbolized_caller() {
+  uintptr_t ra = rankscope_test_named_function_address();
+  asm volatile("" ::: "memory");
+  return ra;
+}
+
+TEST(ProbeSymbolizer, ElfTablesNameAFunctionOfTheExecutable) {
+  // A return address inside rankscope_test_symbolized_caller, a local (not exported) symbol.
+  const uintptr_t inside = rankscope_test_symbolized_caller() - 1;
+  auto elf = make_elf_table_symbolizer();
+  FrameSymbol s = elf->symbolize(inside, false);
+  EXPECT_NE(s.function.find("rankscope_test_symbolized_caller"), std::string::npos) << s.function;
+  EXPECT_FALSE(s.module.empty());
+  EXPECT_EQ(elf->symbolize(0x10, false).function, "");  // nothing mapped there: no name, no crash
+}
+
+TEST(ProbeSymbolizer, LibdwNamesTheFunctionAndItsSourceLine) {
+  auto libdw = make_libdw_symbolizer();
+  if (!libdw) GTEST_SKIP() << "libdw.so.1 cannot be loaded here (or the build had no libdwfl.h)";
+  const uintptr_t inside = rankscope_test_symbolized_caller() - 1;
+  FrameSymbol s = libdw->symbolize(inside, true);
+  EXPECT_NE(s.function.find("rankscope_test_symbolized_caller"), std::string::npos) << s.function;
+  EXPECT_NE(s.source.find("probe_stack_capture_test.cpp:"), std::string::npos) << s.source;
+}
+
+TEST(ProbeSymbolizer, DemanglesAndKeepsSymbolVersions) {
+  EXPECT_EQ(demangle_symbol("_ZN9rankscope5probe3fooEv"), "rankscope::probe::foo()");
+  EXPECT_EQ(demangle_symbol("__libc_start_main@@GLIBC_2.34"), "__libc_start_main@@GLIBC_2.34");
+  EXPECT_EQ(demangle_symbol("_Z3barv@@V1"), "bar()@@V1");
 }
 
 }  // namespace
