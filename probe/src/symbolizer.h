@@ -5,6 +5,10 @@
 // so the probe links no elfutils library and runs where it is absent (GPU containers often lack it);
 // otherwise the ELF symbol tables (.symtab, else .dynsym) of the files in /proc/self/maps, then
 // dladdr() for what no file names (the vDSO). Is not: an unwinder (thread_stacks.h) or a formatter.
+//
+// Runs in the capturing thread after the program's threads have answered, and uses the loader and
+// the allocator; a program thread that holds the loader lock or a malloc arena forever would stall
+// it, which is one reason the outside tools (eu-stack, gdb) are tried first.
 #pragma once
 
 #include <cstdint>

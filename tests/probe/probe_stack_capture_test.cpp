@@ -23,6 +23,7 @@
 
 #include "../../probe/src/symbolizer.h"
 #include "../../probe/src/thread_stacks.h"
+#include "../../probe/src/thread_stacks_text.h"
 #include "probe_test_util.h"
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/run_directory_layout.h"
@@ -437,6 +438,67 @@ TEST(ProbeSymbolizer, DemanglesAndKeepsSymbolVersions) {
   EXPECT_EQ(demangle_symbol("_ZN9rankscope5probe3fooEv"), "rankscope::probe::foo()");
   EXPECT_EQ(demangle_symbol("__libc_start_main@@GLIBC_2.34"), "__libc_start_main@@GLIBC_2.34");
   EXPECT_EQ(demangle_symbol("_Z3barv@@V1"), "bar()@@V1");
+}
+
+// Names every address "f<hex>" in module "m" and remembers what it was asked.
+class RecordingSymbolizer final : public Symbolizer {
+ public:
+  std::vector<uintptr_t> asked;
+  const char* backend() const override { return "recording"; }
+  bool has_source_lines() const override { return true; }
+  FrameSymbol symbolize(uintptr_t address, bool with_source) override {
+    asked.push_back(address);
+    char name[32];
+    std::snprintf(name, sizeof(name), "f%lx", static_cast<unsigned long>(address));
+    return {name, "m", with_source ? "x.cpp:1:2" : ""};
+  }
+};
+
+TEST(ProbeThreadStacksText, EuStackShapeAndReturnAddressesLookedUpInsideTheCall) {
+  OwnThreadStacks stacks;
+  stacks.pid = 42;
+  ThreadStack caller;
+  caller.tid = 42;
+  caller.name = "rs-watchdog";
+  caller.is_caller = true;
+  caller.frames = {0x1000, 0x2000};
+  ThreadStack interrupted;
+  interrupted.tid = 43;
+  interrupted.first_is_exact = true;
+  interrupted.frames = {0x3000, 0x2000};
+  ThreadStack silent;
+  silent.tid = 44;
+  silent.name = "cuda-EvtHandlr";
+  silent.outcome = ThreadStackOutcome::kNoAnswer;
+  stacks.threads = {caller, interrupted, silent};
+  RecordingSymbolizer symbols;
+  EXPECT_EQ(thread_stacks_text(stacks, symbols, false, 1.0),
+            "PID 42 - process\n"
+            "TID 42:\n"
+            "# name: rs-watchdog (this thread took the capture)\n"
+            "#0  0x0000000000001000 ffff - m\n"
+            "#1  0x0000000000002000 f1fff - m\n"
+            "TID 43:\n"
+            "#0  0x0000000000003000 f3000 - m\n"
+            "#1  0x0000000000002000 f1fff - m\n"
+            "TID 44:\n"
+            "# name: cuda-EvtHandlr\n"
+            "# no stack: no answer within the time limit (blocked in the kernel?) (1.0 s)\n");
+  // Each distinct address once; the interrupted instruction itself, return addresses minus one.
+  EXPECT_EQ(symbols.asked, (std::vector<uintptr_t>{0xfff, 0x1fff, 0x3000}));
+  std::string detail = thread_stacks_text(stacks, symbols, true, 1.0);
+  EXPECT_NE(detail.find("#0  0x0000000000003000 f3000 - m\n    x.cpp:1:2\n"), std::string::npos) << detail;
+}
+
+TEST(ProbeThreadStacksText, ElfTablesAloneNameTheStuckThreadsFunction) {
+  StuckThread stuck;  // as on a machine without libdw: the ELF symbol tables only
+  auto stacks = capture_own_thread_stacks(5.0);
+  ASSERT_TRUE(stacks.ok()) << stacks.status().to_string();
+  auto elf = make_elf_table_symbolizer();
+  std::string text = thread_stacks_text(*stacks, *elf, false, 5.0);
+  EXPECT_NE(section_of_thread(text, stuck.tid()).find("rankscope_test_thread_stuck_on_condition"), std::string::npos)
+      << text;
+  EXPECT_NE(section_of_thread(text, stuck.tid()).find("pthread_cond_wait"), std::string::npos) << text;
 }
 
 }  // namespace
