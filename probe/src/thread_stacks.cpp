@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -80,6 +81,18 @@ uint32_t unwind_here(uintptr_t* frames, uint32_t capacity, bool drop_to_signal_f
   for (uint32_t i = skip; i < walk.depth; ++i) frames[i - skip] = frames[i];
   first_is_exact = true;
   return walk.depth - skip;
+}
+
+// Before glibc 2.35 (no _dl_find_object) the unwinder looks tables up under the loader's lock, and
+// a thread interrupted while holding it (throwing an exception, inside dlopen) would deadlock in
+// its own handler. Distributions with glibc >= 2.35 ship a libgcc (>= 12) that uses it.
+Status check_unwinder_is_lock_free() {
+  const char* version = ::gnu_get_libc_version();
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(version, "%d.%d", &major, &minor) == 2 && (major > 2 || (major == 2 && minor >= 35))) return {};
+  return unsupported(fmt::format("glibc {} < 2.35: unwinding inside a signal handler could deadlock on the loader lock",
+                                 version));
 }
 
 int current_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
@@ -224,6 +237,7 @@ Result<OwnThreadStacks> capture_own_thread_stacks(double time_limit_s) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(time_limit_s > 0 ? time_limit_s : 0));
+  RS_RETURN_IF_ERROR(check_unwinder_is_lock_free());
   std::unique_lock<std::timed_mutex> lock(g_capture_mutex, std::defer_lock);
   if (!lock.try_lock_for(limit)) return io_error("another in-process stack capture is still running");
 

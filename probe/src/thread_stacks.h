@@ -13,6 +13,7 @@
 // meets SIG_DFL, which would end the process); the handler keeps errno, allocates nothing, and
 // writes only into static slots; two captures at once are serialised. What remains visible: a thread
 // woken inside a non-restartable call (poll, epoll_wait, nanosleep) sees EINTR, as with any signal.
+// Refused on glibc < 2.35, where the unwinder takes the loader's lock (a handler could deadlock).
 #pragma once
 
 #include <cstdint>
