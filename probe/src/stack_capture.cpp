@@ -167,6 +167,7 @@ Result<StackCaptureResult> capture_native_stacks(const StackCaptureRequest& requ
     std::string exe = find_on_path(tool);
     if (exe.empty()) {
       tried += fmt::format("{}: not found; ", tool);
+      append_text(request.output, fmt::format("# {}: not found on PATH\n", tool));  // why a later tool wrote
       continue;
     }
     off_t before = output_bytes(request.output);
