@@ -133,8 +133,9 @@ Result<StackCaptureResult> capture_in_process(const StackCaptureRequest& request
   result.tool = kInProcessTool;
   result.elapsed_s = seconds_since(t0);
   if (request.detail && symbolizer->has_source_lines()) {
-    append_text(request.output, fmt::format("\n# detail: {} with source lines ({})\n", kInProcessTool, symbolizer->backend()) +
-                                    thread_stacks_text(stacks, *symbolizer, true, request.thread_answer_limit_s));
+    std::string detail = fmt::format("\n# detail: {} with source lines ({})\n", kInProcessTool, symbolizer->backend());
+    detail += thread_stacks_text(stacks, *symbolizer, true, request.thread_answer_limit_s);
+    append_text(request.output, detail);
   }
   result.total_s = seconds_since(t0);
   return result;
