@@ -315,6 +315,8 @@ void count_taken_signal(int) { g_taken_signal_calls.fetch_add(1); }
 TEST(ProbeStackCaptureInProcess, ManyThreadsBoundedWaitAndTheProgramUnharmed) {
   // A handler the program already has on the signal the capture would try first, and one on SIGUSR1.
   const int taken = SIGRTMAX - 1;
+  g_usr1_calls.store(0);
+  g_taken_signal_calls.store(0);
   struct sigaction program_handler {};
   program_handler.sa_handler = count_taken_signal;
   struct sigaction old_taken {}, old_usr1 {};
