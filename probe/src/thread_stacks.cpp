@@ -23,7 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -50,7 +50,33 @@ struct Slot {
 
 Slot g_slots[kMaxSlots];
 std::atomic<int> g_slot_count{0};
-std::timed_mutex g_capture_mutex;  // one capture at a time per process
+// One capture at a time per process. A flag rather than std::timed_mutex: its timed lock is
+// pthread_mutex_clocklock, which ThreadSanitizer does not see (it then reports every unlock).
+std::atomic<bool> g_capturing{false};
+
+class CaptureTurn {
+ public:
+  explicit CaptureTurn(std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      bool expected = false;
+      if (g_capturing.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+        held_ = true;
+        return;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~CaptureTurn() {
+    if (held_) g_capturing.store(false, std::memory_order_release);
+  }
+  CaptureTurn(const CaptureTurn&) = delete;
+  CaptureTurn& operator=(const CaptureTurn&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  bool held_ = false;
+};
 
 struct UnwindWalk {
   uintptr_t* frames;
@@ -238,8 +264,8 @@ Result<OwnThreadStacks> capture_own_thread_stacks(double time_limit_s) {
   const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(time_limit_s > 0 ? time_limit_s : 0));
   RS_RETURN_IF_ERROR(check_unwinder_is_lock_free());
-  std::unique_lock<std::timed_mutex> lock(g_capture_mutex, std::defer_lock);
-  if (!lock.try_lock_for(limit)) return io_error("another in-process stack capture is still running");
+  CaptureTurn turn(t0 + limit);
+  if (!turn.held()) return io_error("another in-process stack capture is still running");
 
   OwnThreadStacks out;
   out.pid = ::getpid();
