@@ -424,8 +424,9 @@ TEST(ProbeStackCaptureInProcess, TwoCapturesAtOnceBothSucceed) {
   StuckThread stuck;
   Result<OwnThreadStacks> first = internal_error("not run");
   Result<OwnThreadStacks> second = internal_error("not run");
-  std::thread a([&] { first = capture_own_thread_stacks(5.0); });
-  std::thread b([&] { second = capture_own_thread_stacks(5.0); });
+  // 60 s is a limit never met (every thread here answers): the second capture waits for the first.
+  std::thread a([&] { first = capture_own_thread_stacks(60.0); });
+  std::thread b([&] { second = capture_own_thread_stacks(60.0); });
   a.join();
   b.join();
   for (const Result<OwnThreadStacks>* r : {&first, &second}) {
@@ -525,10 +526,10 @@ TEST(ProbeThreadStacksText, EuStackShapeAndReturnAddressesLookedUpInsideTheCall)
 
 TEST(ProbeThreadStacksText, ElfTablesAloneNameTheStuckThreadsFunction) {
   StuckThread stuck;  // as on a machine without libdw: the ELF symbol tables only
-  auto stacks = capture_own_thread_stacks(5.0);
+  auto stacks = capture_own_thread_stacks(60.0);
   ASSERT_TRUE(stacks.ok()) << stacks.status().to_string();
   auto elf = make_elf_table_symbolizer();
-  std::string text = thread_stacks_text(*stacks, *elf, false, 5.0);
+  std::string text = thread_stacks_text(*stacks, *elf, false, 60.0);
   EXPECT_NE(section_of_thread(text, stuck.tid()).find("rankscope_test_thread_stuck_on_condition"), std::string::npos)
       << text;
   EXPECT_NE(section_of_thread(text, stuck.tid()).find("pthread_cond_wait"), std::string::npos) << text;
