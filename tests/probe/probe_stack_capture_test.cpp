@@ -188,6 +188,9 @@ TEST(ProbeStackCaptureInProcess, NamesTheStuckFunctionOfTheStuckThread) {
   std::string text = read_text(req.output);
   EXPECT_EQ(text.rfind("# test header\n", 0), 0u) << text;
   EXPECT_NE(text.find("# tool: in-process (pid " + std::to_string(::getpid())), std::string::npos) << text;
+  // libdw when it loads here, else the ELF tables (the probe_stacks_without_libdw ctest hides it).
+  const std::string symbols = make_libdw_symbolizer() ? "symbols: libdw)" : "symbols: elf-symtab)";
+  EXPECT_NE(text.find(symbols), std::string::npos) << text;
   EXPECT_NE(text.find("PID " + std::to_string(::getpid()) + " - process\n"), std::string::npos) << text;
   std::string thread = section_of_thread(text, stuck.tid());
   EXPECT_NE(thread.find("rankscope_test_thread_stuck_on_condition"), std::string::npos) << text;
