@@ -80,7 +80,7 @@ TEST(FrBackendRules, TimeoutDumpWithTimingIsTheGpuBehindItsHostForAtLeastTheTime
     EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({0})) << where(r);
     EXPECT_EQ(j["collective"]["comm"], "default_pg");
     EXPECT_EQ(j["collective"]["seq"], 21);
-    EXPECT_EQ(j["collective"]["op"], "allreduce");
+    EXPECT_EQ(j["collective"]["op"], "allreduce_sum");
     // The watchdog wrote it once #21 had been open for the group's 8 s timeout: at least that.
     EXPECT_GE(j["stuck_for_s"].get<double>(), 8.0) << where(r);
     EXPECT_LT(j["stuck_for_s"].get<double>(), 8.1) << where(r);

@@ -42,7 +42,7 @@ TEST(FrRealDumps, TimeoutDumpIsTheGpuBehindItsHostForAtLeastTheTimeout) {
   EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({0}));
   EXPECT_EQ(j["collective"]["comm"], "default_pg");
   EXPECT_EQ(j["collective"]["seq"], 21);
-  EXPECT_EQ(j["collective"]["op"], "allreduce");
+  EXPECT_EQ(j["collective"]["op"], "allreduce_sum");
   EXPECT_EQ(j["collective"]["count"], 1048576);
   // The user's call site, not torch's all_reduce wrapper.
   const std::string site = j["collective"]["range"];

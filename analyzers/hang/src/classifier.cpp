@@ -465,7 +465,8 @@ void Classifier::blame_least_progress() {
   }
 }
 
-// "ranks 0,2-7: 58; rank 1: 57": collectives issued on `comm`, by member, least first.
+// "ranks 0,2-7: #57; rank 1: #56": the last collective each member issued on `comm` (next seq - 1,
+// whichever base the producer counts from), least first.
 std::string Classifier::progress_on(const std::string& comm) const {
   const GroupView* g = find_group(groups_, comm);
   if (!g) return "";
@@ -474,7 +475,8 @@ std::string Classifier::progress_on(const std::string& comm) const {
     if (r >= 0 && r < int(views_.size()) && views_[r].readable()) by_issued[views_[r].issued(comm)].push_back(r);
   std::string out;
   for (const auto& [n, ranks] : by_issued)
-    out += fmt::format("{}{} {}: {}", out.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks), n);
+    out += fmt::format("{}{} {}: {}", out.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks),
+                       n > 0 ? fmt::format("#{}", n - 1) : std::string("none"));
   return out;
 }
 

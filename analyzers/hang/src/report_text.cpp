@@ -66,8 +66,10 @@ void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
                        r.waiting->range.empty() ? "?" : r.waiting->range, how_long(d, r.waited_s, "for"));
   std::string last;
   for (const auto& lc : r.last_completed)
-    last += fmt::format("{}{} #{} {} ({} ago)", last.empty() ? "" : "; ", lc.comm, lc.seq, format::short_op_name(lc.op),
-                        human_seconds(lc.ago_s));
+    last += fmt::format("{}{} #{} {} ({})", last.empty() ? "" : "; ", lc.comm, lc.seq, format::short_op_name(lc.op),
+                        !d.times_are_lower_bounds ? human_seconds(lc.ago_s) + " ago"
+                        : lc.ago_s >= 0.0005      ? "at least " + human_seconds(lc.ago_s) + " ago"
+                                                  : "when, unknown");
   out += fmt::format("    last completed: {}\n", last.empty() ? "(none)" : last);
   // Dumps have no heartbeat of their own: only the idle time means something there.
   if (d.times_are_lower_bounds) out += "    idle " + how_long(d, r.idle_s, "") + "\n";

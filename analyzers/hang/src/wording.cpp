@@ -163,7 +163,7 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
   const std::string culprits = who(d.culprit_ranks);
   // Every rank inside the collective is itself behind: no peer's device reached it.
-  const bool no_peer_reached = std::all_of(f.waiters.begin(), f.waiters.end(), [&](int w) {
+  const bool no_peer_reached = !f.waiters.empty() && std::all_of(f.waiters.begin(), f.waiters.end(), [&](int w) {
     return std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), w) != d.culprit_ranks.end();
   });
   if (staging) {
@@ -270,8 +270,9 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                      running == 1 ? "rank" : "ranks", at)
                        : fmt::format("HEALTHY: {} {} running{}; last progress {} ago.", running,
                                      running == 1 ? "rank" : "ranks", at, human_seconds(d.stuck_for_s));
-      d.explanation = "No rank is dead, no collective disagrees between ranks, and the job made progress recently." +
-                      missing_note + (d.time_basis.empty() ? "" : " " + d.time_basis);
+      d.explanation = std::string("No rank is dead, no collective disagrees between ranks, and ") +
+                      (d.times_are_lower_bounds ? "none is pending." : "the job made progress recently.") + missing_note +
+                      (d.time_basis.empty() ? "" : " " + d.time_basis);
       return;
     }
     case Verdict::kDesync:
@@ -364,7 +365,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                    host, waiters);
         }
         d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
-                                    "(collectives issued: {}).",
+                                    "(last issued: {}).",
                                     culprits, d.collective->comm, d.collective->seq, f.progress) +
                         (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
                                                       "pipeline, the file system or the host, not at the network."

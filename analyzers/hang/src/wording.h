@@ -18,7 +18,7 @@ struct WordingFacts {
   bool all_gone = false;      // every rank's process is gone: the snapshot is the state at death
   bool ambiguous = false;     // a mismatch tie that history could not break
   std::vector<int> waiters;   // live ranks inside the verdict's collective
-  std::string progress;       // collectives issued on the verdict's communicator, by rank
+  std::string progress;       // the last collective each rank issued on the verdict's communicator
   std::string later;          // a later, harder disagreement that followed from the first one
   bool none_started = false;  // no member's record of the verdict's collective says it started
 };
