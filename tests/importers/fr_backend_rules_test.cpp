@@ -6,6 +6,8 @@
 // is a lower bound, at least the watchdog's timeout where it wrote the dump, never epoch-sized.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -128,6 +130,26 @@ TEST(FrBackendRules, GlooRankThatNeverCalledTheCollectiveIsTheLaggingRank) {
   EXPECT_NE(headline.find("Rank 0 waits in that allreduce for an unknown time."), std::string::npos) << headline;
   EXPECT_NE(r.err.find("backend gloo, 2 ranks (0-1)"), std::string::npos) << r.err;
   expect_durations_bounded(j, age_of_dumps_s(fixtures() / "gloo_lagging"));
+}
+
+TEST(FrBackendRules, GlooOpRetiredByItsTimeoutWhileAPeerNeverCalledItIsStillOpen) {
+  const auto r = hangdoctor_json((fixtures() / "gloo_timed_out").string());
+  EXPECT_EQ(r.code, 1) << where(r);
+  EXPECT_EQ(r.report["kind"], "lagging_rank") << where(r);
+  EXPECT_EQ(r.report["culprit_ranks"], nlohmann::json::array({1})) << where(r);
+  EXPECT_EQ(r.report["collective"]["seq"], 6);
+  EXPECT_EQ(r.report["ranks"][0]["state"], "waiting");
+}
+
+TEST(FrBackendRules, DumpsWithoutEntriesAreNotJudged) {
+  const fs::path dir = fs::temp_directory_path() / ("rs_fr_no_entries_" + std::to_string(::getpid()));
+  testing::RankSpec s;
+  s.groups.push_back({"0", "default_pg", {0}, 0});
+  testing::write_file(dir / "comm_lib_trace_rank_0", testing::write_pickle(s));
+  const auto r = hangdoctor_json(dir.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("no collective entries"), std::string::npos) << r.err;
+  fs::remove_all(dir);
 }
 
 TEST(FrBackendRules, GlooUnnamedPgConfigGivesTheEntriesGroupItsMembers) {

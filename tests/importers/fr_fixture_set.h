@@ -45,6 +45,7 @@ inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
   add("nccl_timeout_no_timing", one_gpu_job(true, false));
   add("nccl_timeout_timing_json", one_gpu_job(true, true), true);
   add("gloo_lagging", gloo_lagging_job());
+  add("gloo_timed_out", gloo_lagging_job(true));
   auto mixed = tp_dp_job(2, 2, 3, 6, "2.10");
   mixed[2] = tp_dp_job(2, 2, 3, 6, "2.7")[2];
   add("mixed_versions", mixed);

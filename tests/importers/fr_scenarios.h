@@ -102,8 +102,9 @@ inline std::vector<RankSpec> one_gpu_job(bool timeout, bool timing) {
 
 // Two CPU ranks over Gloo (shared/gpu/gloo_fr_hang.py): five all_reduces, then rank 1 sleeps before
 // its sixth; both dumped on demand while rank 0 waits in #6. Gloo's entries stay "scheduled";
-// `retired` marks the finished ones; pg_config names the group '' (PyTorch 2.11).
-inline std::vector<RankSpec> gloo_lagging_job() {
+// `retired` marks the finished ones; pg_config names the group '' (PyTorch 2.11). With
+// `rank0_timed_out`, rank 0 was dumped after Gloo's timeout failed #6, which its worker retires too.
+inline std::vector<RankSpec> gloo_lagging_job(bool rank0_timed_out = false) {
   std::vector<RankSpec> ranks(2);
   for (int r = 0; r < 2; ++r) {
     RankSpec& s = ranks[size_t(r)];
@@ -115,7 +116,7 @@ inline std::vector<RankSpec> gloo_lagging_job() {
     for (int seq = 1; seq <= 5; ++seq)
       s.entries.push_back({"0", seq, "all_reduce", {1024}, "Float", "scheduled", "<module>", 1});
   }
-  ranks[0].entries.push_back({"0", 6, "all_reduce", {1024}, "Float", "scheduled", "<module>", 0});
+  ranks[0].entries.push_back({"0", 6, "all_reduce", {1024}, "Float", "scheduled", "<module>", rank0_timed_out ? 1 : 0});
   return ranks;
 }
 

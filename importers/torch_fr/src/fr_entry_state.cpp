@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 
 namespace rankscope::torch_fr {
@@ -38,6 +39,39 @@ void decide_entry_states(FrDump& d, bool pg_status_saw_start) {
     }
   }
   if (event_entries && pg_status_saw_start) d.timing = true;
+}
+
+void reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups) {
+  for (const auto& [name, group] : groups) {
+    // The least any whole member issued on this group (collective seqs; pg_status where no p2p
+    // mixes its seqs in). A member with no evidence about the group says nothing.
+    int64_t least_issued = INT64_MAX;
+    for (int member : group.ranks) {
+      auto it = dumps.find(member);
+      if (it == dumps.end() || it->second.partial) continue;
+      const FrDump& d = it->second;
+      int64_t issued = -1;
+      bool p2p = false;
+      for (const FrEntry& e : d.entries) {
+        if (e.group != name) continue;
+        p2p = p2p || e.is_p2p;
+        if (!e.is_p2p) issued = std::max(issued, e.collective_seq);
+      }
+      if (auto st = d.status.find(name); st != d.status.end() && !p2p) issued = std::max(issued, st->second.last_enqueued);
+      if (issued >= 0) least_issued = std::min(least_issued, issued);
+    }
+    if (least_issued == INT64_MAX) continue;
+    for (int member : group.ranks) {
+      auto it = dumps.find(member);
+      if (it == dumps.end()) continue;
+      for (FrEntry& e : it->second.entries) {
+        if (e.group != name || e.is_p2p || e.signal != CompletionSignal::kRetired || !e.completed) continue;
+        if (e.collective_seq <= least_issued) continue;
+        e.completed = false;
+        e.aborted = true;
+      }
+    }
+  }
 }
 
 bool is_user_frame(std::string_view filename) {

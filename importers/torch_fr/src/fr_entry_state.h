@@ -12,9 +12,17 @@
 //     thread retires an entry when the work finished (ProcessGroupGloo::runLoop), so `retired` is
 //     completion;
 //   - another prefix (or none) is read as NCCL when some entry of the dump left "scheduled", else
-//     as Gloo.
-// Is not: parsing (fr_dump.cpp) or anything across ranks (fr_import.cpp).
+//     as Gloo;
+//   - across ranks: Gloo's worker also retires an op that failed (a Gloo timeout throws inside
+//     AsyncWork::execute, which runLoop catches, then retires the entry and counts it completed in
+//     pg_status), so a Gloo entry retired on one member while another member, whose dump is whole,
+//     never enqueued that collective did not complete: it is open again (aborted).
+// Is not: parsing (fr_dump.cpp) or the mapping into the run model (fr_import.cpp).
 #pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
 
 #include "rankscope/torch_fr/fr_dump.h"
 
@@ -23,6 +31,9 @@ namespace rankscope::torch_fr {
 // Fills every entry's signal, completed, started and aborted, and d.timing. `pg_status_saw_start`:
 // some pg_status has last_started_collective >= 0 (the watchdog saw a start event fire).
 void decide_entry_states(FrDump& d, bool pg_status_saw_start);
+
+// The cross-rank rule above. `groups`: the job's groups by name, with their members.
+void reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups);
 
 // False for PyTorch's own frames (torch/distributed/..., the c10d logger wrapper): a user's call
 // site is the innermost frame for which this is true.

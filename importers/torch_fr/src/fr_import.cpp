@@ -13,6 +13,7 @@
 #include <set>
 
 #include "fr_dump_time.h"
+#include "fr_entry_state.h"
 #include "fr_groups.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
@@ -188,6 +189,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
   JobGroups job_groups = resolve_groups(dumps, world);
   const std::map<std::string, FrGroup>& groups = job_groups.by_name;
+  reopen_failed_retirements(dumps, groups);
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
   std::map<std::string, std::string> comm_name;
@@ -230,6 +232,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     out.found.push_back(r);
     if (d.partial) out.partial.push_back(r);
     out.timing = out.timing || d.timing;
+    out.entries += d.entries.size();
     for (const FrEntry& e : d.entries) {
       if (!e.backend.empty() && std::find(out.backends.begin(), out.backends.end(), e.backend) == out.backends.end())
         out.backends.push_back(e.backend);

@@ -29,6 +29,7 @@ struct FrImport {
   bool timing = false;        // TORCH_NCCL_ENABLE_TIMING was on (a start or a duration was seen)
   bool event_backend = false; // some entry's backend records device events (NCCL), so `timing` means something
   std::vector<std::string> backends;  // profiling-name prefixes seen: "nccl", "gloo"
+  size_t entries = 0;         // entries read over all dumps (0: dumped without collectives)
   // Some entry never completed. Without one the dumps were taken on demand from a job that was not
   // stuck (the watchdog dumps only on a timeout), and hangdoctor reads them as healthy.
   bool pending = false;
