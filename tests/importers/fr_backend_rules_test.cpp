@@ -42,6 +42,13 @@ double age_of_dumps_s(const fs::path& dir) {
   return double(now - oldest) / 1e9;
 }
 
+// hangdoctor's exit status, and the JSON report's kind and culprit_ranks.
+void expect_verdict(const testing::HangdoctorRun& r, int code, const char* kind, const nlohmann::json& culprits) {
+  EXPECT_EQ(r.code, code) << where(r);
+  EXPECT_EQ(r.report["kind"], kind) << where(r);
+  EXPECT_EQ(r.report["culprit_ranks"], culprits) << where(r);
+}
+
 // stuck_for_s, waited_s and idle_s: lower bounds, below the dumps' age (an epoch read as a
 // duration is ~1.7e9 s, far above).
 void expect_durations_bounded(const nlohmann::json& j, double age_s) {
@@ -76,10 +83,8 @@ TEST(FrBackendRules, TimeoutDumpWithTimingIsTheGpuBehindItsHostForAtLeastTheTime
   for (const char* scenario : {"nccl_timeout_timing", "nccl_timeout_timing_json"}) {
     const auto r = hangdoctor_json((fixtures() / scenario).string());
     const auto& j = r.report;
-    EXPECT_EQ(r.code, 1) << scenario << where(r);
-    EXPECT_EQ(j["verdict"], "hang") << where(r);
-    EXPECT_EQ(j["kind"], "gpu_behind_host") << where(r);
-    EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({0})) << where(r);
+    expect_verdict(r, 1, "gpu_behind_host", nlohmann::json::array({0}));
+    EXPECT_EQ(j["verdict"], "hang") << scenario;
     EXPECT_EQ(j["collective"]["comm"], "default_pg");
     EXPECT_EQ(j["collective"]["seq"], 21);
     EXPECT_EQ(j["collective"]["op"], "allreduce_sum");
@@ -101,9 +106,7 @@ TEST(FrBackendRules, TimeoutDumpWithTimingIsTheGpuBehindItsHostForAtLeastTheTime
 TEST(FrBackendRules, TimeoutDumpWithoutTimingNeverCompletedAndCannotTellStarted) {
   const auto r = hangdoctor_json((fixtures() / "nccl_timeout_no_timing").string());
   const auto& j = r.report;
-  EXPECT_EQ(r.code, 1) << where(r);
-  EXPECT_EQ(j["kind"], "stuck_in_collective") << where(r);
-  EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array());
+  expect_verdict(r, 1, "stuck_in_collective", nlohmann::json::array());
   EXPECT_EQ(j["collective"]["seq"], 21);
   EXPECT_GE(j["stuck_for_s"].get<double>(), 8.0) << where(r);
   const std::string headline = j["headline"];
@@ -114,12 +117,24 @@ TEST(FrBackendRules, TimeoutDumpWithoutTimingNeverCompletedAndCannotTellStarted)
   expect_durations_bounded(j, age_of_dumps_s(fixtures() / "nccl_timeout_no_timing"));
 }
 
+TEST(FrBackendRules, TimingOnTwoGpusTheOneThatNeverStartedIsBehindItsHost) {
+  const auto r = hangdoctor_json((fixtures() / "nccl_two_gpus_one_behind").string());
+  expect_verdict(r, 1, "gpu_behind_host", nlohmann::json::array({1}));
+  EXPECT_EQ(r.report["collective"]["seq"], 3);
+  EXPECT_NE(r.report["headline"].get<std::string>().find("Rank 0 waits in that allreduce for at least 600 s."),
+            std::string::npos) << where(r);
+}
+
+TEST(FrBackendRules, TimingOnEveryGpuStartedNoneFinishedIsStuckInTheCollective) {
+  const auto r = hangdoctor_json((fixtures() / "nccl_two_gpus_both_started").string());
+  expect_verdict(r, 1, "stuck_in_collective", nlohmann::json::array());
+  EXPECT_NE(r.report["explanation"].get<std::string>().find("suspect the interconnect"), std::string::npos) << where(r);
+}
+
 TEST(FrBackendRules, GlooRankThatNeverCalledTheCollectiveIsTheLaggingRank) {
   const auto r = hangdoctor_json((fixtures() / "gloo_lagging").string());
   const auto& j = r.report;
-  EXPECT_EQ(r.code, 1) << where(r);
-  EXPECT_EQ(j["kind"], "lagging_rank") << where(r);
-  EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({1})) << where(r);
+  expect_verdict(r, 1, "lagging_rank", nlohmann::json::array({1}));
   EXPECT_EQ(j["collective"]["comm"], "default_pg") << where(r);
   EXPECT_EQ(j["collective"]["seq"], 6);
   EXPECT_EQ(j["ranks"][0]["state"], "waiting");
@@ -134,9 +149,7 @@ TEST(FrBackendRules, GlooRankThatNeverCalledTheCollectiveIsTheLaggingRank) {
 
 TEST(FrBackendRules, GlooOpRetiredByItsTimeoutWhileAPeerNeverCalledItIsStillOpen) {
   const auto r = hangdoctor_json((fixtures() / "gloo_timed_out").string());
-  EXPECT_EQ(r.code, 1) << where(r);
-  EXPECT_EQ(r.report["kind"], "lagging_rank") << where(r);
-  EXPECT_EQ(r.report["culprit_ranks"], nlohmann::json::array({1})) << where(r);
+  expect_verdict(r, 1, "lagging_rank", nlohmann::json::array({1}));
   EXPECT_EQ(r.report["collective"]["seq"], 6);
   EXPECT_EQ(r.report["ranks"][0]["state"], "waiting");
 }

@@ -44,6 +44,8 @@ inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
   add("nccl_timeout_timing", one_gpu_job(true, true));
   add("nccl_timeout_no_timing", one_gpu_job(true, false));
   add("nccl_timeout_timing_json", one_gpu_job(true, true), true);
+  add("nccl_two_gpus_one_behind", two_gpu_job("started", "scheduled"));
+  add("nccl_two_gpus_both_started", two_gpu_job("started", "started"));
   add("gloo_lagging", gloo_lagging_job());
   add("gloo_timed_out", gloo_lagging_job(true));
   auto mixed = tp_dp_job(2, 2, 3, 6, "2.10");

@@ -100,6 +100,21 @@ inline std::vector<RankSpec> one_gpu_job(bool timeout, bool timing) {
   return {s};
 }
 
+// Two GPUs, timing on, default group [0, 1]: two all_reduces completed, the third is open with
+// each rank's `state` as given ("started": its GPU runs it; "scheduled": its GPU never started it).
+inline std::vector<RankSpec> two_gpu_job(const std::string& state0, const std::string& state1) {
+  std::vector<RankSpec> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    RankSpec& s = ranks[size_t(r)];
+    s.rank = r;
+    s.timing = true;
+    s.groups.push_back({"0", "default_pg", {0, 1}, 0});
+    for (int seq = 1; seq <= 2; ++seq) s.entries.push_back({"0", seq, "all_reduce", {4096}, "Float", "completed", "step"});
+    s.entries.push_back({"0", 3, "all_reduce", {4096}, "Float", r == 0 ? state0 : state1, "step"});
+  }
+  return ranks;
+}
+
 // Two CPU ranks over Gloo (shared/gpu/gloo_fr_hang.py): five all_reduces, then rank 1 sleeps before
 // its sixth; both dumped on demand while rank 0 waits in #6. Gloo's entries stay "scheduled";
 // `retired` marks the finished ones; pg_config names the group '' (PyTorch 2.11). With

@@ -162,14 +162,16 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
   const std::string culprits = who(d.culprit_ranks);
-  // Every rank inside the collective is itself behind: no peer's device reached it.
-  const bool no_peer_reached = !f.waiters.empty() && std::all_of(f.waiters.begin(), f.waiters.end(), [&](int w) {
+  // The peers whose devices reached it wait for the culprits; a culprit's host returned, it does not.
+  WordingFacts peers = f;
+  std::erase_if(peers.waiters, [&](int w) {
     return std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), w) != d.culprit_ranks.end();
   });
+  const bool no_peer_reached = !f.waiters.empty() && peers.waiters.empty();
   if (staging) {
     d.headline = fmt::format("HANG: {}'s GPU is behind its host: its host waits for the GPU (device_sync) to hand over "
                              "the input of {} and the GPU never finishes; {}.{}",
-                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, f));
+                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, peers));
   } else if (no_peer_reached) {
     // Nobody else is in it to wait: how long is the culprits' own wait, said in the headline.
     d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it, {}: the GPU is behind the host.",
@@ -178,7 +180,7 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   } else {
     d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it: the GPU is behind the host.{}",
                              culprits, collective_phrase(c), d.culprit_ranks.size() == 1 ? "its" : "their",
-                             waiters_sentence(d, f));
+                             waiters_sentence(d, peers));
   }
   d.explanation = std::string("The host went on while a kernel before this collective on the same device has not "
                               "finished (a kernel that does not end, a device fault, or a device shared and starved). ") +
