@@ -83,7 +83,8 @@ std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const
 inline constexpr std::string_view kDeviceSyncRange = "device_sync";
 bool waits_for_own_device(const RankView& v);
 // Members that enqueued (comm, seq) on a device stream and returned, whose device never started it,
-// while another member's device (or host) got there.
+// while another member's device (or host) got there, or while no member's did and each of them
+// records device starts on that communicator (an earlier collective there has a start time).
 std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
                                         const std::string& comm, uint64_t seq);
 
