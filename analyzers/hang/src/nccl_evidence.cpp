@@ -4,11 +4,14 @@
 // have an NCCL section): NCCL's kernel-channel events tell "launched, no kernel channel started"
 // (the GPU stream is blocked before NCCL) from "every member's kernel started, none finished"
 // (stuck in the transport), and the API events tell that a host thread is inside an NCCL call, and
-// for how long. Is not: a verdict; the classifier decides (the same rules as for the probe's own
-// recorders: started = a kernel channel started, host_returned = NCCL enqueued it).
+// for how long; the per-peer counters tell point-to-point operations launched and not completed,
+// and send/recv to self, whose GPU progress NCCL never reports. Is not: a verdict; the classifier
+// decides (the same rules as for the probe's own recorders: started = a kernel channel started,
+// host_returned = NCCL enqueued it).
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis_parts.h"
 #include "wording.h"
@@ -31,6 +34,43 @@ std::string_view call_name(format::NcclApiCall c, format::CollectiveOp op) {
     case format::NcclApiCall::kNone: break;
   }
   return "an NCCL call";
+}
+
+// What the rank's point-to-point counters say: operations with other ranks launched and not
+// completed, and send/recv to itself, which NCCL runs as a copy inside its kernel with no proxy op,
+// hence no kernel-channel event: launched is all that is ever known of them.
+std::string p2p_note(const RankView& v) {
+  std::string out;
+  for (const auto& c : v.snap->comms) {
+    if (!c.nccl) continue;
+    uint64_t open_send = 0, open_recv = 0, self_send = 0, self_recv = 0;
+    std::vector<int> open_peers;
+    for (const auto& p : c.nccl->peers) {
+      if (p.peer == c.rank_in_comm) {
+        self_send += p.send_launched;
+        self_recv += p.recv_launched;
+        continue;
+      }
+      const uint64_t s = p.send_launched - std::min(p.send_completed, p.send_launched);
+      const uint64_t r = p.recv_launched - std::min(p.recv_completed, p.recv_launched);
+      open_send += s;
+      open_recv += r;
+      if (s + r > 0) open_peers.push_back(p.peer);
+    }
+    if (open_send + open_recv > 0)
+      out += fmt::format(" Rank {} has {} send(s) and {} recv(s) on {} launched and not completed (with comm rank(s) {}).",
+                         v.rank, open_send, open_recv, c.name, fmt::join(open_peers, ", "));
+    if (self_send + self_recv > 0) {
+      const bool host_outside = c.nccl->api_begin_ns == 0;
+      out += fmt::format(
+          " Rank {} sent to and received from itself on {} ({} sends, {} recvs){}; NCCL reports no GPU progress for a "
+          "send/recv to self, so whether its GPU ran the last of them is unknown: a kernel queued before them that does "
+          "not end would hold them on the stream.",
+          v.rank, c.name, self_send, self_recv,
+          host_outside ? ", all handed to the GPU (no thread of it is inside an NCCL call)" : "");
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -72,6 +112,7 @@ std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankVie
       out += fmt::format(" Rank {}'s {}: it is blocked inside NCCL (connection set-up with a peer, a full launch "
                          "queue), not in its own code.",
                          r, note);
+    if (from_plugin(views[size_t(r)])) out += p2p_note(views[size_t(r)]);
   }
   return out;
 }
