@@ -204,10 +204,12 @@ std::string inspect_text(const format::RunDirectory& run, const InspectOptions& 
                        f.live.step, human_duration_ns(now - f.live.heartbeat_ns));
     for (const auto& t : f.threads)
       if (!t.stack.empty() || &t == f.main_thread())
-        out += fmt::format("  ranges [{}]: {}\n", t.name.empty() ? std::to_string(t.tid) : t.name, range_path(t));
+        out += fmt::format("  ranges [{}]: {}\n",
+                           !t.name.empty() ? t.name : t.tid > 0 ? std::to_string(t.tid) : "thread unknown", range_path(t));
     for (const auto& c : f.comms) {
-      out += fmt::format("  {} (rank {} of {}): {} issued, {} completed\n", c.name, c.rank_in_comm, c.size, c.next_seq,
-                         c.completed_count);
+      // A plugin recorder's send/recv are listed per peer below: its counts are collectives only.
+      out += fmt::format("  {} (rank {} of {}): {}{} issued, {} completed\n", c.name, c.rank_in_comm, c.size, c.next_seq,
+                         c.nccl ? " collectives" : "", c.completed_count);
       for (const auto* cs : last_n(c, o.last_collectives))
         out += "    " + collective_line(*cs, now, c.nccl.has_value()) + "\n";
       if (!c.nccl) continue;
