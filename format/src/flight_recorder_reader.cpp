@@ -187,11 +187,18 @@ Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> by
   for (uint32_t i = 0; i < p.max_threads; ++i) {
     const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
     const auto* th = reinterpret_cast<const ThreadSlotHeader*>(slot);
-    if (th->claimed != 1) continue;
+    // A slot written to but unclaimed lost its claim when the file was re-created under a live
+    // writer (librankscope-nvtx.so before it opened one recorder per process): its ranges are real.
+    const bool lost_claim = th->claimed == 0 && std::atomic_ref<uint64_t>(const_cast<uint64_t&>(th->seq)).load() != 0;
+    if (th->claimed != 1 && !lost_claim) continue;
     ThreadSnapshot t;
     t.slot = int(i);
     t.tid = th->tid;
     t.name = read_name(th->name);
+    if (lost_claim)
+      s.warnings.push_back(fmt::format("thread slot {} holds ranges but lost its claim (file re-created while "
+                                       "written): its thread id and name are unknown",
+                                       i));
     t.torn = !seqlock::read(slot, scratch.data(), scratch.size(), &th->seq);
     const auto* copy = reinterpret_cast<const ThreadSlotHeader*>(scratch.data());
     const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);

@@ -535,6 +535,7 @@ void Classifier::fill_ranks() {
     else if (v.dead) r.note = fmt::format("no heartbeat for {:.0f} s", r.heartbeat_age_s);
     if (const std::string call = nccl_call_note(v, d_.reference_ns); !call.empty())
       r.note = r.note.empty() ? call : r.note + "; " + call;
+    if (const std::string p2p = nccl_p2p_note(v); !p2p.empty()) r.note = r.note.empty() ? p2p : r.note + "; " + p2p;
     if (s.watchdog.kind != format::WatchdogKind::kNone) {
       r.stacks_file = s.watchdog.stacks_file;
       if (r.note.empty()) r.note = fmt::format("watchdog: {}", s.watchdog.message);
