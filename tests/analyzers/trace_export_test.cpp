@@ -141,7 +141,7 @@ TEST(ChromeTrace, StepWindow) {
   for (const auto& e : events(x.trace, "X", "range")) EXPECT_EQ(e["args"]["step"], 3);
 }
 
-TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
+TEST(ChromeTrace, KernelsGoOnTheRanksGpuTrack) {
   // One rank written by hand: a step with a traced range and two kernels launched under it.
   const fs::path dir = testing::fresh_temp_dir("trace-kernels");
   format::RunMetadata meta;
@@ -181,11 +181,11 @@ TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
     EXPECT_EQ(k["name"], "sm90_gemm_bf16");
     EXPECT_EQ(k["args"]["range"], "forward/block0/attn");
     EXPECT_DOUBLE_EQ(k["dur"].get<double>(), 1500.0);
-    EXPECT_EQ(k["tid"], ks[0]["tid"]);  // one stream, one track
+    EXPECT_EQ(k["tid"], ks[0]["tid"]);  // one kernel at a time: one track
   }
   EXPECT_DOUBLE_EQ(ks[0]["ts"].get<double>(), 1500.0);  // us since run.json's created_ns
   bool named = false;
-  for (const auto& m : events(trace, "M")) named |= m["name"] == "thread_name" && m["args"]["name"] == "gpu 0 stream 3";
+  for (const auto& m : events(trace, "M")) named |= m["name"] == "thread_name" && m["args"]["name"] == "gpu 0";
   EXPECT_TRUE(named);
   const auto rs = events(trace, "X", "range");
   ASSERT_EQ(rs.size(), 1u);

@@ -90,14 +90,39 @@ class RankExporter : public format::EventStreamVisitor {
     }
   }
 
+  // One GPU track per rank (per device it used): the device timeline, every stream's kernels in
+  // time order, NCCL kernels in their own category. Slices on one track must nest, so a kernel that
+  // overlaps another without nesting inside it (streams running concurrently) goes to the first
+  // "concurrent" lane where it fits; a device that ran one kernel at a time has one track.
   void on_trace_kernels(int64_t step, std::span<const format::TraceKernel> kernels) override {
     if (!in_window(step)) return;
-    for (const auto& k : kernels) {
-      const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(k.stream);
-      thread_name(tid, fmt::format("gpu {} stream {}", k.device, k.stream), tid);
-      sink_.write({{"ph", "X"}, {"cat", "kernel"}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
+    order_.resize(kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i) order_[i] = i;
+    std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+      return kernels[a].begin_ns != kernels[b].begin_ns ? kernels[a].begin_ns < kernels[b].begin_ns
+                                                        : kernels[a].end_ns > kernels[b].end_ns;  // outer first
+    });
+    for (size_t i : order_) {
+      const auto& k = kernels[i];
+      const int64_t end = std::max(k.end_ns, k.begin_ns);
+      auto& lanes = gpu_lanes_[k.device];
+      size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes.size()) lanes.emplace_back();
+        auto& open = lanes[lane];  // ends of the slices open on this lane, innermost last
+        while (!open.empty() && open.back() <= k.begin_ns) open.pop_back();
+        if (open.empty() || end <= open.back()) {
+          open.push_back(end);
+          break;
+        }
+      }
+      const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(lane);
+      thread_name(tid, lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane), tid);
+      const bool nccl = name(k.name_id).rfind("nccl", 0) == 0;
+      sink_.write({{"ph", "X"}, {"cat", nccl ? "nccl" : "kernel"}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
                    {"ts", us(k.begin_ns)}, {"dur", dur_us(k.begin_ns, k.end_ns)},
-                   {"args", {{"range", name(k.range_id)}, {"step", step}}}});
+                   {"args", {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},
+                             {"step", step}, {"stream", k.stream}}}});
     }
   }
 
@@ -123,6 +148,8 @@ class RankExporter : public format::EventStreamVisitor {
   int64_t offset_ns_ = 0;
   std::vector<std::string> names_;
   std::map<std::string, int64_t> comm_tids_;
+  std::map<uint32_t, std::vector<std::vector<int64_t>>> gpu_lanes_;  // by device: lanes of open slice ends
+  std::vector<size_t> order_;
   std::set<int64_t> named_;
 };
 
