@@ -196,9 +196,11 @@
   function gpuRanges(data) {
     var d = data.device;
     if (!d) return;
-    var shown = d.ranges.slice(0, 15);
-    var labels = shown.map(function (r) { return r.range; }).concat(['(outside any range)']);
-    var values = shown.map(function (r) { return r.ms; }).concat([d.outside_ranges_ms]);
+    // The unattributed kernel time takes its place among the ranges, largest first.
+    var shown = d.ranges.concat(d.outside_ranges_ms > 0 ? [{ range: '(outside any range)', ms: d.outside_ranges_ms }] : [])
+      .sort(function (a, b) { return b.ms - a.ms; }).slice(0, 16);
+    var labels = shown.map(function (r) { return r.range; });
+    var values = shown.map(function (r) { return r.ms; });
     chart(panel('GPU time by range',
       'kernel ms per step, steps ' + d.first_traced_step + '–' + d.last_traced_step + ' (kernel records), mean of ' + d.ranks +
       ' rank' + (d.ranks === 1 ? '' : 's') + '; step ' + fmt(d.step_ms, 1) + ' ms = compute ' + fmt(d.compute_ms, 1) +
@@ -217,7 +219,8 @@
     ranks.forEach(function (r) { Object.keys(r.top_level_ms || {}).forEach(function (n) { names[n] = true; }); });
     var list = Object.keys(names).sort();
     if (!list.length) return;
-    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included' + bars.note, 1100, 300), {
+    var host = data.device ? '; host wall time: on a GPU the host leaves a range at launch, see GPU time by range' : '';
+    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included' + host + bars.note, 1100, 300), {
       type: 'bar',
       data: {
         labels: bars.labels,
