@@ -23,6 +23,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rankscope/format/event_stream.h"
@@ -129,7 +130,7 @@ void write_gpu_fake_run(const fs::path& dir, const GpuFakeRunSpec& spec) {
         t.range_id = k.range ? w.intern(NameKind::kRange, k.range) : 0;
         t.stream = k.stream;
         t.device = 0;
-        t.begin_ns = begin + ms(k.begin);
+        t.begin_ns = begin + ms(k.begin) - (std::string_view(k.name).rfind("gelu", 0) == 0 ? spec.gelu_starts_early_ns : 0);
         t.end_ns = begin + ms(k.end);
         traced.push_back(t);
       }

@@ -18,6 +18,7 @@ struct GpuFakeRunSpec {
   int64_t steps = 4;                     // steps 1..steps, 100 ms of wall time each
   int64_t trace_first = 2, trace_last = 3;
   bool nccl_overlaps_compute = false;    // rank 0's NCCL kernel starts 2 ms before the backward kernel ends
+  int64_t gelu_starts_early_ns = 0;      // the gelu kernel starts this much before the one it follows ends
 };
 
 // What the device timeline of a traced step holds, per rank (ms); see the .cpp for the kernels.

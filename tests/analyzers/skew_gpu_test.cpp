@@ -179,6 +179,23 @@ TEST(SkewGpu, ChromeExportPutsOverlappingKernelsOnAConcurrentLane) {
   EXPECT_EQ(t.names.at(1), std::set<std::string>{"gpu 0"});
 }
 
+TEST(SkewGpu, ChromeExportDrawsADrainingOverlapOnTheSameTrack) {
+  // On an H100 a dependent launch starts 0.1-0.2 us before its predecessor ends, on one stream.
+  const fs::path dir = testing::fresh_temp_dir("skew-gpu-drain");
+  testing::GpuFakeRunSpec spec;
+  spec.gelu_starts_early_ns = 150;
+  testing::write_gpu_fake_run(dir, spec);
+  const GpuTracks t = gpu_tracks(dir);
+  EXPECT_EQ(t.names.at(0), std::set<std::string>{"gpu 0"});
+  int drawn_late = 0;
+  for (const auto& k : t.kernels.at(0)) {
+    if (k["name"].get<std::string>().rfind("gelu", 0) != 0) continue;
+    EXPECT_EQ(k["args"]["overlap_ns"], 150);
+    ++drawn_late;
+  }
+  EXPECT_EQ(drawn_late, 2);
+}
+
 // --- the real run: one H100, d12, bf16, flash attention; steps 5-6 carry every kernel ---
 
 std::string read_text(const fs::path& p) {
@@ -241,6 +258,14 @@ TEST(SkewGpuReal, D12FlashUntracedStepsStayOnHostTime) {
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   EXPECT_FALSE(report->device.has_value());
   EXPECT_EQ(report->ranks[0].breakdown_source, "host");
+}
+
+TEST(SkewGpuReal, D12FlashExportsOneGpuTrack) {
+  SKIP_WITHOUT_REAL_GPU_DATA();
+  const GpuTracks t = gpu_tracks(kRealGpu / "d12-flash");
+  ASSERT_EQ(t.names.size(), 1u);
+  EXPECT_EQ(t.names.at(0), std::set<std::string>{"gpu 0"});  // split-K reduces drawn from their GEMM's end
+  EXPECT_EQ(t.kernels.at(0).size(), 2u * 933u);               // 933 kernels in each of steps 5 and 6
 }
 
 }  // namespace
