@@ -183,7 +183,7 @@ TEST(HtmlReport, SkewAt64RanksShowsDistributionsAndTopStragglers) {
   EXPECT_NE(dom.find("GiB"), std::string::npos);  // 1.5e9 bytes read as GiB
 }
 
-TEST(HtmlReport, SkewOfAGpuRunShowsGpuTimeByRange) {
+TEST(HtmlReport, SkewOfAGpuRunRendersInChromium) {
   // A run with kernel records: the breakdown is the device's and a chart gives GPU time by range,
   // with the kernels launched outside every range as their own bar.
   const fs::path dir = testing::fresh_temp_dir("html-skew-gpu");
