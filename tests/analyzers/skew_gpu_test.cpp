@@ -19,6 +19,9 @@
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/format/event_stream.h"
+#include "rankscope/format/run_directory_layout.h"
+#include "rankscope/format/run_metadata.h"
 #include "skew_fake_run.h"
 #include "skew_gpu_fake_run.h"
 
@@ -129,6 +132,44 @@ TEST(SkewGpu, JsonCarriesTheDeviceBreakdown) {
   json bad = j;
   bad["ranks"][0]["breakdown_ms"]["source"] = "guess";  // the check can fail
   EXPECT_NE(*testing::schema_violation(bad, "skew_report.schema.json"), "");
+}
+
+TEST(SkewGpu, OddKernelRecordsDoNotBreakTheBreakdown) {
+  // A kernel that ends before it begins, one naming a range and a kernel name never interned, and
+  // kernels of a step that has no STEP record: no crash, and only what is sound is counted.
+  const fs::path dir = testing::fresh_temp_dir("skew-gpu-odd");
+  format::RunMetadata meta;
+  meta.run_id = "odd";
+  meta.world_size = 1;
+  ASSERT_TRUE(format::write_run_metadata(dir, meta).ok());
+  format::EventStreamHeader h;
+  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, 0), h);
+  ASSERT_TRUE(w.ok());
+  auto& writer = **w;
+  const uint32_t fwd = writer.intern(format::NameKind::kRange, "forward");
+  const uint32_t gemm = writer.intern(format::NameKind::kKernel, "gemm");
+  format::StepRecord step;
+  step.step = 1;
+  step.begin_ns = 1'000'000'000;
+  step.end_ns = step.begin_ns + 10'000'000;
+  step.ranges.push_back({fwd, 1, 2'000'000, 0});
+  writer.write_step(step);
+  const format::TraceKernel kernels[] = {{gemm, fwd, 1, 0, step.begin_ns + 1'000'000, step.begin_ns + 5'000'000},
+                                         {gemm, fwd, 1, 0, step.begin_ns + 6'000'000, step.begin_ns + 5'500'000},
+                                         {777, 999, 1, 0, step.begin_ns + 6'000'000, step.begin_ns + 7'000'000}};
+  writer.write_trace_kernels(1, kernels);
+  writer.write_trace_kernels(42, kernels);  // no step 42
+  ASSERT_TRUE(writer.flush().ok());
+  w->reset();
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  const RankSkew& r = report->ranks[0];
+  ASSERT_TRUE(r.device.has_value());
+  EXPECT_EQ(r.device->traced_steps, 1);
+  EXPECT_NEAR(r.compute_ms, 5.0, 1e-9);  // 4 ms + 1 ms; the backwards kernel takes no time
+  EXPECT_NEAR(r.idle_ms, 5.0, 1e-9);
+  EXPECT_NEAR(r.device->range_ms.at("forward"), 4.0, 1e-9);
+  EXPECT_NEAR(r.device->outside_ranges_ms, 1.0, 1e-9);  // an unknown range is no range
 }
 
 // Kernel slices of the export by rank, and the names of each rank's GPU tracks.
