@@ -19,9 +19,6 @@
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/analyzers/trace/chrome_trace.h"
-#include "rankscope/format/event_stream.h"
-#include "rankscope/format/run_directory_layout.h"
-#include "rankscope/format/run_metadata.h"
 #include "skew_fake_run.h"
 #include "skew_gpu_fake_run.h"
 
@@ -138,14 +135,8 @@ TEST(SkewGpu, OddKernelRecordsDoNotBreakTheBreakdown) {
   // A kernel that ends before it begins, one naming a range and a kernel name never interned, and
   // kernels of a step that has no STEP record: no crash, and only what is sound is counted.
   const fs::path dir = testing::fresh_temp_dir("skew-gpu-odd");
-  format::RunMetadata meta;
-  meta.run_id = "odd";
-  meta.world_size = 1;
-  ASSERT_TRUE(format::write_run_metadata(dir, meta).ok());
-  format::EventStreamHeader h;
-  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, 0), h);
-  ASSERT_TRUE(w.ok());
-  auto& writer = **w;
+  auto w = testing::one_rank_run(dir, "odd", 0);
+  auto& writer = *w;
   const uint32_t fwd = writer.intern(format::NameKind::kRange, "forward");
   const uint32_t gemm = writer.intern(format::NameKind::kKernel, "gemm");
   format::StepRecord step;
@@ -160,7 +151,7 @@ TEST(SkewGpu, OddKernelRecordsDoNotBreakTheBreakdown) {
   writer.write_trace_kernels(1, kernels);
   writer.write_trace_kernels(42, kernels);  // no step 42
   ASSERT_TRUE(writer.flush().ok());
-  w->reset();
+  w.reset();
   auto report = analyze_skew(dir);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   const RankSkew& r = report->ranks[0];
