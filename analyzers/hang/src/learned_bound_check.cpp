@@ -17,7 +17,7 @@ void consider(std::optional<Detection>& best, double& best_ratio, int rank, std:
   if (best && ratio <= best_ratio) return;
   best_ratio = ratio;
   best = Detection{"learned_bound", rank, std::move(what), double(open_ns) / kNsPerS, double(b.bound_ns) / kNsPerS,
-                   double(b.quantile_ns) / kNsPerS, b.samples};
+                   double(b.quantile_ns) / kNsPerS, b.samples, bound_basis(b)};
 }
 
 }  // namespace

@@ -1,0 +1,152 @@
+// peer_wait_bound.cpp — "stuck" in seconds with no flags where the learned bounds have no history
+// yet (start-up, the first steps): every other member already waits in a collective that one rank
+// never issued, and that rank has shown no activity for longer than the job's own evidence allows.
+//
+// The bound is max(floor, factor x scale), and the scale is the longest normal duration the job
+// itself has shown for what the idle rank should be doing:
+//   - inside a step, with a step duration learned anywhere among the ranks involved: the largest
+//     step statistic they published (p95, or the longest of the first steps, or the first step's
+//     duration, start-up included): in a healthy run no rank idles for factor x a whole step while
+//     its peers wait;
+//   - inside a step, with none learned yet (the first step): how far into the step the waiters got
+//     before they waited (the same program does the same work to get there);
+//   - at start-up (step 0, outside any step): the waiters' whole start-up, from process start to
+//     the wait, x1: a rank idle longer than its peer took for all of start-up is behind by more
+//     than start-up skew (first touch, loading) explains.
+// It needs two kinds of evidence at once: the waiters waited at least the floor, and the idle rank
+// has not opened a range, ended one, or touched a collective for the bound. Is not: the learned
+// per-rank bounds (learned_bound_check.cpp) or the --stuck-after rules (classifier.cpp).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis_parts.h"
+
+namespace rankscope::hang {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+// The step statistic a rank published, in ns, with its wording; 0 when it learned none.
+std::pair<int64_t, std::string> step_statistic(const RankView& v) {
+  if (!v.readable()) return {0, ""};
+  const auto* b = v.snap->bound(format::BoundKind::kStep);
+  if (!b || b->quantile_ns <= 0 || (b->samples == 0 && !b->armed())) return {0, ""};
+  return {b->quantile_ns, fmt::format("rank {}'s {}", v.rank, bound_basis(*b))};
+}
+
+struct Scale {
+  int64_t ns = 0;
+  double factor = 0;
+  std::string basis;
+};
+
+// A member inside the collective, with its own record of it (times on its own clock).
+struct Waiter {
+  const RankView* view = nullptr;
+  const format::CollectiveSnapshot* rec = nullptr;
+};
+
+Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double factor) {
+  Scale s;
+  const bool in_step = !idle.stack.empty() && idle.stack.front() == "step";
+  if (in_step) {
+    s.factor = factor;
+    for (const Waiter& w : waiters)
+      if (auto [ns, words] = step_statistic(*w.view); ns > s.ns) s = {ns, factor, words};
+    if (auto [ns, words] = step_statistic(idle); ns > s.ns) s = {ns, factor, words};
+    if (s.ns > 0) {
+      s.basis = fmt::format("{} x{:g}", s.basis, factor);
+      return s;
+    }
+    // The first step: how far into it the waiters got before they waited.
+    for (const Waiter& w : waiters) {
+      const int64_t begin = w.view->snap->live.step_begin_ns;
+      if (begin > 0 && w.rec->enqueue_ns - begin > s.ns) s = {w.rec->enqueue_ns - begin, factor, ""};
+    }
+    if (s.ns <= 0) return {};
+    s.basis = fmt::format("the waiters reached it {:.1f} ms into the step, x{:g}", double(s.ns) / 1e6, factor);
+    return s;
+  }
+  if (idle.snap->live.step > 0) return {};  // between steps (checkpoint, validation): no evidence of scale
+  // Start-up: the waiters' whole start-up, once.
+  s.factor = 1;
+  for (const Waiter& w : waiters) {
+    const int64_t start = w.view->snap->start_ns;
+    if (start > 0 && w.rec->enqueue_ns - start > s.ns) s.ns = w.rec->enqueue_ns - start;
+  }
+  if (s.ns <= 0) return {};
+  s.basis = fmt::format("the waiters' whole start-up took {:.2f} s", double(s.ns) / kNsPerS);
+  return s;
+}
+
+}  // namespace
+
+std::string bound_basis(const format::BoundSnapshot& b) {
+  if (b.quantile_permille == 1000 && b.samples == 0)
+    return fmt::format("first step {:.1f} ms (start-up included)", double(b.quantile_ns) / 1e6);
+  if (b.quantile_permille == 1000)
+    return fmt::format("longest {:.1f} ms of {} {}", double(b.quantile_ns) / 1e6, b.samples,
+                       b.kind == format::BoundKind::kStep ? (b.samples == 1 ? "step" : "steps")
+                                                          : (b.samples == 1 ? "call" : "calls"));
+  return fmt::format("p{:g} {:.1f} ms of {} {}", b.quantile_permille / 10.0, double(b.quantile_ns) / 1e6, b.samples,
+                     b.kind == format::BoundKind::kStep ? "steps" : "calls");
+}
+
+std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
+                                                  const std::vector<GroupView>& groups, int64_t reference_ns,
+                                                  double floor_s, double factor) {
+  const WaitGraph g = build_wait_graph(views, groups);
+  std::optional<Detection> best;
+  double best_ratio = 0;
+  for (const auto& e : g.edges) {
+    if (e.absent < 0 || e.absent >= int(views.size())) continue;
+    const RankView& idle = views[e.absent];
+    if (!idle.readable() || idle.finished || idle.aborted || idle.dead || idle.waiting()) continue;
+    const GroupView* group = find_group(groups, e.comm);
+    if (!group) continue;
+    // Every member that issued it must be inside it: the others all wait, nobody else is behind.
+    std::vector<Waiter> waiters;
+    int64_t waited_ns = -1;
+    bool all_wait = true;
+    for (int m : group->ranks) {
+      if (m < 0 || m >= int(views.size())) continue;
+      const RankView& mv = views[m];
+      if (mv.readable() && mv.issued(e.comm) <= int64_t(e.seq)) continue;  // absent, like the idle rank
+      if (!mv.readable() || !mv.inside(e.comm, e.seq)) {
+        all_wait = false;
+        break;
+      }
+      const auto* rec = mv.comm(e.comm)->find(e.seq);
+      if (!rec) continue;
+      waiters.push_back({&mv, rec});
+      const int64_t waited = reference_ns - mv.aligned(rec->enqueue_ns);
+      waited_ns = waited_ns < 0 ? waited : std::min(waited_ns, waited);
+    }
+    if (!all_wait || waiters.empty() || waited_ns < int64_t(floor_s * kNsPerS)) continue;
+    const Scale s = scale_for(idle, waiters, factor);
+    if (s.ns <= 0) continue;
+    const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerS);
+    const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerS;
+    if (idle_s < bound_s) continue;
+    const double ratio = idle_s / bound_s;
+    if (best && ratio <= best_ratio) continue;
+    best_ratio = ratio;
+    Detection d;
+    d.by = "peer_wait";
+    d.rank = idle.rank;
+    d.what = fmt::format("rank {} idle in {} at step {} while {} {} in {} #{} on {} for {:.1f} s", idle.rank,
+                         idle.stack.empty() ? std::string("no range") : idle.stack.back(), idle.snap->live.step,
+                         waiters.size() == 1 ? "its peer" : fmt::format("{} peers", waiters.size()),
+                         waiters.size() == 1 ? "waits" : "wait", format::short_op_name(waiters.front().rec->op), e.seq, e.comm,
+                         double(waited_ns) / kNsPerS);
+    d.open_s = idle_s;
+    d.bound_s = bound_s;
+    d.quantile_s = double(s.ns) / kNsPerS;
+    d.basis = fmt::format("{}, floor {:g} s", s.basis, floor_s);
+    best = d;
+  }
+  return best;
+}
+
+}  // namespace rankscope::hang
