@@ -97,9 +97,25 @@ Diagnosis diagnose_scenario(const Scenario& s) {
   return diagnose(*run, processes);
 }
 
+// What the probe publishes for the step after start-up (step 0, init): its duration as the basis of
+// a bound, with no training step learned. Init is no scale for a training step: hangdoctor skips it.
+format::BoundDesc startup_step_bound(int64_t startup_ns) {
+  format::BoundDesc b;
+  b.kind = format::BoundKind::kStep;
+  b.site = "step";
+  b.samples = 0;
+  b.warmup = 10;
+  b.quantile_ns = startup_ns;
+  b.bound_ns = 10 * startup_ns;
+  b.quantile_permille = 1000;
+  b.window = 64;
+  return b;
+}
+
 // The first step: rank 1 stalls on entering forward/embed; rank 0 got there 20 ms into the step.
 Scenario first_step(int64_t idle_for) {
   Scenario s;
+  s.step_bound = startup_step_bound(5 * kS);
   s.waiter_step_begin = kStart + 1 * kS;
   s.waiter_enqueue = s.waiter_step_begin + 20 * kMs;
   s.idle_since = s.waiter_step_begin + 5 * kMs;
@@ -118,7 +134,7 @@ TEST(EarlyVerdict, FirstStepStallIsCalledPastTheFloor) {
   EXPECT_DOUBLE_EQ(d.detection->bound_s, 3.0);       // 10 x 20 ms is under the floor
   EXPECT_NEAR(d.detection->quantile_s, 0.020, 1e-9);  // how far into the step rank 0 got
   EXPECT_NEAR(d.detection->open_s, 3.2, 1e-9);
-  EXPECT_NE(d.detection->basis.find("20.0 ms into the step, x10, floor 3 s"), std::string::npos) << d.detection->basis;
+  EXPECT_NE(d.detection->basis.find("20.0 ms into the step, x3, floor 3 s"), std::string::npos) << d.detection->basis;
   EXPECT_NE(d.detection->what.find("rank 1 idle in forward/embed at step 1 while its peer waits in allreduce #2 on tp0"),
             std::string::npos)
       << d.detection->what;
@@ -130,6 +146,14 @@ TEST(EarlyVerdict, FirstStepInsideTheFloorIsHealthy) {
   const Diagnosis d = diagnose_scenario(first_step(2'500 * kMs));
   EXPECT_EQ(d.verdict, Verdict::kHealthy) << render_text(d);
   EXPECT_FALSE(d.detection.has_value());
+}
+
+// Peers that only just entered the collective are not blocked yet, however idle the rank looks.
+TEST(EarlyVerdict, PeersThatJustArrivedAreNotBlockedYet) {
+  Scenario s = first_step(4 * kS);
+  s.waiter_enqueue = s.now - 500 * kMs;
+  const Diagnosis d = diagnose_scenario(s);
+  EXPECT_EQ(d.verdict, Verdict::kHealthy) << render_text(d);
 }
 
 // A rank that keeps opening ranges is working, however long its peer has waited.
@@ -183,30 +207,39 @@ TEST(EarlyVerdict, SlowStartupWidensTheBound) {
   EXPECT_DOUBLE_EQ(d.detection->bound_s, 8.0);
 }
 
-// Later steps: the step bound the probes published (here 10 x the longest of two 600 ms steps)
-// sets the scale; the learned bound of rank 1's own step fires once it passes.
+// Later steps: the step bound the probes published (10 x the longest of two 1.5 s steps: 15 s)
+// sets the peers' scale: 3 x 1.5 s = 4.5 s idle while every peer waits.
 TEST(EarlyVerdict, PublishedStepBoundSetsTheScale) {
-  Scenario s = first_step(4'500 * kMs);
+  Scenario s = first_step(4'200 * kMs);
   s.waiter_step = s.idle_step = 3;
-  format::BoundDesc b;
-  b.kind = format::BoundKind::kStep;
-  b.site = "step";
+  format::BoundDesc b = startup_step_bound(1'500 * kMs);
   b.samples = 2;
-  b.warmup = 10;
-  b.quantile_ns = 600 * kMs;
-  b.bound_ns = 6 * kS;
-  b.quantile_permille = 1000;
-  b.window = 64;
   s.step_bound = b;
   Diagnosis d = diagnose_scenario(s);
   EXPECT_EQ(d.verdict, Verdict::kHealthy) << render_text(d);
-  s.now = s.idle_since + 6'100 * kMs;
+  s.now = s.idle_since + 4'700 * kMs;
   d = diagnose_scenario(s);
   EXPECT_EQ(d.verdict, Verdict::kHang) << render_text(d);
   ASSERT_TRUE(d.detection.has_value());
-  EXPECT_EQ(d.detection->by, "learned_bound");  // either rank's step: both opened it together
+  EXPECT_EQ(d.detection->by, "peer_wait");
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{1});
+  EXPECT_DOUBLE_EQ(d.detection->bound_s, 4.5);
+  EXPECT_EQ(d.detection->basis, "rank 0's longest 1500.0 ms of 2 steps x3, floor 3 s");
+}
+
+// Once a rank's own step passes the bound its probe learned, that is the detection, with its basis.
+TEST(EarlyVerdict, LearnedStepBoundStatesItsBasis) {
+  Scenario s = first_step(6'100 * kMs);
+  s.waiter_step = s.idle_step = 3;
+  s.step_bound = startup_step_bound(600 * kMs);
+  s.step_bound->samples = 2;  // 10 x the longest of two 600 ms steps: 6 s
+  s.waiter_enqueue = s.now - 500 * kMs;  // the peer just arrived: the peers' rule does not apply yet
+  const Diagnosis d = diagnose_scenario(s);
+  EXPECT_EQ(d.verdict, Verdict::kHang) << render_text(d);
+  ASSERT_TRUE(d.detection.has_value());
+  EXPECT_EQ(d.detection->by, "learned_bound");
   EXPECT_EQ(d.detection->basis, "longest 600.0 ms of 2 steps");
+  EXPECT_DOUBLE_EQ(d.detection->bound_s, 6.0);
 }
 
 }  // namespace

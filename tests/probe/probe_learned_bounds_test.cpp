@@ -149,8 +149,13 @@ std::map<std::string, std::vector<int64_t>> read_history(const std::string& name
     std::string kind, comm, site;
     int64_t ns = 0;
     words >> kind;
-    if (kind == "step") words >> ns, out["step"].push_back(ns);
-    else if (kind == "collective") words >> comm >> site >> ns, out[comm + " " + site].push_back(ns);
+    if (kind == "step") {
+      words >> ns;
+      out["step"].push_back(ns);
+    } else if (kind == "collective") {
+      words >> comm >> site >> ns;
+      out[comm + " " + site].push_back(ns);
+    }
   }
   return out;
 }

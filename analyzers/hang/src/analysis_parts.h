@@ -32,11 +32,16 @@ int innermost_rank(const std::vector<GroupView>& groups, const std::string& name
 std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns);
 
 // peer_wait_bound.cpp. Where the learned bounds have no history yet: a rank that never issued a
-// collective every other member waits in (for at least `floor_s`), idle for max(floor_s, factor x
-// the job's own scale of normal durations) — see the file for the scale. Empty when none.
+// collective every other member waits in (for at least `min_wait_s`), idle for max(floor_s, factor
+// x the job's own scale of normal durations) — see the file for the scale. Empty when none.
+struct PeerWaitPolicy {
+  double floor_s = 3;
+  double factor = 3;
+  double min_wait_s = 1;
+};
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
-                                                  double floor_s, double factor);
+                                                  const PeerWaitPolicy& policy);
 // "p95 2.1 ms of 40 steps", "longest 52.0 ms of 1 step", "first step 310.0 ms (start-up included)".
 std::string bound_basis(const format::BoundSnapshot& b);
 

@@ -5,16 +5,18 @@
 // The bound is max(floor, factor x scale), and the scale is the longest normal duration the job
 // itself has shown for what the idle rank should be doing:
 //   - inside a step, with a step duration learned anywhere among the ranks involved: the largest
-//     step statistic they published (p95, or the longest of the first steps, or the first step's
-//     duration, start-up included): in a healthy run no rank idles for factor x a whole step while
-//     its peers wait;
+//     step statistic they published (p95, or the longest of the first steps; not the start-up
+//     step's, which is init, not a step): in a healthy run no rank goes factor x a whole step
+//     without opening a range while every peer waits for it;
 //   - inside a step, with none learned yet (the first step): how far into the step the waiters got
 //     before they waited (the same program does the same work to get there);
-//   - at start-up (step 0, outside any step): the waiters' whole start-up, from process start to
-//     the wait, x1: a rank idle longer than its peer took for all of start-up is behind by more
-//     than start-up skew (first touch, loading) explains.
-// It needs two kinds of evidence at once: the waiters waited at least the floor, and the idle rank
-// has not opened a range, ended one, or touched a collective for the bound. Is not: the learned
+//   - at start-up (step 0, outside any `step` range): the waiters' whole start-up, from process
+//     start to the wait, x1: a rank idle longer than its peer took for all of start-up is behind
+//     by more than start-up skew (first touch, loading) explains.
+// The factor is smaller than the probe's learned bounds' (3, not 10) because the evidence is
+// twofold: every other member is blocked on this rank, and this rank has not opened a range, or
+// touched a collective, for that long (a working rank opens ranges many times a step). The waiters
+// must have waited `min_wait_s` (they are blocked, not passing through). Is not: the learned
 // per-rank bounds (learned_bound_check.cpp) or the --stuck-after rules (classifier.cpp).
 #include <algorithm>
 
@@ -27,11 +29,12 @@ namespace {
 
 constexpr double kNsPerS = 1e9;
 
-// The step statistic a rank published, in ns, with its wording; 0 when it learned none.
+// The step statistic a rank published, in ns, with its wording; 0 when it learned none from
+// training steps (the start-up step alone is init: no scale for a training step).
 std::pair<int64_t, std::string> step_statistic(const RankView& v) {
   if (!v.readable()) return {0, ""};
   const auto* b = v.snap->bound(format::BoundKind::kStep);
-  if (!b || b->quantile_ns <= 0 || (b->samples == 0 && !b->armed())) return {0, ""};
+  if (!b || b->quantile_ns <= 0 || b->samples == 0) return {0, ""};
   return {b->quantile_ns, fmt::format("rank {}'s {}", v.rank, bound_basis(*b))};
 }
 
@@ -95,7 +98,8 @@ std::string bound_basis(const format::BoundSnapshot& b) {
 
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
-                                                  double floor_s, double factor) {
+                                                  const PeerWaitPolicy& policy) {
+  const double floor_s = policy.floor_s;
   const WaitGraph g = build_wait_graph(views, groups);
   std::optional<Detection> best;
   double best_ratio = 0;
@@ -123,8 +127,8 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
       const int64_t waited = reference_ns - mv.aligned(rec->enqueue_ns);
       waited_ns = waited_ns < 0 ? waited : std::min(waited_ns, waited);
     }
-    if (!all_wait || waiters.empty() || waited_ns < int64_t(floor_s * kNsPerS)) continue;
-    const Scale s = scale_for(idle, waiters, factor);
+    if (!all_wait || waiters.empty() || waited_ns < int64_t(policy.min_wait_s * kNsPerS)) continue;
+    const Scale s = scale_for(idle, waiters, policy.factor);
     if (s.ns <= 0) continue;
     const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerS);
     const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerS;

@@ -32,8 +32,9 @@ struct ClassifyOptions {
   bool no_progress_observed = false;  // --wait saw no progress: stuck whatever the timestamps say
   bool learned_bounds = true;      // use the bounds the probes learned (past one -> stuck at once)
   bool peer_wait = true;           // a rank idle past the bound from its waiting peers -> stuck at once
-  double peer_wait_floor_s = 3;    // that bound is max(floor, factor x the job's own scale), as the
-  double peer_wait_factor = 10;    // probe's learned bounds are (same defaults)
+  double peer_wait_floor_s = 3;    // that bound is max(floor, factor x the job's own scale): the
+  double peer_wait_factor = 3;     // probe's floor; a smaller factor, as two signals agree
+  double peer_wait_min_s = 1;      // the peers waited at least this long (blocked, not passing)
 };
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});
