@@ -44,7 +44,7 @@ struct Options {
   // call site's and the step's typical duration is learned; one running past max(floor, factor x
   // it) is a suspected hang: a flight-recorder event and native stacks, once per item. "It" is the
   // p95 of the last 64 from `hang_warmup` samples on, the longest sample from `hang_early` samples
-  // on, and for step 1 the first step's duration (start-up included).
+  // on, and until a step after the first ended the first step's duration (start-up included).
   bool learned_bounds = true;         // RANKSCOPE_HANG_BOUNDS=0 turns it off
   double hang_floor_s = 3.0;          // RANKSCOPE_HANG_FLOOR
   double hang_factor = 10.0;          // RANKSCOPE_HANG_FACTOR
