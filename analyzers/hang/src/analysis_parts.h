@@ -30,6 +30,9 @@ int innermost_rank(const std::vector<GroupView>& groups, const std::string& name
 // learned, at `reference_ns` (rank 0's clock). A step counts only while the main thread's outermost
 // open range is `step`. Empty when none, or when no recorder carries learned bounds.
 std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns);
+// What a published bound rests on, in words: "p95 2.1 ms of 40 steps", "longest 52.0 ms of 1
+// step", "first step 310.0 ms (start-up included)".
+std::string bound_basis(const format::BoundSnapshot& b);
 
 // peer_wait_bound.cpp. Where the learned bounds have no history yet: a rank that never issued a
 // collective every other member waits in (for at least `min_wait_s`), idle for max(floor_s, factor
@@ -42,8 +45,6 @@ struct PeerWaitPolicy {
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
                                                   const PeerWaitPolicy& policy);
-// "p95 2.1 ms of 40 steps", "longest 52.0 ms of 1 step", "first step 310.0 ms (start-up included)".
-std::string bound_basis(const format::BoundSnapshot& b);
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
 

@@ -19,6 +19,8 @@
 // must have waited `min_wait_s` (they are blocked, not passing through). Is not: the learned
 // per-rank bounds (learned_bound_check.cpp) or the --stuck-after rules (classifier.cpp).
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -62,7 +64,8 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
       s.basis = fmt::format("{} x{:g}", s.basis, factor);
       return s;
     }
-    // The first step: how far into it the waiters got before they waited.
+    // No training step learned (the first step, or learning off): how far into the step the
+    // waiters got before they waited.
     for (const Waiter& w : waiters) {
       const int64_t begin = w.view->snap->live.step_begin_ns;
       if (begin > 0 && w.rec->enqueue_ns - begin > s.ns) s = {w.rec->enqueue_ns - begin, factor, ""};
@@ -85,49 +88,49 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
 
 }  // namespace
 
-std::string bound_basis(const format::BoundSnapshot& b) {
-  if (b.quantile_permille == 1000 && b.samples == 0)
-    return fmt::format("first step {:.1f} ms (start-up included)", double(b.quantile_ns) / 1e6);
-  if (b.quantile_permille == 1000)
-    return fmt::format("longest {:.1f} ms of {} {}", double(b.quantile_ns) / 1e6, b.samples,
-                       b.kind == format::BoundKind::kStep ? (b.samples == 1 ? "step" : "steps")
-                                                          : (b.samples == 1 ? "call" : "calls"));
-  return fmt::format("p{:g} {:.1f} ms of {} {}", b.quantile_permille / 10.0, double(b.quantile_ns) / 1e6, b.samples,
-                     b.kind == format::BoundKind::kStep ? "steps" : "calls");
-}
-
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
                                                   const PeerWaitPolicy& policy) {
   const double floor_s = policy.floor_s;
   const WaitGraph g = build_wait_graph(views, groups);
+  // Thousands of edges share a few (comm, seq): who waits there, and how long, is worked out once.
+  struct Blocked {
+    bool all_wait = true;          // every member that issued it is inside it
+    std::vector<Waiter> waiters;
+    int64_t waited_ns = -1;        // the shortest wait among them
+  };
+  std::map<std::pair<std::string, uint64_t>, Blocked> blocked_at;
+  std::set<std::pair<int, const Blocked*>> judged;
   std::optional<Detection> best;
   double best_ratio = 0;
   for (const auto& e : g.edges) {
     if (e.absent < 0 || e.absent >= int(views.size())) continue;
     const RankView& idle = views[e.absent];
     if (!idle.readable() || idle.finished || idle.aborted || idle.dead || idle.waiting()) continue;
-    const GroupView* group = find_group(groups, e.comm);
-    if (!group) continue;
-    // Every member that issued it must be inside it: the others all wait, nobody else is behind.
-    std::vector<Waiter> waiters;
-    int64_t waited_ns = -1;
-    bool all_wait = true;
-    for (int m : group->ranks) {
-      if (m < 0 || m >= int(views.size())) continue;
-      const RankView& mv = views[m];
-      if (mv.readable() && mv.issued(e.comm) <= int64_t(e.seq)) continue;  // absent, like the idle rank
-      if (!mv.readable() || !mv.inside(e.comm, e.seq)) {
-        all_wait = false;
-        break;
+    auto [it, fresh] = blocked_at.try_emplace({e.comm, e.seq});
+    Blocked& b = it->second;
+    if (fresh) {
+      const GroupView* group = find_group(groups, e.comm);
+      b.all_wait = group != nullptr;
+      for (int m : group ? group->ranks : std::vector<int>{}) {
+        if (m < 0 || m >= int(views.size())) continue;
+        const RankView& mv = views[m];
+        if (mv.readable() && mv.issued(e.comm) <= int64_t(e.seq)) continue;  // absent, like the idle rank
+        if (!mv.readable() || !mv.inside(e.comm, e.seq)) {
+          b.all_wait = false;
+          break;
+        }
+        const auto* rec = mv.comm(e.comm)->find(e.seq);
+        if (!rec) continue;
+        b.waiters.push_back({&mv, rec});
+        const int64_t waited = reference_ns - mv.aligned(rec->enqueue_ns);
+        b.waited_ns = b.waited_ns < 0 ? waited : std::min(b.waited_ns, waited);
       }
-      const auto* rec = mv.comm(e.comm)->find(e.seq);
-      if (!rec) continue;
-      waiters.push_back({&mv, rec});
-      const int64_t waited = reference_ns - mv.aligned(rec->enqueue_ns);
-      waited_ns = waited_ns < 0 ? waited : std::min(waited_ns, waited);
     }
-    if (!all_wait || waiters.empty() || waited_ns < int64_t(policy.min_wait_s * kNsPerS)) continue;
+    if (!judged.insert({idle.rank, &b}).second) continue;  // this rank at this collective: judged already
+    if (!b.all_wait || b.waiters.empty() || b.waited_ns < int64_t(policy.min_wait_s * kNsPerS)) continue;
+    const std::vector<Waiter>& waiters = b.waiters;
+    const int64_t waited_ns = b.waited_ns;
     const Scale s = scale_for(idle, waiters, policy.factor);
     if (s.ns <= 0) continue;
     const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerS);
