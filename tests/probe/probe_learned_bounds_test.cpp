@@ -1,6 +1,8 @@
 // probe_learned_bounds_test.cpp — the fast hang detector: the robust quantile and its bound, the
 // bounds published in the flight recorder, and a collective and a step running past their learned
 // bound reported as suspected_hang (once each), long before the fixed timeout.
+#include <stdlib.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -181,7 +183,9 @@ TEST(DurationBound, FixtureH100StepsRaiseNoAlarmAndAreGuardedFromTheSecondStep) 
   const auto history = read_history("d12_h100_steps.txt");
   const std::vector<int64_t>& steps = history.at("step");
   ASSERT_EQ(steps.size(), 8u);
-  if (const auto real = real_h100_step_ns(); !real.empty()) EXPECT_EQ(real, steps) << "the fixture drifted from the data";
+  if (const auto real = real_h100_step_ns(); !real.empty()) {
+    EXPECT_EQ(real, steps) << "the fixture drifted from the data";
+  }
   const Replay r = replay(BoundPolicy{}, steps, false);
   EXPECT_EQ(r.false_alarms, 0) << r.first_alarm;
   // From step 2 on: 10 x the longest so far, the first step's 362 ms: 3.62 s, under 5 s.
@@ -221,6 +225,21 @@ TEST(DurationBound, NoisyStepsRaiseNoAlarm) {
   // A real stall is still caught within seconds from step 2 on: 10 x at most 3 x 90 ms.
   for (size_t i = 1; i < steps.size(); ++i) EXPECT_LE(r.bounds_ns[i], 9'000 * kMs) << i;
   EXPECT_LE(r.bounds_ns[2], 10 * 90 * kMs);
+}
+
+// RANKSCOPE_HANG_EARLY: samples before the early bound; 0 is refused with the variable named.
+TEST(ProbeLearnedBounds, EarlyArmingComesFromTheEnvironment) {
+  ::setenv("RANKSCOPE_HANG_EARLY", "4", 1);
+  Options o;
+  Status s = o.apply_environment();
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(o.hang_early, 4);
+  ::setenv("RANKSCOPE_HANG_EARLY", "0", 1);
+  Options bad;
+  s = bad.apply_environment();
+  ::unsetenv("RANKSCOPE_HANG_EARLY");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("RANKSCOPE_HANG_EARLY=0"), std::string::npos) << s.to_string();
 }
 
 format::FlightRecorderSnapshot wait_for(const std::filesystem::path& dir, format::WatchdogKind kind, uint32_t events,
