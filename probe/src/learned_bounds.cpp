@@ -3,8 +3,10 @@
 // reports a collective or a step running past its bound as a suspected hang (once per item), with
 // the same evidence as the fixed timeout: a watchdog record of kind suspected_hang and stacks.
 //
-// Warm-up: a call site is armed after `hang_warmup` completed calls; the step after `hang_warmup`
-// finished steps not counting the first (start-up costs). Until then only the timeout applies.
+// Arming: a call site has a bound from its first completed call (10 x the longest call so far,
+// floor 3 s), and the robust p95 bound after `hang_warmup` calls. The step's first duration carries
+// start-up costs: it is never learned, but it stands in as the bound's basis until step 1 ends, so
+// that step 1 is guarded too (a longer basis only makes the bound later, never a false alarm).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -23,14 +25,27 @@ BoundPolicy policy_of(const Options& o) {
   p.floor_s = o.hang_floor_s;
   p.factor = o.hang_factor;
   p.warmup = static_cast<uint32_t>(std::max<int64_t>(1, o.hang_warmup));
+  p.early = static_cast<uint32_t>(std::max<int64_t>(1, o.hang_early));
   return p;
 }
 
+// "its learned bound 3.000 s (p95 2.1 ms of the last 64 of 200 samples, x10, floor 3 s)".
 std::string limit_text(const DurationBound& b) {
   const BoundPolicy& p = b.policy();
-  return fmt::format("its learned bound {:.3f} s (p{} {:.3f} ms of the last {} of {} samples, x{:g}, floor {:g} s)",
-                     double(b.bound_ns()) * 1e-9, p.quantile_permille / 10, double(b.quantile_ns()) * 1e-6,
-                     std::min(b.samples(), p.window), b.samples(), p.factor, p.floor_s);
+  const double bound_s = double(b.bound_ns()) * 1e-9;
+  const double statistic_ms = double(b.statistic_ns()) * 1e-6;
+  switch (b.basis()) {
+    case DurationBound::Basis::kStartup:
+      return fmt::format("its learned bound {:.3f} s (the first step's {:.3f} ms, start-up included, x{:g}, floor {:g} s)",
+                         bound_s, statistic_ms, p.factor, p.floor_s);
+    case DurationBound::Basis::kLongest:
+      return fmt::format("its learned bound {:.3f} s (longest {:.3f} ms of the first {} samples, x{:g}, floor {:g} s)",
+                         bound_s, statistic_ms, b.samples(), p.factor, p.floor_s);
+    default:
+      return fmt::format("its learned bound {:.3f} s (p{} {:.3f} ms of the last {} of {} samples, x{:g}, floor {:g} s)",
+                         bound_s, p.quantile_permille / 10, statistic_ms, std::min(b.samples(), p.window), b.samples(),
+                         p.factor, p.floor_s);
+  }
 }
 
 }  // namespace
@@ -70,8 +85,9 @@ void Probe::Impl::learn_bounds(int64_t now_ns) {
   const uint64_t ended = steps_ended.load(std::memory_order_acquire);
   const uint64_t ring = step_durations_ns.size();
   for (uint64_t k = std::max(steps_seen, ended > ring ? ended - ring : 0); k < ended; ++k) {
-    if (k == 0) continue;  // the first step carries start-up costs
-    step_bound->add(step_durations_ns[k % ring].load(std::memory_order_relaxed));
+    const int64_t duration_ns = step_durations_ns[k % ring].load(std::memory_order_relaxed);
+    if (k == 0) step_bound->add_startup(duration_ns);  // carries start-up costs: a basis, never learned
+    else step_bound->add(duration_ns);
     step_bound_dirty = true;
   }
   steps_seen = ended;
@@ -83,10 +99,11 @@ void Probe::Impl::publish_bounds(int64_t now_ns) {
     format::BoundDesc d;
     d.samples = b.samples();
     d.warmup = b.policy().warmup;
-    d.quantile_ns = b.quantile_ns();
+    // While the bound rests on the longest (or the start-up) sample, say so: permille 1000.
+    d.quantile_ns = b.statistic_ns();
     d.bound_ns = b.bound_ns();
     d.updated_ns = now_ns;
-    d.quantile_permille = b.policy().quantile_permille;
+    d.quantile_permille = b.armed() ? b.statistic_permille() : b.policy().quantile_permille;
     d.window = b.policy().window;
     return d;
   };

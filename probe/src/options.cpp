@@ -111,6 +111,7 @@ Status Options::apply_environment() {
   RS_ENV_NUMBER("RANKSCOPE_HANG_FLOOR", hang_floor_s, parse_double);
   RS_ENV_NUMBER("RANKSCOPE_HANG_FACTOR", hang_factor, parse_double);
   RS_ENV_NUMBER("RANKSCOPE_HANG_WARMUP", hang_warmup, parse_int);
+  RS_ENV_NUMBER("RANKSCOPE_HANG_EARLY", hang_early, parse_int);
   RS_ENV_NUMBER("RANKSCOPE_NVTX", nvtx, parse_bool);
   RS_ENV_NUMBER("RANKSCOPE_CUPTI", cupti, parse_bool);
   if (auto v = env("RANKSCOPE_DISABLE")) {
@@ -122,10 +123,10 @@ Status Options::apply_environment() {
     trace_step_begin = window.first;
     trace_step_end = window.second;
   }
-  if (hang_floor_s <= 0 || hang_factor < 1 || hang_warmup < 1) {
+  if (hang_floor_s <= 0 || hang_factor < 1 || hang_warmup < 1 || hang_early < 1) {
     return invalid_argument(fmt::format("learned hang bounds: RANKSCOPE_HANG_FLOOR={} must be > 0, RANKSCOPE_HANG_FACTOR={} "
-                                        ">= 1 and RANKSCOPE_HANG_WARMUP={} >= 1",
-                                        hang_floor_s, hang_factor, hang_warmup));
+                                        ">= 1, RANKSCOPE_HANG_WARMUP={} and RANKSCOPE_HANG_EARLY={} >= 1",
+                                        hang_floor_s, hang_factor, hang_warmup, hang_early));
   }
   if (watchdog_poll_s <= 0) {
     return invalid_argument(fmt::format("RANKSCOPE_WATCHDOG_POLL={}: must be > 0", watchdog_poll_s));

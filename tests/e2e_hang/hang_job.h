@@ -221,19 +221,21 @@ inline int64_t unix_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The learned-bounds acceptance scenario: tiny TP2, rank 1 stalls in forward/embed at `step`
-// (past the warm-up); hangdoctor with no flags is polled every `poll_s` until it says hang. The time
-// is from the stall's start (rank 1's forward/embed range begin, from its recorder) to the verdict.
+// The learned-bounds acceptance scenario: tiny TP2, rank 1 stalls in `range` (forward/embed) at
+// `step`; hangdoctor with no flags is polled every `poll_s` until it says hang. The time is from the
+// stall's start (rank 1's `range` begin, from its recorder) to the verdict. Step 0 is start-up
+// (e.g. range init/model).
 struct StallTiming {
   Verdict verdict;
   double stall_to_verdict_s = -1;
   std::string log;
 };
 inline StallTiming stall_to_verdict(const std::filesystem::path& base, int64_t step = 25, double poll_s = 0.25,
-                                    double give_up_s = 120) {
+                                    double give_up_s = 120, const std::string& range = "forward/embed") {
   StallTiming out;
-  Job job(base, 2, 2, 100000, {"--inject", "stall:rank=1,range=forward/embed,step=" + std::to_string(step)});
-  if (!job.wait_step(step, 2, give_up_s)) {
+  Job job(base, 2, 2, 100000, {"--inject", "stall:rank=1,range=" + range + ",step=" + std::to_string(step)});
+  // Start-up (step 0) is before the first step: the recorders say step -1 until then.
+  if (!job.wait_step(step > 0 ? step : -1, 2, give_up_s)) {
     out.log = job.log();
     return out;
   }
@@ -256,7 +258,7 @@ inline StallTiming stall_to_verdict(const std::filesystem::path& base, int64_t s
       if (out.verdict.j.is_object() && out.verdict.j.value("verdict", "") == "hang") {
         auto run = format::open_run_directory(job.run_dir());
         const auto* main = run.ok() && run->ranks[1].flight ? run->ranks[1].flight->main_thread() : nullptr;
-        if (main && !main->stack.empty() && main->stack.back().name == "forward/embed")
+        if (main && !main->stack.empty() && main->stack.back().name == range)
           out.stall_to_verdict_s = double(verdict_ns - main->stack.back().begin_ns) * 1e-9;
         out.verdict.text = out.verdict.j.value("headline", "");
         break;

@@ -30,6 +30,21 @@ int innermost_rank(const std::vector<GroupView>& groups, const std::string& name
 // learned, at `reference_ns` (rank 0's clock). A step counts only while the main thread's outermost
 // open range is `step`. Empty when none, or when no recorder carries learned bounds.
 std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns);
+// What a published bound rests on, in words: "p95 2.1 ms of 40 steps", "longest 52.0 ms of 1
+// step", "first step 310.0 ms (start-up included)".
+std::string bound_basis(const format::BoundSnapshot& b);
+
+// peer_wait_bound.cpp. Where the learned bounds have no history yet: a rank that never issued a
+// collective every other member waits in (for at least `min_wait_s`), idle for max(floor_s, factor
+// x the job's own scale of normal durations) — see the file for the scale. Empty when none.
+struct PeerWaitPolicy {
+  double floor_s = 3;
+  double factor = 3;
+  double min_wait_s = 1;
+};
+std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
+                                                  const std::vector<GroupView>& groups, int64_t reference_ns,
+                                                  const PeerWaitPolicy& policy);
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
 

@@ -32,8 +32,10 @@ constexpr const char* kHelp =
     "                       into RUN_DIR/evidence/\n"
     "  --stuck-after SECONDS  without --wait: no progress for this long means stuck (default 10)\n\n"
     "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
-    "(p95 of recent durations x 10, at least 3 s) makes the job stuck at once; the JSON's detection\n"
-    "says which rule fired.\n\n"
+    "(10 x the p95 of recent durations, or of the longest of the first few; at least 3 s) makes the\n"
+    "job stuck at once; so does, at start-up and in the first steps, a rank that never issued a\n"
+    "collective all its peers wait in, idle past max(3 s, 3 x the job's own step time). The JSON's\n"
+    "detection says which rule fired and what its bound rests on.\n\n"
     "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
 
 class RemoteProcesses final : public ProcessTable {

@@ -17,10 +17,21 @@ void consider(std::optional<Detection>& best, double& best_ratio, int rank, std:
   if (best && ratio <= best_ratio) return;
   best_ratio = ratio;
   best = Detection{"learned_bound", rank, std::move(what), double(open_ns) / kNsPerS, double(b.bound_ns) / kNsPerS,
-                   double(b.quantile_ns) / kNsPerS, b.samples};
+                   double(b.quantile_ns) / kNsPerS, b.samples, bound_basis(b)};
 }
 
 }  // namespace
+
+std::string bound_basis(const format::BoundSnapshot& b) {
+  if (b.quantile_permille == 1000 && b.samples == 0)
+    return fmt::format("first step {:.1f} ms (start-up included)", double(b.quantile_ns) / 1e6);
+  if (b.quantile_permille == 1000)
+    return fmt::format("longest {:.1f} ms of {} {}", double(b.quantile_ns) / 1e6, b.samples,
+                       b.kind == format::BoundKind::kStep ? (b.samples == 1 ? "step" : "steps")
+                                                          : (b.samples == 1 ? "call" : "calls"));
+  return fmt::format("p{:g} {:.1f} ms of {} {}", b.quantile_permille / 10.0, double(b.quantile_ns) / 1e6, b.samples,
+                     b.kind == format::BoundKind::kStep ? "steps" : "calls");
+}
 
 std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& views, int64_t reference_ns) {
   std::optional<Detection> best;

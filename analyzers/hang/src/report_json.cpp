@@ -96,9 +96,9 @@ nlohmann::json render_json(const Diagnosis& d) {
   if (d.detection) {
     const Detection& x = *d.detection;
     json det = {{"by", x.by}};
-    if (x.by == "learned_bound")
+    if (x.by == "learned_bound" || x.by == "peer_wait")
       det.update({{"rank", x.rank}, {"what", x.what}, {"open_s", x.open_s}, {"bound_s", x.bound_s},
-                  {"quantile_s", x.quantile_s}, {"samples", x.samples}});
+                  {"quantile_s", x.quantile_s}, {"samples", x.samples}, {"basis", x.basis}});
     j["detection"] = det;
   } else {
     j["detection"] = nullptr;

@@ -101,8 +101,12 @@ std::string render_text(const Diagnosis& d) {
   if (!d.explanation.empty()) out += "  " + d.explanation + "\n";
   if (d.detection && d.detection->by == "learned_bound") {
     const Detection& x = *d.detection;
-    out += fmt::format("  Detected by rank {}'s learned bound: {} open {}, past {} (p95 {} over {} samples).\n", x.rank,
-                       x.what, human_seconds(x.open_s), human_seconds(x.bound_s), human_seconds(x.quantile_s), x.samples);
+    out += fmt::format("  Detected by rank {}'s learned bound: {} open {}, past {} ({}).\n", x.rank, x.what,
+                       human_seconds(x.open_s), human_seconds(x.bound_s), x.basis);
+  } else if (d.detection && d.detection->by == "peer_wait") {
+    const Detection& x = *d.detection;
+    out += fmt::format("  Detected from its peers: {}; idle {}, past {} ({}).\n", x.what, human_seconds(x.open_s),
+                       human_seconds(x.bound_s), x.basis);
   }
 
   // Ranks grouped by identical state, culprits first, in rank order within a group.

@@ -41,13 +41,15 @@ struct Options {
   bool watchdog_abort = false;        // RANKSCOPE_WATCHDOG_ABORT=1: SIGABRT self after evidence
   bool watchdog_stacks = true;        // RANKSCOPE_WATCHDOG_STACKS=0 disables stack capture
   // Learned bounds (the fast hang detector; the timeout above stays the ceiling): each collective
-  // call site's and the step's typical duration (p95 of the last 64) is learned; one running past
-  // max(floor, factor x p95), after `hang_warmup` samples, is a suspected hang: a flight-recorder
-  // event and native stacks, once per item.
+  // call site's and the step's typical duration is learned; one running past max(floor, factor x
+  // it) is a suspected hang: a flight-recorder event and native stacks, once per item. "It" is the
+  // p95 of the last 64 from `hang_warmup` samples on, the longest sample from `hang_early` samples
+  // on, and until a step after the first ended the first step's duration (start-up included).
   bool learned_bounds = true;         // RANKSCOPE_HANG_BOUNDS=0 turns it off
   double hang_floor_s = 3.0;          // RANKSCOPE_HANG_FLOOR
   double hang_factor = 10.0;          // RANKSCOPE_HANG_FACTOR
   int64_t hang_warmup = 10;           // RANKSCOPE_HANG_WARMUP (samples; the step skips its first)
+  int64_t hang_early = 1;             // RANKSCOPE_HANG_EARLY (samples, the start-up one too, before the early bound; > warmup: none)
   int64_t trace_step_begin = -1;      // capture window (inclusive), RANKSCOPE_TRACE_STEPS=A-B
   int64_t trace_step_end = -1;
   bool nvtx = true;                   // RANKSCOPE_NVTX=0

@@ -4,8 +4,10 @@
 // recorders, liveness from a ProcessTable), so it is tested on synthetic and checked-in runs:
 //   1. ranks are aligned on rank 0's clock; "now" is the freshest heartbeat;
 //   2. every rank finished -> finished; a rank's open collective or step past the bound its probe
-//      learned (flight recorder bounds), or no progress for `stuck_after_s` (or as observed by
-//      --wait) -> stuck, else healthy;
+//      learned (flight recorder bounds), a rank idle past the bound its waiting peers and the job's
+//      own durations give (peer_wait_bound.cpp: start-up and the first steps, before the probes
+//      learned much), or no progress for `stuck_after_s` (or as observed by --wait) -> stuck, else
+//      healthy;
 //   3. at any (comm, seq) inside the window all ranks' rings share, op / dtype / size / call-site
 //      disagreement -> desync (collective_mismatch); the majority signature is healthy, a tie is
 //      broken by each rank's own previous step;
@@ -35,6 +37,10 @@ struct ClassifyOptions {
   // heartbeats are only a lower bound on "now", so every duration is "at least"; this sentence says
   // what the bound rests on. Empty for run directories, whose heartbeats are live.
   std::string time_basis;
+  bool peer_wait = true;           // a rank idle past the bound from its waiting peers -> stuck at once
+  double peer_wait_floor_s = 3;    // that bound is max(floor, factor x the job's own scale): the
+  double peer_wait_factor = 3;     // probe's floor; a smaller factor, as two signals agree
+  double peer_wait_min_s = 1;      // the peers waited at least this long (blocked, not passing)
 };
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});

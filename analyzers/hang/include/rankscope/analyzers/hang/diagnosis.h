@@ -113,15 +113,17 @@ struct CountMismatch {
 };
 
 // What made hangdoctor call the job stuck: a rank's collective or step past the bound its own probe
-// learned (the fast path, no flags needed), or no progress anywhere for --stuck-after / --wait.
+// learned, or a rank idle past a bound from its waiting peers and the job's own durations (the fast
+// paths, no flags needed), or no progress anywhere for --stuck-after / --wait.
 struct Detection {
-  std::string by;          // learned_bound | no_progress | watched | dead_or_frozen | dump
-  int rank = -1;           // learned_bound: the rank whose item ran past its bound
+  std::string by;          // learned_bound | peer_wait | no_progress | forming | watched | dead_or_frozen | dump
+  int rank = -1;           // learned_bound: the rank whose item ran past its bound; peer_wait: the idle rank
   std::string what;        // "allreduce #247 on tp0 from forward/embed", "step 20"
-  double open_s = 0;       // how long it has been open at the snapshot
-  double bound_s = 0;      // its learned bound
-  double quantile_s = 0;   // the typical duration it was learned from (p95)
+  double open_s = 0;       // how long it has been open (peer_wait: idle) at the snapshot
+  double bound_s = 0;      // the bound it passed
+  double quantile_s = 0;   // the typical duration the bound is a multiple of
   uint32_t samples = 0;
+  std::string basis;       // what the bound rests on, in words: "longest 52.0 ms of 1 step x10, floor 3 s"
 };
 
 struct Diagnosis {
