@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
+#include "flight_recorder_copies.h"  // format/src: the reader's copy loop, fed torn copies below
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/flight_recorder_writer.h"
 
@@ -277,6 +280,103 @@ TEST_F(FlightRecorderTest, ReadableWhileAWriterThreadIsBusy) {
   }
   stop = true;
   writer.join();
+}
+
+// The kernel copies a file in no promised order while the writer runs, so one copy can hold the
+// sequence word from before an update and the name from during it: the word in that copy is even
+// and equal to itself. Here the second copy is torn that way on purpose (word and first 8 name
+// bytes copied, then the writer replaces the range, then the rest copied).
+TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
+  auto w = make();
+  const int t = w->claim_thread_slot(1, "main");
+  w->push_range(t, "forward/block1/attn", 1);
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  const size_t size = h->file_bytes;
+  const size_t name_at = h->threads_offset + sizeof(ThreadSlotHeader) + offsetof(OpenRange, name);
+  int copies = 0;
+  std::vector<uint8_t> torn_copy;
+  const TakeCopy take = [&](std::span<uint8_t> out) {
+    const uint8_t* live = w->mapped_bytes();
+    if (++copies == 2) {
+      std::memcpy(out.data(), live, name_at + 8);
+      w->pop_range(t);
+      w->push_range(t, "backward/block0/mlp", 2);
+      std::memcpy(out.data() + name_at + 8, live + name_at + 8, size - name_at - 8);
+      torn_copy.assign(out.begin(), out.end());
+    } else {
+      std::memcpy(out.data(), live, size);
+    }
+    return Status::ok_status();
+  };
+  auto s = read_flight_recorder_copies(size, take, "torn-on-purpose");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_GE(copies, 4) << "the torn copy was accepted without a further copy";
+  const ThreadSnapshot* m = s->main_thread();
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(m->torn);
+  ASSERT_EQ(m->stack.size(), 1u);
+  EXPECT_EQ(m->stack[0].name, "backward/block0/mlp");
+  EXPECT_EQ(m->stack[0].begin_ns, 2);
+  // The torn copy alone passes the in-copy check: what the window above had to catch.
+  auto alone = parse_flight_recorder(torn_copy, "torn copy alone");
+  ASSERT_TRUE(alone.ok());
+  ASSERT_EQ(alone->main_thread()->stack.size(), 1u);
+  EXPECT_EQ(alone->main_thread()->stack[0].name, "forward//block0/mlp");
+}
+
+// A copy where the writer is caught mid-update in every window stays marked torn: never a guess.
+TEST_F(FlightRecorderTest, AWriterBusyInEveryCopyLeavesTheSectionTorn) {
+  auto w = make();
+  const int t = w->claim_thread_slot(1, "main");
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  const size_t size = h->file_bytes;
+  int copies = 0;
+  const TakeCopy take = [&](std::span<uint8_t> out) {
+    ++copies;
+    w->push_range(t, copies % 2 ? "forward/block1/attn" : "backward/block0/mlp", copies);
+    w->pop_range(t);
+    std::memcpy(out.data(), w->mapped_bytes(), size);
+    return Status::ok_status();
+  };
+  auto s = read_flight_recorder_copies(size, take, "always-moving");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(copies, 10);  // three, then one per further window, eight windows
+  EXPECT_TRUE(s->main_thread()->torn);
+}
+
+TEST_F(FlightRecorderTest, AFailingCopyIsAnErrorNotASnapshot) {
+  auto w = make();
+  const TakeCopy take = [](std::span<uint8_t>) { return io_error("rank00003.flight: cannot read: gone"); };
+  auto s = read_flight_recorder_copies(4096, take, "gone");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kIo);
+}
+
+// The watchdog thread sets the process state (abort) while the main thread writes the phase: the
+// phase read back is always one the main thread wrote, never a mix.
+TEST_F(FlightRecorderTest, PhaseStaysWholeWhileAnotherThreadSetsTheProcessState) {
+  auto w = make();
+  std::atomic<bool> stop{false};
+  std::thread main_thread([&] {
+    for (int i = 0; !stop; ++i) w->set_phase(i % 2 ? "forward/block1/attn" : "backward/block0/mlp");
+  });
+  std::thread watchdog([&] {
+    for (int i = 0; !stop; ++i) w->set_process_state(i % 2 ? ProcessState::kRunning : ProcessState::kAborted);
+  });
+  for (int i = 0; i < 200; ++i) {
+    auto s = read_flight_recorder(file_);
+    ASSERT_TRUE(s.ok());
+    if (!s->live.torn && !s->live.phase.empty()) {
+      EXPECT_TRUE(s->live.phase == "forward/block1/attn" || s->live.phase == "backward/block0/mlp") << s->live.phase;
+    }
+  }
+  stop = true;
+  main_thread.join();
+  watchdog.join();
+  // Both writers stopped: the word is even again (a lost increment would leave it odd for good).
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->live.torn);
 }
 
 }  // namespace
