@@ -11,6 +11,7 @@
 #include "flight_recorder_copies.h"  // format/src: the reader's copy loop, fed torn copies below
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/flight_recorder_writer.h"
+#include "test_files.h"
 
 namespace rankscope::format {
 namespace {
@@ -377,6 +378,42 @@ TEST_F(FlightRecorderTest, PhaseStaysWholeWhileAnotherThreadSetsTheProcessState)
   auto s = read_flight_recorder(file_);
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->live.torn);
+}
+
+// Recorders written on an H100 (a finished d12 run and the NCCL plugin's files): nobody writes them
+// any more, so the copies agree and the reader must give what one copy gives, with nothing torn.
+TEST(FlightRecorderRealGpu, RecordersFromAGpuMachineReadAsOneCopyWithNothingTorn) {
+  const std::filesystem::path root = RANKSCOPE_REAL_GPU_DATA;
+  if (!std::filesystem::is_directory(root)) GTEST_SKIP() << root << " absent (real H100 data; not in every checkout)";
+  int seen = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".flight") continue;
+    ++seen;
+    auto read = read_flight_recorder(e.path());
+    ASSERT_TRUE(read.ok()) << read.status().to_string();
+    const std::vector<uint8_t> bytes = testing::read_bytes(e.path());
+    auto one = parse_flight_recorder(bytes, e.path().string());
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    EXPECT_EQ(read->warnings, one->warnings) << e.path();
+    EXPECT_FALSE(read->live.torn);
+    EXPECT_EQ(read->live.process_state, one->live.process_state);
+    EXPECT_EQ(read->live.step, one->live.step);
+    ASSERT_EQ(read->threads.size(), one->threads.size()) << e.path();
+    for (size_t t = 0; t < read->threads.size(); ++t) {
+      EXPECT_EQ(read->threads[t].name, one->threads[t].name);
+      EXPECT_EQ(read->threads[t].depth, one->threads[t].depth);
+    }
+    ASSERT_EQ(read->comms.size(), one->comms.size()) << e.path();
+    for (size_t c = 0; c < read->comms.size(); ++c) {
+      EXPECT_EQ(read->comms[c].name, one->comms[c].name);
+      ASSERT_EQ(read->comms[c].ring.size(), one->comms[c].ring.size());
+      for (size_t r = 0; r < read->comms[c].ring.size(); ++r) {
+        EXPECT_FALSE(read->comms[c].ring[r].torn);
+        EXPECT_EQ(read->comms[c].ring[r].range, one->comms[c].ring[r].range);
+      }
+    }
+  }
+  EXPECT_GE(seen, 1) << "no .flight file under " << root;
 }
 
 }  // namespace
