@@ -2,9 +2,9 @@
 //
 // Is: the reader's consistency loop (FORMAT.md "Consistency"): three whole copies taken one after
 // another, sections of the middle one checked against the first and the last (seqlock.h
-// CopyWindow); while a section is caught mid-update the window slides by one more copy.
-// Is not: where the bytes come from. read_flight_recorder passes pread; tests pass copies they tear
-// on purpose. Private to the format library and its tests.
+// CopyWindow); a section caught mid-update is read again on its own, then the window slides by one
+// more copy. Is not: where the bytes come from. read_flight_recorder passes pread; tests pass reads
+// they tear on purpose. Private to the format library and its tests.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,12 @@
 
 namespace rankscope::format {
 
-// Fills the span (the file's size) with the file's bytes as they are now.
-using TakeCopy = std::function<Status(std::span<uint8_t>)>;
+// Fills `out` with the file's bytes at `offset` as they are now (a whole copy: offset 0, the
+// file's size).
+using ReadFile = std::function<Status(uint64_t offset, std::span<uint8_t> out)>;
 
-// Copies a recorder of `size` bytes (> 0) with `take_copy` and parses it; at most 8 windows.
-Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const TakeCopy& take_copy,
+// Copies a recorder of `size` bytes (> 0) with `read_file` and parses it; at most 8 windows.
+Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const ReadFile& read_file,
                                                            std::string_view display_name);
 
 }  // namespace rankscope::format

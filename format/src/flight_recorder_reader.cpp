@@ -334,10 +334,10 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
   }
   // pread, not a mapping: at 16K ranks, mapping and unmapping every recorder costs seconds in TLB
   // shootdowns (a VM here: 1024 x 680 KB files, 2.2 s mapped against 0.26 s for one pread each).
-  const TakeCopy take_copy = [&](std::span<uint8_t> out) -> Status {
+  const ReadFile read_file = [&](uint64_t offset, std::span<uint8_t> out) -> Status {
     size_t done = 0;
     while (done < out.size()) {
-      const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(done));
+      const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return io_error(fmt::format("{}: cannot read: {}", file.string(), std::strerror(errno)));
       if (n == 0) return io_error(fmt::format("{}: cannot read: truncated while being read", file.string()));
@@ -345,27 +345,30 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
     }
     return Status::ok_status();
   };
-  Result<FlightRecorderSnapshot> result = read_flight_recorder_copies(size_t(st.st_size), take_copy, file.string());
+  Result<FlightRecorderSnapshot> result = read_flight_recorder_copies(size_t(st.st_size), read_file, file.string());
   ::close(fd);
   return result;
 }
 
-Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const TakeCopy& take_copy,
+Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const ReadFile& read_file,
                                                            std::string_view display_name) {
   // Reused buffers: a reader of thousands of recorders allocates once per thread.
   thread_local std::array<std::vector<uint8_t>, 3> copies;
   auto take = [&](std::vector<uint8_t>& copy) -> Status {
     copy.resize(size);
-    RS_RETURN_IF_ERROR(take_copy(copy));
+    RS_RETURN_IF_ERROR(read_file(0, copy));
     // The next copy's loads stay after this one's (the kernel's copy does not promise an order).
     std::atomic_thread_fence(std::memory_order_acquire);
     return Status::ok_status();
   };
   size_t before = 0, data = 1, after = 2;
   for (size_t i : {before, data, after}) RS_RETURN_IF_ERROR(take(copies[i]));
+  const seqlock::CopyWindow::ReadAt read_at = [&](uint64_t offset, void* out, size_t bytes) {
+    return offset <= size && bytes <= size - offset && read_file(offset, {static_cast<uint8_t*>(out), bytes}).ok();
+  };
   Result<FlightRecorderSnapshot> result = corrupt(std::string(display_name) + ": not read");
   for (int window = 0; window < 8; ++window) {
-    result = parse_copies(seqlock::CopyWindow(copies[before], copies[data], copies[after]), display_name);
+    result = parse_copies(seqlock::CopyWindow(copies[before], copies[data], copies[after], &read_at), display_name);
     const bool torn = result.ok() && std::any_of(result->warnings.begin(), result->warnings.end(), [](const std::string& w) {
                         return w.find("torn") != std::string::npos;
                       });

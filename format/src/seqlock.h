@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 
 namespace rankscope::format::seqlock {
@@ -56,12 +57,22 @@ inline void end(uint64_t& word) {
 // and `after`: the word only grows, so the writer did not touch the section while `data` was taken.
 // With a single copy (a file nobody writes any more, or bytes in a test) the three are the same and
 // only an odd word (a writer that died mid-update) is caught.
+//
+// Three whole copies span hundreds of microseconds; a section its writer changes every few (a host
+// thread's range stack while it launches kernels) is rarely still in them all. Given `read_at`, a
+// section that fails the check is read again on its own, word / section / word, three small reads
+// a few microseconds apart, up to kTightTries times.
 class CopyWindow {
  public:
+  // Reads `bytes` at file `offset` into `out` from the live file; false on an I/O error.
+  using ReadAt = std::function<bool(uint64_t offset, void* out, size_t bytes)>;
+  static constexpr int kTightTries = 8;
+
   explicit CopyWindow(std::span<const uint8_t> only) : CopyWindow(only, only, only) {}
   // All three the same size (the file's).
-  CopyWindow(std::span<const uint8_t> before, std::span<const uint8_t> data, std::span<const uint8_t> after)
-      : before_(before.data()), data_(data), after_(after.data()) {}
+  CopyWindow(std::span<const uint8_t> before, std::span<const uint8_t> data, std::span<const uint8_t> after,
+             const ReadAt* read_at = nullptr)
+      : before_(before.data()), data_(data), after_(after.data()), read_at_(read_at) {}
 
   std::span<const uint8_t> data() const { return data_; }
 
@@ -70,7 +81,8 @@ class CopyWindow {
   bool read(const void* src, void* dst, size_t bytes, const uint64_t* word) const {
     std::memcpy(dst, src, bytes);
     const uint64_t in_before = load(before_, word);
-    return (in_before & 1) == 0 && in_before == load(after_, word) && in_before == load(data_.data(), word);
+    if ((in_before & 1) == 0 && in_before == load(after_, word) && in_before == load(data_.data(), word)) return true;
+    return read_at_ != nullptr && read_alone(offset_of(src), dst, bytes, offset_of(word));
   }
 
   // The value `field` (inside data()) had in the copy taken before. For a field written with
@@ -84,6 +96,21 @@ class CopyWindow {
   }
 
  private:
+  // The same check with the three reads around this one section only.
+  bool read_alone(size_t section_at, void* dst, size_t bytes, size_t word_at) const {
+    for (int i = 0; i < kTightTries; ++i) {
+      uint64_t first = 1, last = 0;
+      if (!(*read_at_)(word_at, &first, sizeof(first))) return false;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if ((first & 1) != 0) continue;
+      if (!(*read_at_)(section_at, dst, bytes)) return false;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (!(*read_at_)(word_at, &last, sizeof(last))) return false;
+      if (first == last) return true;
+    }
+    return false;
+  }
+
   size_t offset_of(const void* p) const { return size_t(static_cast<const uint8_t*>(p) - data_.data()); }
   uint64_t load(const uint8_t* copy, const uint64_t* word) const {
     uint64_t v;
@@ -94,6 +121,7 @@ class CopyWindow {
   const uint8_t* before_;
   std::span<const uint8_t> data_;
   const uint8_t* after_;
+  const ReadAt* read_at_;
 };
 
 }  // namespace rankscope::format::seqlock

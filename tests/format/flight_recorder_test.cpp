@@ -294,11 +294,14 @@ TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
   const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
   const size_t size = h->file_bytes;
   const size_t name_at = h->threads_offset + sizeof(ThreadSlotHeader) + offsetof(OpenRange, name);
-  int copies = 0;
+  int whole_copies = 0, section_reads = 0;
   std::vector<uint8_t> torn_copy;
-  const TakeCopy take = [&](std::span<uint8_t> out) {
+  const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
     const uint8_t* live = w->mapped_bytes();
-    if (++copies == 2) {
+    if (offset != 0 || out.size() != size) {
+      ++section_reads;
+      std::memcpy(out.data(), live + offset, out.size());
+    } else if (++whole_copies == 2) {
       std::memcpy(out.data(), live, name_at + 8);
       w->pop_range(t);
       w->push_range(t, "backward/block0/mlp", 2);
@@ -309,9 +312,10 @@ TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
     }
     return Status::ok_status();
   };
-  auto s = read_flight_recorder_copies(size, take, "torn-on-purpose");
+  auto s = read_flight_recorder_copies(size, read, "torn-on-purpose");
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  ASSERT_GE(copies, 4) << "the torn copy was accepted without a further copy";
+  EXPECT_EQ(whole_copies, 3);
+  EXPECT_EQ(section_reads, 3) << "the torn stack is read again on its own: word, section, word";
   const ThreadSnapshot* m = s->main_thread();
   ASSERT_NE(m, nullptr);
   EXPECT_FALSE(m->torn);
@@ -325,30 +329,33 @@ TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
   EXPECT_EQ(alone->main_thread()->stack[0].name, "forward//block0/mlp");
 }
 
-// A copy where the writer is caught mid-update in every window stays marked torn: never a guess.
-TEST_F(FlightRecorderTest, AWriterBusyInEveryCopyLeavesTheSectionTorn) {
+// A writer caught mid-update by every read, whole copies and section reads alike, leaves the
+// section marked torn: never a guess.
+TEST_F(FlightRecorderTest, AWriterBusyInEveryReadLeavesTheSectionTorn) {
   auto w = make();
   const int t = w->claim_thread_slot(1, "main");
   const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
   const size_t size = h->file_bytes;
-  int copies = 0;
-  const TakeCopy take = [&](std::span<uint8_t> out) {
-    ++copies;
-    w->push_range(t, copies % 2 ? "forward/block1/attn" : "backward/block0/mlp", copies);
+  int whole_copies = 0, reads = 0;
+  const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
+    ++reads;
+    w->push_range(t, reads % 2 ? "forward/block1/attn" : "backward/block0/mlp", reads);
     w->pop_range(t);
-    std::memcpy(out.data(), w->mapped_bytes(), size);
+    if (offset == 0 && out.size() == size) ++whole_copies;
+    std::memcpy(out.data(), w->mapped_bytes() + offset, out.size());
     return Status::ok_status();
   };
-  auto s = read_flight_recorder_copies(size, take, "always-moving");
+  auto s = read_flight_recorder_copies(size, read, "always-moving");
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(copies, 10);  // three, then one per further window, eight windows
+  EXPECT_EQ(whole_copies, 10);  // three, then one per further window, eight windows
+  EXPECT_GT(reads, whole_copies);
   EXPECT_TRUE(s->main_thread()->torn);
 }
 
 TEST_F(FlightRecorderTest, AFailingCopyIsAnErrorNotASnapshot) {
   auto w = make();
-  const TakeCopy take = [](std::span<uint8_t>) { return io_error("rank00003.flight: cannot read: gone"); };
-  auto s = read_flight_recorder_copies(4096, take, "gone");
+  const ReadFile read = [](uint64_t, std::span<uint8_t>) { return io_error("rank00003.flight: cannot read: gone"); };
+  auto s = read_flight_recorder_copies(4096, read, "gone");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kIo);
 }
