@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 RANKSCOPE_NO_BROWSER=1 ./scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)"
+# Only what the demo runs (the trainer and the two tools), not the tests and benchmarks: ./test.sh
+# builds those.
+cmake --build build -j"$(nproc)" --target gpt2-train rankscope hangdoctor
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 run=runs/demo-$(date +%Y%m%d-%H%M%S)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — installs what is missing, builds everything, runs every test. Exits non-zero on any
-# failure. Two configurations: the release build (with CUDA when nvcc is found; GPU tests skip
-# without a device) and an ASan+UBSan build of the CPU code.
+# failure. Configurations: the RelWithDebInfo build of everything (with CUDA when nvcc is found; GPU
+# tests skip without a device), a Release (-O3) build of the format and probe tests, an ASan+UBSan
+# build of the CPU code and a ThreadSanitizer build of the lock-free parts.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/install-deps.sh
@@ -17,6 +18,16 @@ ctest --test-dir build --output-on-failure -j"$jobs" -LE bench
 # The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer and nsys-import
 # benches, 10 timed hangs: 4-5 minutes on 2 cores) run with `ctest --test-dir build -L bench`.
 ctest --test-dir build --output-on-failure -L bench -LE bench_large
+
+# The flight recorder's seqlocks and the probe's lock-free paths under -O3, what users of
+# CMAKE_BUILD_TYPE=Release get: the optimiser may reorder or tear a racing read that -O2 happens to
+# leave alone (issue 22 found torn range names only here).
+echo "== Release (-O3) build: format and probe tests"
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
+cmake --build build-release -j"$jobs" --target format_tests probe_tests
+build-release/tests/format_tests
+build-release/tests/format_tests --gtest_filter='FlightRecorderTest.ReadableWhileAWriterThreadIsBusy' --gtest_repeat=20
+build-release/tests/probe_tests
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== ASan+UBSan build (CPU)"

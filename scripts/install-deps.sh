@@ -9,7 +9,10 @@ packages=(
   libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
   libjs-chart.js elfutils gdb python3-jsonschema libsqlite3-dev
+  libdw-dev
 )
+# libdw-dev: the libdwfl.h header the probe's in-process stack symbolizer is compiled against; the
+# library itself is dlopen'ed at run time when present, so programs built here run without it.
 # Headless Chromium renders the HTML report in its test; optional for the demo.
 if [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
 

@@ -59,6 +59,39 @@ std::string collective_line(const CollectiveSnapshot& c, int64_t now, bool nccl)
                      nccl ? "nccl seq" : "step", c.step, c.torn ? " [torn]" : "");
 }
 
+// Point-to-point operations of an NCCL plugin recorder, per peer (comm rank). A peer equal to the
+// rank's own comm rank is a send/recv to itself, whose completion NCCL never reports.
+bool to_self(const CommSnapshot& c, const format::NcclPeerSnapshot& p) { return p.peer == c.rank_in_comm; }
+
+nlohmann::json p2p_json(const CommSnapshot& c) {
+  auto out = nlohmann::json::array();
+  for (const auto& p : c.nccl->peers)
+    out.push_back({{"peer", p.peer}, {"to_self", to_self(c, p)}, {"send_issued", p.send_launched},
+                   {"send_completed", p.send_completed}, {"recv_issued", p.recv_launched},
+                   {"recv_completed", p.recv_completed}, {"completion_observable", !to_self(c, p)}});
+  return out;
+}
+
+std::string p2p_line(const CommSnapshot& c, const format::NcclPeerSnapshot& p) {
+  if (to_self(c, p))
+    return fmt::format("send/recv with itself (comm rank {}): {} sends, {} recvs issued; completion not observable "
+                       "(NCCL reports no GPU progress for a send/recv to self)",
+                       p.peer, p.send_launched, p.recv_launched);
+  return fmt::format("send/recv with comm rank {}: {} sends issued, {} completed; {} recvs issued, {} completed", p.peer,
+                     p.send_launched, p.send_completed, p.recv_launched, p.recv_completed);
+}
+
+std::string_view api_call_name(format::NcclApiCall call) {
+  switch (call) {
+    case format::NcclApiCall::kGroupStart: return "ncclGroupStart";
+    case format::NcclApiCall::kGroupEnd: return "ncclGroupEnd";
+    case format::NcclApiCall::kP2p: return "ncclSend/ncclRecv";
+    case format::NcclApiCall::kCollective: return "an NCCL collective";
+    case format::NcclApiCall::kNone: break;
+  }
+  return "an NCCL call";
+}
+
 }  // namespace
 
 std::string human_bytes(uint64_t b) {
@@ -107,7 +140,7 @@ nlohmann::json inspect_json(const format::RunDirectory& run, const InspectOption
     r["readable"] = true;
     r["host"] = f.host;
     r["pid"] = f.pid;
-    r["alive"] = liveness_name(process_liveness(f.host, f.pid));
+    r["alive"] = liveness_name(process_liveness(f.host, f.pid, f.boot_id));
     r["process_state"] = format::process_state_name(f.live.process_state);
     r["step"] = f.live.step;
     r["heartbeat_age_s"] = double(now - f.live.heartbeat_ns) / 1e9;
@@ -124,8 +157,16 @@ nlohmann::json inspect_json(const format::RunDirectory& run, const InspectOption
     for (const auto& c : f.comms) {
       auto last = nlohmann::json::array();
       for (const auto* cs : last_n(c, o.last_collectives)) last.push_back(collective_json(*cs));
-      comms.push_back({{"name", c.name}, {"size", c.size}, {"rank_in_comm", c.rank_in_comm},
-                       {"issued", c.next_seq}, {"completed", c.completed_count}, {"last", last}});
+      nlohmann::json cj = {{"name", c.name}, {"size", c.size}, {"rank_in_comm", c.rank_in_comm},
+                           {"issued", c.next_seq}, {"completed", c.completed_count}, {"last", last}};
+      if (c.nccl) {
+        cj["p2p"] = p2p_json(c);
+        cj["nccl_call"] = c.nccl->api_begin_ns == 0
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json{{"call", api_call_name(c.nccl->api_call)}, {"tid", c.nccl->api_tid},
+                                               {"begin_unix_ns", c.nccl->api_begin_ns}};
+      }
+      comms.push_back(std::move(cj));
     }
     r["comms"] = comms;
     if (f.watchdog.event_count > 0)
@@ -159,16 +200,23 @@ std::string inspect_text(const format::RunDirectory& run, const InspectOptions& 
     }
     const auto& f = *rf.flight;
     out += fmt::format("\nrank {}  {} pid {} ({})  {}  step {}  heartbeat {} ago\n", rf.rank, f.host, f.pid,
-                       liveness_name(process_liveness(f.host, f.pid)), format::process_state_name(f.live.process_state),
+                       liveness_name(process_liveness(f.host, f.pid, f.boot_id)), format::process_state_name(f.live.process_state),
                        f.live.step, human_duration_ns(now - f.live.heartbeat_ns));
     for (const auto& t : f.threads)
       if (!t.stack.empty() || &t == f.main_thread())
-        out += fmt::format("  ranges [{}]: {}\n", t.name.empty() ? std::to_string(t.tid) : t.name, range_path(t));
+        out += fmt::format("  ranges [{}]: {}\n",
+                           !t.name.empty() ? t.name : t.tid > 0 ? std::to_string(t.tid) : "thread unknown", range_path(t));
     for (const auto& c : f.comms) {
-      out += fmt::format("  {} (rank {} of {}): {} issued, {} completed\n", c.name, c.rank_in_comm, c.size, c.next_seq,
-                         c.completed_count);
+      // A plugin recorder's send/recv are listed per peer below: its counts are collectives only.
+      out += fmt::format("  {} (rank {} of {}): {}{} issued, {} completed\n", c.name, c.rank_in_comm, c.size, c.next_seq,
+                         c.nccl ? " collectives" : "", c.completed_count);
       for (const auto* cs : last_n(c, o.last_collectives))
         out += "    " + collective_line(*cs, now, c.nccl.has_value()) + "\n";
+      if (!c.nccl) continue;
+      for (const auto& p : c.nccl->peers) out += "    " + p2p_line(c, p) + "\n";
+      if (c.nccl->api_begin_ns != 0)
+        out += fmt::format("    thread {} inside {} for {}\n", c.nccl->api_tid, api_call_name(c.nccl->api_call),
+                           human_duration_ns(now - c.nccl->api_begin_ns));
     }
     if (f.grad.in_backward) {
       const auto missing = f.missing_gradients();

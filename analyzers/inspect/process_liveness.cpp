@@ -1,10 +1,11 @@
-// process_liveness.cpp — kill(pid, 0) for processes on this host.
+// process_liveness.cpp — kill(pid, 0) for processes on this host and boot.
 #include "process_liveness.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 
 namespace rankscope::analyzers {
 
@@ -14,8 +15,15 @@ std::string this_host_name() {
   return buf;
 }
 
-Liveness process_liveness(const std::string& host, int pid) {
+std::string this_boot_id() {
+  std::string id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> id;
+  return id;
+}
+
+Liveness process_liveness(const std::string& host, int pid, const std::string& boot_id) {
   if (pid <= 0 || host != this_host_name()) return Liveness::kUnknown;
+  if (!boot_id.empty() && boot_id != this_boot_id()) return Liveness::kUnknown;
   if (::kill(pid, 0) == 0 || errno == EPERM) return Liveness::kAlive;
   return Liveness::kGone;
 }

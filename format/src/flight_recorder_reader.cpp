@@ -194,11 +194,20 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   for (uint32_t i = 0; i < p.max_threads; ++i) {
     const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
     const auto* th = reinterpret_cast<const ThreadSlotHeader*>(slot);
-    if (copies.before(th->claimed) != 1) continue;  // published once: tid and name are complete
+    // A slot written to but unclaimed lost its claim when the file was re-created under a live
+    // writer (librankscope-nvtx.so before it opened one recorder per process): its ranges are real.
+    // `claimed` from the earlier copy: once it shows 1, tid and name here are complete.
+    const uint32_t claimed = copies.before(th->claimed);
+    const bool lost_claim = claimed == 0 && th->seq != 0;
+    if (claimed != 1 && !lost_claim) continue;
     ThreadSnapshot t;
     t.slot = int(i);
     t.tid = th->tid;
     t.name = read_name(th->name);
+    if (lost_claim)
+      s.warnings.push_back(fmt::format("thread slot {} holds ranges but lost its claim (file re-created while "
+                                       "written): its thread id and name are unknown",
+                                       i));
     t.torn = !copies.read(slot, scratch.data(), scratch.size(), &th->seq);
     const auto* copy = reinterpret_cast<const ThreadSlotHeader*>(scratch.data());
     const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);

@@ -154,9 +154,11 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
         for (const auto& s : p->comms)
           if (s.comms.front().nccl->comm_hash == *spanning) p->rank = s.comms.front().rank_in_comm;
     }
-    run.problems.push_back(spanning ? fmt::format("no launcher rank (RANK) in the recorders: ranks are the processes' "
-                                                  "ranks in communicator {}", display(*spanning))
-                                    : "no launcher rank (RANK) in the recorders: ranks numbered by host and pid");
+    // A lone process needs no launcher to be rank 0 of 1 (python train.py): nothing to report then.
+    if (procs.size() > 1 || !spanning)
+      run.problems.push_back(spanning ? fmt::format("no launcher rank (RANK) in the recorders: ranks are the processes' "
+                                                    "ranks in communicator {}", display(*spanning))
+                                      : "no launcher rank (RANK) in the recorders: ranks numbered by host and pid");
   }
   int world = int(procs.size());
   for (auto* p : procs) world = std::max({world, p->rank + 1, p->launcher_world});
@@ -190,6 +192,8 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
     merged.live = {};
     merged.live.process_state = ProcessState::kFinished;
     merged.live.clock_uncertainty_ns = -1;
+    if (p->process_json.is_object() && p->process_json.contains("boot_id") && p->process_json["boot_id"].is_string())
+      merged.boot_id = p->process_json["boot_id"].get<std::string>();
     for (auto& s : p->comms) {
       CommSnapshot c = std::move(s.comms.front());
       const uint64_t hash = c.nccl ? c.nccl->comm_hash : 0;

@@ -6,7 +6,10 @@
 //   Coll stop       -> host_returned (NCCL enqueued it; stopEvent means nothing more)
 //   1st KernelCh    -> started; last KernelCh stop (nChannels stopped) -> completed
 //   P2p             -> per peer and direction counters (their order differs between ranks, so they
-//                      stay out of the communicator's ring)
+//                      stay out of the communicator's ring). NCCL adds no proxy op, hence no KernelCh,
+//                      for a send/recv to the rank itself (a copy inside the kernel) or of zero bytes:
+//                      the host stop ends what we learn of them. Zero bytes count completed then; to
+//                      self stays launched only (its GPU progress is unknowable, FORMAT.md).
 //   GroupApi/CollApi/P2pApi -> "a host thread is inside an NCCL call" (NcclApiState)
 // Without KernelCh events (a mask without it) completion is not known: collectives are recorded
 // completed when NCCL stops them on the host.
@@ -196,6 +199,7 @@ void* CommContext::start_coll(const NcclEvent& e, bool p2p) {
     s->in_ring = false;
     s->peer = e.peer;
     s->send = op == CollectiveOp::kSend;
+    s->to_self = e.rank >= 0 && e.peer == e.rank && e.count > 0;
   } else {
     format::CollectiveDesc d;
     d.op = op;
@@ -214,8 +218,11 @@ void* CommContext::start_coll(const NcclEvent& e, bool p2p) {
     s->self.kind = HandleKind::kColl;
     s->in_ring = true;
     s->ring_seq = seq;
+    s->to_self = false;
   }
-  s->n_channels = e.n_channels;
+  // No KernelCh will come for a P2p to self or of zero bytes: 0 channels completes it at the host stop.
+  const bool no_kernel_channels = p2p && (e.count == 0 || (e.rank >= 0 && e.peer == e.rank));
+  s->n_channels = no_kernel_channels ? 0 : e.n_channels;
   s->ch_started.store(0, std::memory_order_relaxed);
   s->ch_stopped.store(0, std::memory_order_relaxed);
   s->pending.store(2, std::memory_order_release);
@@ -256,7 +263,7 @@ void CommContext::api_state(int state) {
 
 void CommContext::complete(InflightSlot* s, int64_t now_ns) {
   if (s->in_ring) writer_->collective_complete(comm_, s->ring_seq, now_ns);
-  else nccl_->peer_completed(s->peer, s->send);
+  else if (!s->to_self) nccl_->peer_completed(s->peer, s->send);
   release(s);
 }
 

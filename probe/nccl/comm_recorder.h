@@ -66,6 +66,7 @@ struct InflightSlot {
   uint64_t ring_seq = 0;
   int peer = -1;                           // P2P
   bool send = false;
+  bool to_self = false;                    // P2P with this rank: NCCL never reports its GPU progress
 };
 
 struct RecorderSettings {

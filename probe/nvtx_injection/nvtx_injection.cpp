@@ -11,7 +11,7 @@
 // Bounded cost: a push copies at most 63 bytes into the thread's own slot (no allocation, no lock,
 // no syscall but the clock); domain names and registered strings are interned once in fixed
 // tables; nesting deeper than the recorder's depth (24) is counted, not stored; threads beyond its
-// 64 slots are not recorded.
+// 64 slots are not recorded. One recorder per process however many modules initialise NVTX.
 // Is not: linked to the probe, NCCL or CUDA; only NVTX's header-only API is compiled in.
 #include <nvtx3/nvToolsExt.h>
 
@@ -192,11 +192,21 @@ void set(NvtxFunctionTable table, unsigned int size, unsigned int id, F f) {
   if (id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(f);
 }
 
+// NVTX is header-only: every module of the process that emits NVTX (libtorch, libnccl, the
+// program) keeps its own function tables and calls this on its own first NVTX call. The recorder is
+// the process's: opened by the first call only. Re-creating it would truncate the file under the
+// threads already recording into it (their slots were claimed in the first file and would read back
+// unclaimed: the open ranges lost).
+bool recorder_once() {
+  static const bool opened = open_recorder();
+  return opened;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
   auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
-  if (callbacks == nullptr || !open_recorder()) return 0;  // 0: NVTX stays a no-op
+  if (callbacks == nullptr || !recorder_once()) return 0;  // 0: this module's NVTX stays a no-op
   NvtxFunctionTable core = nullptr, core2 = nullptr;
   unsigned int core_size = 0, core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) && core) {

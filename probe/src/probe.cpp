@@ -16,6 +16,7 @@
 
 #include "probe_impl.h"
 #include "rankscope/format/clock.h"
+#include "rankscope/format/kernel_counters.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/probe/clock_alignment.h"
 
@@ -79,6 +80,23 @@ ThreadState* Probe::Impl::thread_state() {
   c.owner_created_ns = created_ns;
   c.state = ts;  // nullptr when full: cached too, so a full table costs nothing per call
   return ts;
+}
+
+ThreadState* Probe::Impl::thread_state_if_claimed() {
+  ThreadCache& c = t_cache;
+  if (c.owner == this && c.owner_created_ns == created_ns) return c.state;
+  // Not cached: the main thread (claimed in create) or a thread that never opened a range, e.g. a
+  // library's own thread launching kernels. Find it without claiming; a miss is not cached, so the
+  // thread still claims a slot through thread_state() when it opens its first range.
+  const int tid = current_tid();
+  for (ThreadState& ts : threads) {
+    if (ts.tid.load(std::memory_order_acquire) != tid) continue;
+    c.owner = this;
+    c.owner_created_ns = created_ns;
+    c.state = &ts;
+    return &ts;
+  }
+  return nullptr;
 }
 
 ThreadState* Probe::Impl::claim_thread_state(int tid, std::string_view thread_name, bool is_main) {
@@ -151,23 +169,29 @@ void Probe::Impl::flush_stream_locked() {
 }
 
 void Probe::Impl::on_launch(uint32_t correlation_id) {
-  uint32_t range = innermost(thread_state());
+  // Launch callbacks come from any thread that launches (cuBLASLt, NCCL, ...): a thread that never
+  // opened a range has none open now, and must not take one of the recorder's thread slots.
+  uint32_t range = innermost(thread_state_if_claimed());
   launches.record(correlation_id, range == NameTable::kNone ? LaunchTable::kNoRange : range);
 }
 
 void Probe::Impl::on_kernels(std::span<const KernelActivity> kernels) {
   bool detail = capturing.load(std::memory_order_relaxed);
   for (const KernelActivity& k : kernels) {
-    std::optional<uint32_t> range = launches.lookup(k.correlation_id);
+    const KernelAttribution where = launches.attribute(k.correlation_id);
+    const bool in_range = where.kind == KernelAttribution::Kind::kRange && where.range_token < NameTable::kCapacity;
     int64_t duration = k.end_ns - k.begin_ns;
-    if (range && *range < NameTable::kCapacity && duration > 0) {
-      kernel_ns[*range].fetch_add(duration, std::memory_order_relaxed);
+    if (duration > 0) {
+      std::atomic<int64_t>& booked = in_range ? kernel_ns[where.range_token]
+                                     : where.kind == KernelAttribution::Kind::kOutsideRanges ? kernel_ns_outside_ranges
+                                                                                             : kernel_ns_no_launch_seen;
+      booked.fetch_add(duration, std::memory_order_relaxed);
     }
     if (!detail) continue;
     const NameTable::Entry* kname = intern(format::NameKind::kKernel, k.name);
     format::TraceKernel t{};
     t.name_id = kname ? kname->stream_id : NameTable::kNoStreamId;
-    t.range_id = range && *range != LaunchTable::kNoRange ? stream_id_of(*range) : NameTable::kNoStreamId;
+    t.range_id = in_range ? stream_id_of(where.range_token) : NameTable::kNoStreamId;
     t.stream = k.stream;
     t.device = k.device;
     t.begin_ns = kernel_clock.to_ours(k.begin_ns);
@@ -412,6 +436,12 @@ void Probe::end_step() {
     e.start_ns = v->start_ns != 0 ? v->start_ns : (v->end_ns != 0 ? v->enqueue_ns : 0);
     e.end_ns = v->end_ns;
     rec.collectives.push_back(e);
+  }
+  if (p.tracer) {  // GPU time no range can claim, so "how much ran outside any range" is always-on
+    p.counters.slot(p.outside_ranges_counter) =
+        static_cast<double>(p.kernel_ns_outside_ranges.exchange(0, std::memory_order_relaxed));
+    p.counters.slot(p.no_launch_seen_counter) =
+        static_cast<double>(p.kernel_ns_no_launch_seen.exchange(0, std::memory_order_relaxed));
   }
   for (uint32_t n : p.counters.touched) rec.counters.push_back({p.stream_id_of(n), 0, p.counters.value[n]});
 
@@ -659,11 +689,17 @@ void Probe::add_range_sink(std::unique_ptr<RangeSink> sink) {
 Status Probe::set_kernel_tracer(std::unique_ptr<KernelTracer> tracer) {
   if (!impl_ || !tracer) return {};
   Impl& p = *impl_;
-  Status started = tracer->start(p);
+  // The counters of kernel time no range claims are interned first: nothing to undo if they fail.
+  const NameTable::Entry* outside = p.intern(format::NameKind::kCounter, format::kKernelNsOutsideRangesCounter);
+  const NameTable::Entry* unseen = p.intern(format::NameKind::kCounter, format::kKernelNsNoLaunchSeenCounter);
+  Status started = outside && unseen ? tracer->start(p)
+                                     : internal_error("the probe's name table has no room for the GPU kernel counters");
   if (!started.ok()) {
     p.logger.notice(fmt::format("GPU kernel timing unavailable ({})", started.message()));
     return started;
   }
+  p.outside_ranges_counter = outside->index;
+  p.no_launch_seen_counter = unseen->index;
   KernelTracer* t = tracer.get();
   p.kernel_clock = TimestampConverter::calibrate([t] { return t->timestamp_ns(); }, [] { return now_unix_ns(); });
   p.logger.info(LogSubsys::kCupti, "{} kernel timing on; tracer clock + {} ns = probe clock", t->name(),

@@ -150,6 +150,10 @@ struct Probe::Impl final : KernelSink {
   TimestampConverter kernel_clock;
   LaunchTable launches;
   std::array<std::atomic<int64_t>, NameTable::kCapacity> kernel_ns{};  // per range name, this step
+  std::atomic<int64_t> kernel_ns_outside_ranges{0};  // this step: launched with no range open
+  std::atomic<int64_t> kernel_ns_no_launch_seen{0};  // this step: no launch recorded for it
+  uint32_t outside_ranges_counter = NameTable::kNone;  // NameTable indices of the two counters
+  uint32_t no_launch_seen_counter = NameTable::kNone;
   std::mutex kernel_trace_mutex;
   std::vector<format::TraceKernel> kernel_trace;
 
@@ -185,6 +189,8 @@ struct Probe::Impl final : KernelSink {
 
   // Returns this thread's state, claiming one on first use; nullptr when all are taken.
   ThreadState* thread_state();
+  // This thread's state if it has one, never claiming: for callbacks on any thread.
+  ThreadState* thread_state_if_claimed();
   ThreadState* claim_thread_state(int tid, std::string_view thread_name, bool is_main);
   const NameTable::Entry* intern(format::NameKind kind, std::string_view name);
   std::string_view name_of(uint32_t index) const;

@@ -1,4 +1,5 @@
-// stack_capture.cpp — posix_spawn of eu-stack / gdb with a time limit and output to a file.
+// stack_capture.cpp — the tools of stack_capture.h tried in order: posix_spawn of eu-stack / gdb
+// with a time limit and output to a file, then the in-process capture for the caller's own process.
 #include "rankscope/probe/stack_capture.h"
 
 #include <fcntl.h>
@@ -17,10 +18,20 @@
 
 #include <fmt/format.h>
 
+#include "symbolizer.h"
+#include "thread_stacks.h"
+#include "thread_stacks_text.h"
+
 extern char** environ;
 
 namespace rankscope::probe {
 namespace {
+
+constexpr const char* kInProcessTool = "in-process";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 std::string find_on_path(const std::string& tool) {
   if (tool.find('/') != std::string::npos) return ::access(tool.c_str(), X_OK) == 0 ? tool : "";
@@ -101,6 +112,35 @@ Result<int> run_tool(const std::vector<std::string>& argv, const std::filesystem
   return io_error(fmt::format("{} ended by signal {}", argv[0], WIFSIGNALED(status) ? WTERMSIG(status) : -1));
 }
 
+// No program and no ptrace: this process's threads unwind themselves (thread_stacks.h).
+Result<StackCaptureResult> capture_in_process(const StackCaptureRequest& request,
+                                              std::chrono::steady_clock::time_point t0) {
+  if (request.pid != ::getpid()) {
+    return invalid_argument(fmt::format("pid {} is not this process (pid {})", request.pid, ::getpid()));
+  }
+  RS_ASSIGN_OR_RETURN(OwnThreadStacks stacks, capture_own_thread_stacks(request.thread_answer_limit_s));
+  std::unique_ptr<Symbolizer> symbolizer = make_own_process_symbolizer();
+  size_t answered = 0;
+  for (const ThreadStack& t : stacks.threads) answered += t.outcome == ThreadStackOutcome::kCaptured;
+  std::string text = fmt::format(
+      "# tool: {} (pid {}; signal {}; {} of {} threads answered in {:.3f} s; symbols: {})\n", kInProcessTool,
+      stacks.pid, stacks.signal, answered, stacks.threads.size(), stacks.elapsed_s, symbolizer->backend());
+  text += thread_stacks_text(stacks, *symbolizer, false, request.thread_answer_limit_s);
+  if (!append_text(request.output, text)) {
+    return io_error(fmt::format("cannot write {}: {}", request.output.string(), std::strerror(errno)));
+  }
+  StackCaptureResult result;
+  result.tool = kInProcessTool;
+  result.elapsed_s = seconds_since(t0);
+  if (request.detail && symbolizer->has_source_lines()) {
+    std::string detail = fmt::format("\n# detail: {} with source lines ({})\n", kInProcessTool, symbolizer->backend());
+    detail += thread_stacks_text(stacks, *symbolizer, true, request.thread_answer_limit_s);
+    append_text(request.output, detail);
+  }
+  result.total_s = seconds_since(t0);
+  return result;
+}
+
 }  // namespace
 
 Result<StackCaptureResult> capture_native_stacks(const StackCaptureRequest& request) {
@@ -115,12 +155,20 @@ Result<StackCaptureResult> capture_native_stacks(const StackCaptureRequest& requ
   if (request.pid == ::getpid()) ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
   std::vector<std::string> tools = request.tools;
-  if (tools.empty()) tools = {"eu-stack", "gdb"};
+  if (tools.empty()) tools = {"eu-stack", "gdb", kInProcessTool};
   std::string tried;
   for (const std::string& tool : tools) {
+    if (tool == kInProcessTool) {
+      Result<StackCaptureResult> own = capture_in_process(request, t0);
+      if (own.ok()) return own;
+      append_text(request.output, fmt::format("\n# {} failed: {}\n", tool, own.status().message()));
+      tried += fmt::format("{}: {}; ", tool, own.status().message());
+      continue;
+    }
     std::string exe = find_on_path(tool);
     if (exe.empty()) {
       tried += fmt::format("{}: not found; ", tool);
+      append_text(request.output, fmt::format("# {}: not found on PATH\n", tool));  // why a later tool wrote
       continue;
     }
     off_t before = output_bytes(request.output);
@@ -131,13 +179,13 @@ Result<StackCaptureResult> capture_native_stacks(const StackCaptureRequest& requ
     if (rc.ok() && (*rc == 0 || (*rc == 1 && produced))) {
       StackCaptureResult result;
       result.tool = tool;
-      result.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.elapsed_s = seconds_since(t0);
       if (request.detail && std::filesystem::path(tool).filename() == "eu-stack") {
         append_text(request.output, "\n# detail: eu-stack -i -s (inlined frames, source lines)\n");
         Result<int> detail = run_tool(detail_argv(exe, request.pid), request.output, request.time_limit_s);
         if (!detail.ok()) append_text(request.output, fmt::format("\n# detail pass failed: {}\n", detail.status().message()));
       }
-      result.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.total_s = seconds_since(t0);
       return result;
     }
     std::string why = rc.ok() ? fmt::format("exit status {}", *rc) : rc.status().message();

@@ -4,7 +4,8 @@
 //     device never started it (its compute stream spins in a kernel), the peer's did;
 //   - ranks sharing a GPU (MPI with host staging): the stalled rank's host waits in device_sync
 //     for its GPU before the collective, while its peer waits in the collective.
-// And the contrast: all started on the device, none finished, stays stuck_in_collective.
+// And the contrasts: all started on the device, none finished, stays stuck_in_collective; no device
+// started it on any rank, whose recorders see device starts (#0 has one), is every GPU behind.
 #include <gtest/gtest.h>
 
 #include "hang_test_support.h"
@@ -124,6 +125,16 @@ TEST(HangDeviceLag, AllStartedOnTheDeviceNoneFinishedIsStillStuckInTheCollective
   EXPECT_EQ(d.verdict, Verdict::kHang) << d.headline;
   EXPECT_EQ(d.kind, Kind::kStuckInCollective) << d.headline;
   EXPECT_TRUE(d.culprit_ranks.empty());
+}
+
+TEST(HangDeviceLag, NoDeviceStartedItWhereStartsAreRecordedIsEveryGpuBehind) {
+  const Diagnosis d = diagnose_pair(scratch("none"), Side::kDeviceNeverStarted, Side::kDeviceNeverStarted);
+  EXPECT_EQ(d.verdict, Verdict::kHang) << d.headline;
+  EXPECT_EQ(kind_name(d.kind), "gpu_behind_host") << d.headline;
+  EXPECT_EQ(d.culprit_ranks, (std::vector<int>{0, 1})) << d.headline;
+  EXPECT_NE(d.headline.find("ranks 0,1 enqueued allreduce #1 on tp0"), std::string::npos) << d.headline;
+  EXPECT_NE(d.headline.find("their GPU never started it, for 38 s"), std::string::npos) << d.headline;
+  EXPECT_NE(d.explanation.find("No member's device started it"), std::string::npos) << d.explanation;
 }
 
 }  // namespace

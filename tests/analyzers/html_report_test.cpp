@@ -19,6 +19,7 @@
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/reports/html_report.h"
 #include "skew_fake_run.h"
+#include "skew_gpu_fake_run.h"
 
 namespace rankscope {
 namespace {
@@ -180,6 +181,21 @@ TEST(HtmlReport, SkewAt64RanksShowsDistributionsAndTopStragglers) {
   EXPECT_NE(dom.find("Compute time over 64 ranks"), std::string::npos);
   EXPECT_NE(dom.find("Counter mem.peak_bytes over 64 ranks"), std::string::npos);
   EXPECT_NE(dom.find("GiB"), std::string::npos);  // 1.5e9 bytes read as GiB
+}
+
+TEST(HtmlReport, SkewOfAGpuRunRendersInChromium) {
+  // A run with kernel records: the breakdown is the device's and a chart gives GPU time by range,
+  // with the kernels launched outside every range as their own bar.
+  const fs::path dir = testing::fresh_temp_dir("html-skew-gpu");
+  testing::write_gpu_fake_run(dir);
+  auto report = analyzers::analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  std::string dom;
+  check_renders(analyzers::to_json(*report), "html_report_skew_gpu", 3, &dom);
+  if (dom.empty()) return;  // skipped: no chromium
+  EXPECT_NE(dom.find("GPU time by range"), std::string::npos);
+  EXPECT_NE(dom.find("ms in kernels launched outside every range"), std::string::npos);
+  EXPECT_NE(dom.find("GPU time of the traced steps"), std::string::npos);
 }
 
 // A start-up report of 4 ranks, rank 1 late in init/data (what `rankscope startup` makes of it).

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -107,7 +108,7 @@ TEST(RankscopeCli, SkewWritesTextJsonAndHtml) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
   EXPECT_EQ(pclose(p), 0);
-  EXPECT_EQ(nlohmann::json::parse(text)["schema_version"], 1);
+  EXPECT_EQ(nlohmann::json::parse(text)["schema_version"], 2);
 }
 
 // stdout alone (stderr dropped) of a command of the build tree, and its exit code.
@@ -183,6 +184,23 @@ TEST(RankscopeCli, ExportAndScaling) {
   const Outcome empty = rankscope_cli("scaling " + fresh_temp_dir("cli-empty").string());
   EXPECT_EQ(empty.code, 2);
   EXPECT_NE(empty.output.find("no sweep points"), std::string::npos) << empty.output;
+}
+
+// The one-H100 d12 run of the shared data folder (skipped when absent): the text report gives the
+// GPU's breakdown of the traced steps, names the range with the most kernel time first and says how
+// much ran in kernels launched outside every range (cuBLASLt's, in that run).
+TEST(RankscopeCli, SkewOfARealGpuRunGivesGpuTimeByRange) {
+  const fs::path run = fs::path(RANKSCOPE_REAL_GPU_DATA) / "d12-flash";
+  if (!fs::exists(run / "rank00000.events")) GTEST_SKIP() << "real GPU data not found at " << run.string();
+  const Outcome o = stdout_of("rankscope", "skew " + run.string());
+  ASSERT_EQ(o.code, 0) << o.output;
+  const std::string& text = o.output;
+  EXPECT_NE(text.find("GPU time per step (device timeline: kernel records of steps 5-6, 1 rank)"), std::string::npos) << text;
+  const size_t by_range = text.find("GPU time by range");
+  ASSERT_NE(by_range, std::string::npos) << text;
+  const size_t first = text.find('\n', by_range) + 1;
+  EXPECT_NE(text.substr(first, text.find('\n', first) - first).find("backward/block*/attn/sdpa"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(outside any range: 1[45]\.[0-9]+ ms)"))) << text;
 }
 
 }  // namespace

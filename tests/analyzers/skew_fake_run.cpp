@@ -101,6 +101,20 @@ std::vector<FakeOp> standard_step(int blocks, std::function<double(int, int64_t)
   return s;
 }
 
+std::unique_ptr<format::EventStreamWriter> one_rank_run(const fs::path& dir, const std::string& run_id, int64_t created_ns) {
+  fs::create_directories(dir);
+  format::RunMetadata meta;
+  meta.run_id = run_id;
+  meta.created_ns = created_ns;
+  meta.world_size = 1;
+  if (auto st = format::write_run_metadata(dir, meta); !st.ok()) throw std::runtime_error(st.to_string());
+  format::EventStreamHeader h;
+  h.world_size = 1;
+  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, 0), h);
+  if (!w.ok()) throw std::runtime_error(w.status().to_string());
+  return std::move(w).value();
+}
+
 void write_fake_run(const fs::path& dir, const FakeRunSpec& spec) {
   fs::create_directories(dir);
   const int n = spec.world_size;

@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "rankscope/format/event_stream.h"
 
 namespace rankscope::testing {
 
@@ -48,6 +51,11 @@ std::vector<FakeOp> standard_step(int blocks, std::function<double(int, int64_t)
 
 // Writes run.json and rankNNNNN.events for every rank into `dir` (created).
 void write_fake_run(const std::filesystem::path& dir, const FakeRunSpec& spec);
+
+// A one-rank run written by hand: run.json (world 1, the given run id and start) and rank 0's event
+// stream writer, for tests that write the records themselves. Throws when the files cannot be made.
+std::unique_ptr<format::EventStreamWriter> one_rank_run(const std::filesystem::path& dir, const std::string& run_id,
+                                                       int64_t created_ns);
 
 // A fresh empty directory under the system temp dir, unique per call.
 std::filesystem::path fresh_temp_dir(const std::string& prefix);

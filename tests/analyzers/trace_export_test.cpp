@@ -11,8 +11,6 @@
 
 #include "rankscope/analyzers/trace/chrome_trace.h"
 #include "rankscope/format/event_stream.h"
-#include "rankscope/format/run_directory_layout.h"
-#include "rankscope/format/run_metadata.h"
 #include "skew_fake_run.h"
 
 namespace rankscope::analyzers {
@@ -141,19 +139,11 @@ TEST(ChromeTrace, StepWindow) {
   for (const auto& e : events(x.trace, "X", "range")) EXPECT_EQ(e["args"]["step"], 3);
 }
 
-TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
+TEST(ChromeTrace, KernelsGoOnTheRanksGpuTrack) {
   // One rank written by hand: a step with a traced range and two kernels launched under it.
   const fs::path dir = testing::fresh_temp_dir("trace-kernels");
-  format::RunMetadata meta;
-  meta.run_id = "kernels";
-  meta.created_ns = 1'000'000'000;
-  meta.world_size = 1;
-  ASSERT_TRUE(format::write_run_metadata(dir, meta).ok());
-  format::EventStreamHeader h;
-  h.world_size = 1;
-  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, 0), h);
-  ASSERT_TRUE(w.ok());
-  auto& writer = **w;
+  auto w = testing::one_rank_run(dir, "kernels", 1'000'000'000);
+  auto& writer = *w;
   const uint32_t attn = writer.intern(format::NameKind::kRange, "forward/block0/attn");
   const uint32_t gemm = writer.intern(format::NameKind::kKernel, "sm90_gemm_bf16");
   format::StepRecord step;
@@ -169,7 +159,7 @@ TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
   writer.write_trace_kernels(7, kernels);
   writer.write_end(step.end_ns);
   ASSERT_TRUE(writer.flush().ok());
-  w->reset();
+  w.reset();
 
   std::ostringstream out;
   auto summary = export_chrome_trace(dir, out);
@@ -181,11 +171,11 @@ TEST(ChromeTrace, KernelsGoOnTheirStreamTrack) {
     EXPECT_EQ(k["name"], "sm90_gemm_bf16");
     EXPECT_EQ(k["args"]["range"], "forward/block0/attn");
     EXPECT_DOUBLE_EQ(k["dur"].get<double>(), 1500.0);
-    EXPECT_EQ(k["tid"], ks[0]["tid"]);  // one stream, one track
+    EXPECT_EQ(k["tid"], ks[0]["tid"]);  // one kernel at a time: one track
   }
   EXPECT_DOUBLE_EQ(ks[0]["ts"].get<double>(), 1500.0);  // us since run.json's created_ns
   bool named = false;
-  for (const auto& m : events(trace, "M")) named |= m["name"] == "thread_name" && m["args"]["name"] == "gpu 0 stream 3";
+  for (const auto& m : events(trace, "M")) named |= m["name"] == "thread_name" && m["args"]["name"] == "gpu 0";
   EXPECT_TRUE(named);
   const auto rs = events(trace, "X", "range");
   ASSERT_EQ(rs.size(), 1u);

@@ -1,19 +1,24 @@
 // cuda_kernel_ranges_test.cpp — with the probe on (NVTX + CUPTI, as in every benchmark), every kernel
-// of a GPU training step — fused ops, flash attention, bf16 activations, AdamW's one launch — is
-// attributed to the probe range that launched it: no kernel runs outside a named range, and the
-// attention kernels land under .../attn/sdpa. Label `gpu`: skips itself without a usable device.
+// of a GPU training step — fused ops, flash attention, bf16 activations, AdamW's one launch, and
+// cuBLASLt's GEMMs, which it launches through the driver API (cuLaunchKernelEx) — is attributed to
+// the probe range that launched it: no kernel runs outside a named range, the step's always-on
+// figures of kernel time outside every range are zero, and the attention kernels land under
+// .../attn/sdpa. Label `gpu`: skips itself without a usable device.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "model/adamw.h"
 #include "model/gpt2.h"
 #include "ops/cuda/cuda_backend.h"
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/kernel_counters.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/probe/plugins.h"
 #include "rankscope/probe/probe.h"
@@ -24,6 +29,14 @@ namespace {
 namespace fs = std::filesystem;
 using rankscope::probe::Probe;
 using rankscope::probe::ScopedRange;
+
+// cuBLASLt's kernels as they are named on an H100 (nvjet_sm90_*, sm90_xmma_gemm_*,
+// splitKreduce_kernel); none of our own kernels has such a name.
+bool is_cublaslt_kernel(std::string_view name) {
+  return name.rfind("nvjet", 0) == 0 || name.find("gemm") != std::string_view::npos ||
+         name.find("xmma") != std::string_view::npos || name.find("splitKreduce") != std::string_view::npos ||
+         name.find("cutlass") != std::string_view::npos;
+}
 
 TEST(CudaKernelRanges, EveryKernelOfAStepIsInANamedRange) {
   if (!probe_cuda_device(0).usable) GTEST_SKIP() << probe_cuda_device(0).reason;
@@ -83,10 +96,24 @@ TEST(CudaKernelRanges, EveryKernelOfAStepIsInANamedRange) {
   const auto& kernels = es->traces[0].kernels;
   ASSERT_GT(kernels.size(), 20u) << "a training step launches many kernels";
   std::map<std::string, int> per_range;
+  int cublaslt_kernels = 0;
   for (const auto& k : kernels) {
     EXPECT_NE(k.range_id, 0u) << "kernel " << es->name(k.name_id) << " ran outside any probe range";
     if (k.range_id != 0) per_range[std::string(es->name(k.range_id))]++;
+    if (is_cublaslt_kernel(es->name(k.name_id))) {
+      cublaslt_kernels++;
+      std::printf("cuBLASLt kernel %s in %s\n", std::string(es->name(k.name_id)).c_str(),
+                  k.range_id ? std::string(es->name(k.range_id)).c_str() : "(outside any range)");
+    }
   }
+  EXPECT_GT(cublaslt_kernels, 0) << "every GEMM goes through cuBLASLt: its kernels must be in the trace";
+  // The always-on figures say the same for the traced step (index 1): no kernel time outside a range.
+  ASSERT_EQ(es->steps.size(), 2u);
+  std::map<std::string, double> counters;
+  for (const auto& c : es->steps[1].counters) counters[std::string(es->name(c.name_id))] = c.value;
+  ASSERT_TRUE(counters.count(std::string(rankscope::format::kKernelNsOutsideRangesCounter)));
+  EXPECT_EQ(counters[std::string(rankscope::format::kKernelNsOutsideRangesCounter)], 0.0);
+  EXPECT_EQ(counters[std::string(rankscope::format::kKernelNsNoLaunchSeenCounter)], 0.0);
   EXPECT_GT(per_range["forward/block0/attn/sdpa"], 0);
   EXPECT_GT(per_range["backward/block0/attn/sdpa"], 0);
   EXPECT_GT(per_range["optimizer"], 0);

@@ -38,6 +38,16 @@ inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
   auto& r3 = files["truncated/comm_lib_trace_rank_3"];
   r3.resize(r3.size() * 2 / 3);
   files["truncated/comm_lib_trace_rank_1"].resize(9);
+  // Issue 22: the backends' own rules, on the shapes of the H100 dumps.
+  add("nccl_healthy_timing", one_gpu_job(false, true));
+  add("nccl_healthy_no_timing", one_gpu_job(false, false));
+  add("nccl_timeout_timing", one_gpu_job(true, true));
+  add("nccl_timeout_no_timing", one_gpu_job(true, false));
+  add("nccl_timeout_timing_json", one_gpu_job(true, true), true);
+  add("nccl_two_gpus_one_behind", two_gpu_job("started", "scheduled"));
+  add("nccl_two_gpus_both_started", two_gpu_job("started", "started"));
+  add("gloo_lagging", gloo_lagging_job());
+  add("gloo_timed_out", gloo_lagging_job(true));
   auto mixed = tp_dp_job(2, 2, 3, 6, "2.10");
   mixed[2] = tp_dp_job(2, 2, 3, 6, "2.7")[2];
   add("mixed_versions", mixed);

@@ -4,6 +4,7 @@
 // research notes (2.3: no thread_*, no comm lib version; 2.6-2.7: nccl_version; 2.10: comm_lib_version).
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -30,6 +31,7 @@ struct EntrySpec {
   std::string dtype = "Float";
   std::string state = "completed";
   std::string site = "forward";
+  int retired = -1;         // -1: retired when completed (the NCCL watchdog's pass); 0 or 1 as given
 };
 
 struct RankSpec {
@@ -37,6 +39,13 @@ struct RankSpec {
   std::string version = "2.10";
   std::vector<GroupSpec> groups;
   std::vector<EntrySpec> entries;
+  std::string backend = "nccl";   // profiling-name prefix; "gloo" completes by `retired`
+  bool timing = false;            // TORCH_NCCL_ENABLE_TIMING: start times and durations exist
+  int64_t timeout_ms = 600000;
+  // Gloo (PyTorch 2.11) records a group's ranks before its name and desc: pg_config {'': ...}.
+  bool unnamed_pg_config = false;
+  // A dump taken on demand before the watchdog's next pass: pg_status has seen no start or completion.
+  bool status_lags = false;
 };
 
 inline pickle::Value build_dump(const RankSpec& spec) {
@@ -50,25 +59,29 @@ inline pickle::Value build_dump(const RankSpec& spec) {
   for (const auto& g : spec.groups) {
     std::string ranks = "[";
     for (size_t i = 0; i < g.ranks.size(); ++i) ranks += (i ? ", " : "") + std::to_string(g.ranks[i]);
-    dict_set(pgc, g.name, dict({{"name", str(g.name)}, {"desc", str(g.desc)}, {"ranks", str(ranks + "]")}}));
+    const std::string name = spec.unnamed_pg_config ? "" : g.name;
+    dict_set(pgc, name, dict({{"name", str(name)}, {"desc", str(spec.unnamed_pg_config ? "" : g.desc)}, {"ranks", str(ranks + "]")}}));
     pg_id[g.name] = g.pg_id;
   }
   dict_set(root, "pg_config", pgc);
   if (minor >= 10) dict_set(root, "comm_lib_version", str("2.21.5"));
   if (minor == 6 || minor == 7) dict_set(root, "nccl_version", str("2.21.5"));
-  // pg_status from the entries (collectives only).
-  std::map<std::string, std::pair<int, int>> st;
+  // pg_status from the entries (collectives only): enqueued, started (with timing), completed.
+  auto retired = [&](const EntrySpec& e) { return e.retired < 0 ? e.state == "completed" : e.retired == 1; };
+  auto done = [&](const EntrySpec& e) { return spec.backend == "gloo" ? retired(e) : e.state == "completed"; };
+  std::map<std::string, std::array<int, 3>> st;
   for (const auto& e : spec.entries) {
     if (e.op.rfind("send", 0) == 0 || e.op.rfind("recv", 0) == 0) continue;
     auto& s = st[e.group];
-    s.first = std::max(s.first, e.seq);
-    if (e.state == "completed") s.second = std::max(s.second, e.seq);
+    s[0] = std::max(s[0], e.seq);
+    if (spec.timing && e.state != "scheduled" && !spec.status_lags) s[1] = std::max(s[1], e.seq);
+    if (done(e) && !spec.status_lags) s[2] = std::max(s[2], e.seq);
   }
   Value pgs = Value::container(pickle::Kind::kDict);
   for (const auto& [g, s] : st) {
     dict_set(pgs, std::to_string(pg_id[g]),
-             dict({{"last_enqueued_collective", num(s.first)}, {"last_started_collective", num(-1)},
-                   {"last_completed_collective", num(s.second ? s.second : -1)}}));
+             dict({{"last_enqueued_collective", num(s[0])}, {"last_started_collective", num(s[1] ? s[1] : -1)},
+                   {"last_completed_collective", num(s[2] ? s[2] : -1)}}));
   }
   dict_set(root, "pg_status", pgs);
   Value entries = Value::container(pickle::Kind::kList);
@@ -95,18 +108,19 @@ inline pickle::Value build_dump(const RankSpec& spec) {
     dict_set(x, "collective_seq_id", num(p2p ? 0 : e.seq));
     dict_set(x, "p2p_seq_id", num(p2p ? e.seq : 0));
     dict_set(x, "op_id", num(++op_ids[e.group]));
-    dict_set(x, "profiling_name", str("nccl:" + e.op));
-    dict_set(x, "time_created_ns", num(1732400000000000000 + int64_t(record_id) * 1000000));
+    dict_set(x, "profiling_name", str(spec.backend + ":" + e.op));
+    const int64_t created = 1732400000000000000 + int64_t(record_id) * 1000000;
+    dict_set(x, "time_created_ns", num(created));
+    if (spec.timing && e.state == "completed") dict_set(x, "duration_ms", Value::floating(0.25));
     dict_set(x, "input_sizes", list({shape}));
     dict_set(x, "input_dtypes", list({str(e.dtype)}));
     dict_set(x, "output_sizes", list({shape}));
     dict_set(x, "output_dtypes", list({str(e.dtype)}));
     dict_set(x, "state", str(e.state));
-    dict_set(x, "time_discovered_started_ns", Value());
-    dict_set(x, "time_discovered_completed_ns",
-             e.state == "completed" ? num(1732400000000000000 + int64_t(record_id) * 1000000 + 500) : Value());
-    dict_set(x, "retired", Value::boolean(e.state == "completed"));
-    dict_set(x, "timeout_ms", num(600000));
+    dict_set(x, "time_discovered_started_ns", spec.timing && e.state != "scheduled" ? num(created + 200) : Value());
+    dict_set(x, "time_discovered_completed_ns", e.state == "completed" ? num(created + 500) : Value());
+    dict_set(x, "retired", Value::boolean(retired(e)));
+    dict_set(x, "timeout_ms", num(spec.timeout_ms));
     dict_set(x, "is_p2p", Value::boolean(p2p));
     list_push(entries, x);
   }

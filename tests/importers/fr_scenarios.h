@@ -82,4 +82,57 @@ inline std::vector<RankSpec> p2p_job() {
   return ranks;
 }
 
+// One rank on one GPU, as the H100 run of issue 22 (shared/gpu/torch_nccl_check.py): 20 all_reduces
+// of 1 Mi floats on the default group, process-group timeout 8 s.
+//   - `timeout` false: a dump taken on demand once all 20 completed, before the watchdog's next pass
+//     (nothing retired, pg_status saw no completion yet);
+//   - `timeout` true: the 21st all_reduce was queued behind a kernel that spins on the stream and
+//     never started; the watchdog retired the first 20 and wrote the dump when the 21st timed out.
+inline std::vector<RankSpec> one_gpu_job(bool timeout, bool timing) {
+  RankSpec s;
+  s.timing = timing;
+  s.timeout_ms = 8000;
+  s.status_lags = !timeout;
+  s.groups.push_back({"0", "default_pg", {0}, 0});
+  for (int seq = 1; seq <= 20; ++seq)
+    s.entries.push_back({"0", seq, "all_reduce", {1048576}, "Float", "completed", "<module>", timeout ? 1 : 0});
+  if (timeout) s.entries.push_back({"0", 21, "all_reduce", {1048576}, "Float", "scheduled", "<module>", 0});
+  return {s};
+}
+
+// Two GPUs, timing on, default group [0, 1]: two all_reduces completed, the third is open with
+// each rank's `state` as given ("started": its GPU runs it; "scheduled": its GPU never started it).
+inline std::vector<RankSpec> two_gpu_job(const std::string& state0, const std::string& state1) {
+  std::vector<RankSpec> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    RankSpec& s = ranks[size_t(r)];
+    s.rank = r;
+    s.timing = true;
+    s.groups.push_back({"0", "default_pg", {0, 1}, 0});
+    for (int seq = 1; seq <= 2; ++seq) s.entries.push_back({"0", seq, "all_reduce", {4096}, "Float", "completed", "step"});
+    s.entries.push_back({"0", 3, "all_reduce", {4096}, "Float", r == 0 ? state0 : state1, "step"});
+  }
+  return ranks;
+}
+
+// Two CPU ranks over Gloo (shared/gpu/gloo_fr_hang.py): five all_reduces, then rank 1 sleeps before
+// its sixth; both dumped on demand while rank 0 waits in #6. Gloo's entries stay "scheduled";
+// `retired` marks the finished ones; pg_config names the group '' (PyTorch 2.11). With
+// `rank0_timed_out`, rank 0 was dumped after Gloo's timeout failed #6, which its worker retires too.
+inline std::vector<RankSpec> gloo_lagging_job(bool rank0_timed_out = false) {
+  std::vector<RankSpec> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    RankSpec& s = ranks[size_t(r)];
+    s.rank = r;
+    s.backend = "gloo";
+    s.timeout_ms = 20000;
+    s.unnamed_pg_config = true;
+    s.groups.push_back({"0", "default_pg", {0, 1}, 0});
+    for (int seq = 1; seq <= 5; ++seq)
+      s.entries.push_back({"0", seq, "all_reduce", {1024}, "Float", "scheduled", "<module>", 1});
+  }
+  ranks[0].entries.push_back({"0", 6, "all_reduce", {1024}, "Float", "scheduled", "<module>", rank0_timed_out ? 1 : 0});
+  return ranks;
+}
+
 }  // namespace rankscope::torch_fr::testing

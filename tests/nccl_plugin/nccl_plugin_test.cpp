@@ -324,7 +324,105 @@ TEST(NcclPluginHang, HeldBackInDataLoadingIsAHostStall) {
   ASSERT_TRUE(j["ranks"].is_array());
   EXPECT_EQ(j["ranks"][2]["range"], "data/next_batch");
 }
+
+// The one-rank PyTorch job of real-gpu/plugin-p2p-run (send/recv to itself inside NVTX ranges, no
+// RANK, NCCL's NVTX module first), replayed by self_p2p_job, stopped in its last exchange.
+fs::path start_self_p2p_job(Driver& d, const std::string& name, int iterations) {
+  const fs::path dir = fresh_dir(name);
+  setenv("NVTX_INJECTION64_PATH", NVTX_INJECTION_SO, 1);
+  setenv("RANKSCOPE_RUN_DIR", dir.c_str(), 1);
+  int pid = 0;
+  start_held(d, {SELF_P2P_JOB, "--plugin", kPlugin, "--iterations", std::to_string(iterations)}, &pid);
+  unsetenv("NVTX_INJECTION64_PATH");
+  unsetenv("RANKSCOPE_RUN_DIR");
+  return dir;
+}
+
+nlohmann::json inspect_json(const fs::path& dir) {
+  const std::string out = output_of(kRankscope + " inspect " + dir.string() + " --json 2>/dev/null");
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out;
+  return j;
+}
+
+// What inspect must show of that job: rank 0 of 1 without RANK, 11 sends and 11 recvs to itself
+// whose completion is unknowable, and the open ranges train/step > exchange.
+void expect_self_p2p_inspect(const nlohmann::json& j, uint64_t exchanges) {
+  EXPECT_EQ(j["world_size"], 1) << j.dump(2);
+  ASSERT_EQ(j["ranks"].size(), 1u);
+  const auto& r = j["ranks"][0];
+  ASSERT_EQ(r["comms"].size(), 1u) << j.dump(2);
+  const auto& p2p = r["comms"][0]["p2p"];
+  ASSERT_EQ(p2p.size(), 1u) << j.dump(2);
+  EXPECT_EQ(p2p[0]["peer"], 0);
+  EXPECT_EQ(p2p[0]["to_self"], true);
+  EXPECT_EQ(p2p[0]["completion_observable"], false);
+  EXPECT_EQ(p2p[0]["send_issued"], exchanges);
+  EXPECT_EQ(p2p[0]["recv_issued"], exchanges);
+  EXPECT_EQ(r["comms"][0]["nccl_call"], nullptr) << "the host left ncclGroupEnd";
+  ASSERT_FALSE(r["threads"].empty()) << j.dump(2);
+  const auto& stack = r["threads"][0]["ranges"];
+  ASSERT_EQ(stack.size(), 2u) << j.dump(2);
+  EXPECT_EQ(stack[0]["name"], "train/step");
+  EXPECT_EQ(stack[1]["name"], "exchange");
+  for (const auto& p : j["problems"]) EXPECT_EQ(p.get<std::string>().find("no launcher rank"), std::string::npos) << p;
+}
+
+void expect_self_p2p_diagnosis(const nlohmann::json& j) {
+  EXPECT_EQ(j["verdict"], "hang") << j.dump(2);
+  EXPECT_EQ(j["culprit_ranks"], nlohmann::json::array({0})) << j.dump(2);
+  EXPECT_EQ(j["ranks"][0]["range"], "exchange") << j.dump(2);
+  EXPECT_NE(j["ranks"][0]["note"].get<std::string>().find("11 send(s), 11 recv(s) to itself"), std::string::npos)
+      << j.dump(2);
+  const std::string why = j["explanation"].get<std::string>();
+  EXPECT_NE(why.find("sent to and received from itself on nccl-f0ec67fd6fd098a2 (11 sends, 11 recvs)"), std::string::npos) << why;
+  EXPECT_NE(why.find("NCCL reports no GPU progress"), std::string::npos) << why;
+}
+
+TEST(NcclPluginSelfP2p, SendRecvToSelfAndNvtxRangesReachInspectAndHangdoctor) {
+  Driver d;
+  const fs::path dir = start_self_p2p_job(d, "self_p2p", 10);
+  expect_self_p2p_inspect(inspect_json(dir), 11);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past --stuck-after 1
+  const auto j = hangdoctor(dir);
+  expect_self_p2p_diagnosis(j);
+  const std::string why = j["explanation"].get<std::string>();
+  EXPECT_NE(why.find("all handed to the GPU"), std::string::npos) << why;
+  auto run = rankscope::format::open_run_directory(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  for (const auto& p : run->problems) EXPECT_EQ(p.find("lost its claim"), std::string::npos) << p;
+}
+
+// NCCL sends no KernelCh for a send/recv to self: its in-flight slot must be freed at the host stop,
+// or 256 slots run out after 128 exchanges and every later event is dropped.
+TEST(NcclPluginSelfP2p, SendRecvToSelfDoesNotExhaustTheInflightSlots) {
+  Driver d;
+  const fs::path dir = start_self_p2p_job(d, "self_p2p_many", 300);
+  std::vector<fs::path> recorders;
+  for (const auto& e : fs::directory_iterator(dir / "nccl"))
+    if (e.path().filename().string().find(".r0.flight") != std::string::npos) recorders.push_back(e.path());
+  ASSERT_EQ(recorders.size(), 1u);
+  auto snap = rankscope::format::read_flight_recorder(recorders[0]);
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->comms.size(), 1u);
+  const auto& n = *snap->comms[0].nccl;
+  EXPECT_EQ(n.dropped_events, 0u);
+  ASSERT_EQ(n.peers.size(), 1u);
+  EXPECT_EQ(n.peers[0].send_launched, 301u);
+  EXPECT_EQ(n.peers[0].send_completed, 0u) << "completion of a send to self is never known";
+}
 #endif
+
+// The real run directory of that job, written on an H100 by NCCL 2.28.9 and the plugin and NVTX
+// library of 9f2fed4: its NVTX recorder's slot lost its claim (the file was created twice).
+TEST(NcclPluginRealGpu, PluginP2pRunShowsSendRecvToSelfAndOpenRanges) {
+  const fs::path dir = fs::path(REAL_GPU_DATA) / "plugin-p2p-run";
+  if (!fs::exists(dir)) GTEST_SKIP() << dir << " absent: real GPU data not beside the source tree";
+  expect_self_p2p_inspect(inspect_json(dir), 11);
+  const auto j = hangdoctor(dir);
+  expect_self_p2p_diagnosis(j);
+  EXPECT_TRUE(j["ranks"][0]["alive"].is_null()) << "pid 456 of another machine's boot says nothing here";
+}
 
 // No hang: rank 1's host work takes 30 ms longer every step, so its peers wait for it in their first
 // collective of each step. The plugin records no step and no range; skew and export read the event

@@ -15,4 +15,7 @@ cudaError_t launch_spin_kernel(cudaStream_t stream, long long cycles) {
   return cudaGetLastError();
 }
 
+// The spin kernel's host-side handle, for launches through the driver API (cudaGetFuncBySymbol).
+const void* spin_kernel_symbol() { return reinterpret_cast<const void*>(&rankscope_test_spin_kernel); }
+
 }  // namespace rankscope::probe::testing

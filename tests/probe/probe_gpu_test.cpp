@@ -1,9 +1,14 @@
 // probe_gpu_test.cpp — on a machine with a GPU (ctest label `gpu`; skips without one): CUPTI
-// kernel timing lands on the range open at launch, and a CUDA-event CompletionSource completes an
+// kernel timing lands on the range open at launch, whoever launches (runtime <<<>>>, the driver's
+// cuLaunchKernel/cuLaunchKernelEx as cuBLASLt and cuDNN do, a CUDA graph launch), kernels launched
+// outside every range are counted as such, and a CUDA-event CompletionSource completes an
 // asynchronous collective when the GPU is done.
+#include <cuda.h>  // driver types only: the entry points come from the runtime, no libcuda link
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <map>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -11,12 +16,14 @@
 #include "probe_test_util.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/kernel_counters.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/probe/cuda_event_completion.h"
 #include "rankscope/probe/cupti_kernel_tracer.h"
 
 namespace rankscope::probe::testing {
 cudaError_t launch_spin_kernel(cudaStream_t stream, long long cycles);
+const void* spin_kernel_symbol();
 }
 
 namespace rankscope::probe {
@@ -29,15 +36,9 @@ bool have_gpu() {
 
 TEST(ProbeGpu, CuptiKernelTimeIsAttributedToTheLaunchingRange) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  testing::ScratchDir dir;
-  Options o = testing::test_options(dir.path());
-  o.trace_step_begin = 0;
-  o.trace_step_end = 0;
-  auto created = Probe::create(o);
-  ASSERT_TRUE(created.ok());
-  Probe& probe = **created;
-  Status started = probe.set_kernel_tracer(make_cupti_kernel_tracer());
-  ASSERT_TRUE(started.ok()) << started.to_string();
+  testing::KernelTracedRun<> run(make_cupti_kernel_tracer());
+  ASSERT_NE(run.probe, nullptr);
+  Probe& probe = *run.probe;
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   probe.begin_step(0);
@@ -50,7 +51,7 @@ TEST(ProbeGpu, CuptiKernelTimeIsAttributedToTheLaunchingRange) {
   probe.shutdown();
   cudaStreamDestroy(stream);
 
-  auto es = format::read_event_stream(format::event_stream_path(dir.path(), 0));
+  auto es = format::read_event_stream(format::event_stream_path(run.dir.path(), 0));
   ASSERT_TRUE(es.ok());
   ASSERT_EQ(es->steps.size(), 1u);
   int64_t kernel_ns = 0;
@@ -65,6 +66,96 @@ TEST(ProbeGpu, CuptiKernelTimeIsAttributedToTheLaunchingRange) {
   // Converted to the probe clock: inside the step.
   EXPECT_GE(k.begin_ns, es->steps[0].begin_ns);
   EXPECT_LE(k.end_ns, es->steps[0].end_ns);
+}
+
+// A driver entry point through the runtime, so the test needs no link to libcuda.
+template <class Fn>
+Fn driver_entry_point(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+TEST(ProbeGpu, DriverApiAndGraphLaunchesLandInTheRangeOpenAtLaunch) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    CUstream, void**, void**);
+  using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+  auto cu_launch_kernel = driver_entry_point<LaunchKernel>("cuLaunchKernel");
+  auto cu_launch_kernel_ex = driver_entry_point<LaunchKernelEx>("cuLaunchKernelEx");
+  ASSERT_NE(cu_launch_kernel, nullptr);
+  ASSERT_NE(cu_launch_kernel_ex, nullptr);
+  cudaFunction_t spin_function = nullptr;
+  ASSERT_EQ(cudaGetFuncBySymbol(&spin_function, testing::spin_kernel_symbol()), cudaSuccess);
+  CUfunction spin = reinterpret_cast<CUfunction>(spin_function);
+
+  testing::KernelTracedRun<> run(make_cupti_kernel_tracer());
+  ASSERT_NE(run.probe, nullptr);
+  Probe& probe = *run.probe;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  // A graph of three kernels, captured outside every range: its kernels belong to the range open
+  // when the graph is launched, since they all carry that launch's correlation id.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graph_exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(testing::launch_spin_kernel(stream, 10'000), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&graph_exec, graph, 0), cudaSuccess);
+
+  long long cycles = 10'000;
+  void* args[] = {&cycles};
+  probe.begin_step(0);
+  {
+    ScopedRange r(&probe, "forward/block0/attn/qkv");
+    ASSERT_EQ(cu_launch_kernel(spin, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr),
+              CUDA_SUCCESS);
+  }
+  {
+    ScopedRange r(&probe, "forward/block0/mlp/fc");
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    ASSERT_EQ(cu_launch_kernel_ex(&config, spin, args, nullptr), CUDA_SUCCESS);
+  }
+  {
+    ScopedRange r(&probe, "optimizer");
+    ASSERT_EQ(cudaGraphLaunch(graph_exec, stream), cudaSuccess);
+  }
+  ASSERT_EQ(testing::launch_spin_kernel(stream, 10'000), cudaSuccess);  // no range open
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  probe.end_step();
+  probe.shutdown();
+  cudaGraphExecDestroy(graph_exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+
+  auto es = format::read_event_stream(format::event_stream_path(run.dir.path(), 0));
+  ASSERT_TRUE(es.ok());
+  ASSERT_EQ(es->steps.size(), 1u);
+  ASSERT_EQ(es->traces.size(), 1u);
+  std::map<std::string, int> kernels_in;  // range name ("" none) -> kernels
+  for (const format::TraceKernel& k : es->traces[0].kernels) {
+    kernels_in[k.range_id ? std::string(es->name(k.range_id)) : std::string()]++;
+  }
+  EXPECT_EQ(kernels_in["forward/block0/attn/qkv"], 1) << "cuLaunchKernel";
+  EXPECT_EQ(kernels_in["forward/block0/mlp/fc"], 1) << "cuLaunchKernelEx";
+  EXPECT_EQ(kernels_in["optimizer"], 3) << "cudaGraphLaunch of three kernels";
+  EXPECT_EQ(kernels_in[""], 1) << "the launch outside every range";
+  std::map<std::string, int64_t> kernel_ns;
+  for (const auto& r : es->steps[0].ranges) kernel_ns[std::string(es->name(r.name_id))] = r.kernel_ns;
+  EXPECT_GT(kernel_ns["forward/block0/attn/qkv"], 0);
+  EXPECT_GT(kernel_ns["forward/block0/mlp/fc"], 0);
+  EXPECT_GT(kernel_ns["optimizer"], 0);
+  std::map<std::string, double> counters;
+  for (const auto& c : es->steps[0].counters) counters[std::string(es->name(c.name_id))] = c.value;
+  EXPECT_GT(counters[std::string(format::kKernelNsOutsideRangesCounter)], 0.0);
+  EXPECT_EQ(counters[std::string(format::kKernelNsNoLaunchSeenCounter)], 0.0);
 }
 
 TEST(ProbeGpu, CudaEventCompletesAnAsynchronousCollective) {

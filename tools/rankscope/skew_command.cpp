@@ -30,10 +30,36 @@ constexpr const char* kHelp =
     "  --steps A-B   only steps A..B (inclusive); e.g. --steps 10-20 to skip warm-up\n\n"
     "exit status: 0 report made, 2 bad arguments or no readable run\n";
 
+// On a GPU the host returns from a range at launch: the breakdown is the device's, from the kernel
+// records of the traced steps. Says so, with the GPU time by range and the kernel time no range owns.
+void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
+  const analyzers::DeviceBreakdown& d = s.mean;
+  auto pct = [&](double ms) { return d.step_ms > 0 ? 100.0 * ms / d.step_ms : 0.0; };
+  std::fprintf(out, "GPU time per step (device timeline: kernel records of steps %lld-%lld, %d rank%s): %.2f ms = "
+               "compute %.2f (%.0f%%) + transfer %.2f (NCCL kernels, %.0f%%) + idle %.2f (GPU waiting for the host, %.0f%%)\n",
+               (long long)d.first_traced_step, (long long)d.last_traced_step, s.ranks, s.ranks == 1 ? "" : "s", d.step_ms,
+               d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.idle_ms, pct(d.idle_ms));
+  std::fprintf(out, "outside any range: %.2f ms of %.2f ms kernel time (%.0f%%) ran in kernels launched outside every range\n",
+               d.outside_ranges_ms, d.kernel_ms, d.kernel_ms > 0 ? 100.0 * d.outside_ranges_ms / d.kernel_ms : 0.0);
+  std::fprintf(out, "GPU time by range (kernel ms per step):\n");
+  // The unattributed kernel time takes its place among the ranges, so its size reads at a glance.
+  auto ranges = s.ranges_ms;
+  if (d.outside_ranges_ms > 0) ranges.emplace_back("(outside any range)", d.outside_ranges_ms);
+  std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  const size_t shown = std::min<size_t>(ranges.size(), 12);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [range, ms] = ranges[i];
+    std::fprintf(out, "  %9.2f  %5.1f%%  %s\n", ms, d.kernel_ms > 0 ? 100.0 * ms / d.kernel_ms : 0.0, range.c_str());
+  }
+  if (shown < ranges.size()) std::fprintf(out, "  ... %zu more ranges (--json has them all)\n", ranges.size() - shown);
+  std::fprintf(out, "\n");
+}
+
 void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
   std::fprintf(out, "rankscope skew: %s (world %d, steps %lld-%lld, median step %.2f ms)\n", r.run_dir.c_str(),
                r.world_size, (long long)r.first_step, (long long)r.last_step, r.step_ms_median);
+  if (r.device) print_device(*r.device, out);
   if (r.findings.empty()) std::fprintf(out, "no findings: ranks are in step\n");
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
@@ -48,6 +74,10 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   }
   std::stable_sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->noncomm_ms_median > b->noncomm_ms_median; });
   const size_t shown = std::min<size_t>(ranks.size(), 16);
+  if (r.device) {
+    std::fprintf(out, "\ncompute, wait, transfer and idle: GPU time of the traced steps for ranks with kernel records "
+                 "(wait 0: an NCCL kernel waiting for a peer looks like one moving data), host time for the others\n");
+  }
   std::fprintf(out, "\n%6s %9s %9s %9s %9s %9s %9s %9s %6s %6s%s\n", "rank", "median", "p90", "max", "compute", "wait",
                "transfer", "idle", "rel", "indiv", shown < ranks.size() ? "   (16 slowest)" : "");
   for (size_t i = 0; i < shown; ++i) {

@@ -83,7 +83,8 @@ std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const
 inline constexpr std::string_view kDeviceSyncRange = "device_sync";
 bool waits_for_own_device(const RankView& v);
 // Members that enqueued (comm, seq) on a device stream and returned, whose device never started it,
-// while another member's device (or host) got there.
+// while another member's device (or host) got there, or while no member's did and each of them
+// records device starts on that communicator (an earlier collective there has a start time).
 std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
                                         const std::string& comm, uint64_t seq);
 
@@ -91,6 +92,9 @@ std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, cons
 // 12 s" when a host thread has been inside an NCCL call for over a second ("" otherwise), and the
 // sentences the kernel-channel and API evidence add to the verdict's explanation.
 std::string nccl_call_note(const RankView& v, int64_t reference_ns);
+// "2 send(s), 0 recv(s) on tp1 launched, not completed; 11 send(s), 11 recv(s) to itself on world
+// (completion not reported by NCCL)" from the per-peer counters ("" when nothing to say).
+std::string nccl_p2p_note(const RankView& v);
 std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankView>& views);
 
 }  // namespace rankscope::hang

@@ -58,6 +58,7 @@ class Classifier {
   void classify_live_culprits(const std::vector<int>& culprits, const WaitGraph* g);
   std::optional<WaitEdge> innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const;
   std::vector<int> waiters_at(const std::string& comm, uint64_t seq) const;
+  bool none_started(const std::string& comm, uint64_t seq) const;
   void set_collective(const std::string& comm, uint64_t seq);
   void fill_ranks();
   std::string progress_on(const std::string& comm) const;
@@ -108,6 +109,8 @@ Diagnosis Classifier::run() {
   d_.world_size = run_.world_size;
   d_.problems = run_.problems;
   d_.recompute = recompute_words(run_);
+  d_.time_basis = o_.time_basis;
+  d_.times_are_lower_bounds = !o_.time_basis.empty();
   for (const auto& v : views_)
     if (v.readable())
       for (const auto& w : v.snap->warnings) d_.problems.push_back(fmt::format("rank {}: {}", v.rank, w));
@@ -136,7 +139,7 @@ Diagnosis Classifier::run() {
     };
     if (!dead.empty() || !frozen_.empty() || job_gone_) d_.detection = detected_by("dead_or_frozen");
     else if (past_bound) d_.detection = past_bound;
-    else if (o_.no_progress_observed) d_.detection = detected_by("watched");
+    else if (o_.no_progress_observed) d_.detection = detected_by(d_.times_are_lower_bounds ? "dump" : "watched");
     else if (facts_.forming) d_.detection = detected_by("forming");
     else if (stuck) d_.detection = detected_by("no_progress");
     if (try_count_mismatch()) {
@@ -158,6 +161,7 @@ Diagnosis Classifier::run() {
   if (d_.collective) {
     facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
     facts_.progress = progress_on(d_.collective->comm);
+    facts_.none_started = none_started(d_.collective->comm, d_.collective->seq);
   }
   compose_wording(d_, facts_);
   d_.explanation += nccl_evidence_sentence(d_, views_);
@@ -172,7 +176,8 @@ void Classifier::timeline() {
     last = std::max(last, v.last_activity_ns);
   }
   d_.reference_ns = ref;
-  d_.stuck_for_s = seconds(ref - last);
+  // No recorded activity at all: no duration, rather than one measured from the epoch.
+  d_.stuck_for_s = last > 0 ? seconds(ref - last) : 0;
 }
 
 std::vector<int> Classifier::find_dead() {
@@ -289,6 +294,16 @@ std::vector<int> Classifier::waiters_at(const std::string& comm, uint64_t seq) c
   for (const auto& v : views_)
     if (!v.dead && v.inside(comm, seq)) out.push_back(v.rank);
   return out;
+}
+
+// No member's record of (comm, seq) says it started: whether it runs cannot be told from the records.
+bool Classifier::none_started(const std::string& comm, uint64_t seq) const {
+  for (const auto& v : views_) {
+    const auto* c = v.comm(comm);
+    const auto* rec = c ? c->find(seq) : nullptr;
+    if (rec && rec->state != format::CollectiveState::kEnqueued) return false;
+  }
+  return true;
 }
 
 void Classifier::set_collective(const std::string& comm, uint64_t seq) {
@@ -450,7 +465,8 @@ void Classifier::blame_least_progress() {
   }
 }
 
-// "ranks 0,2-7: 58; rank 1: 57": collectives issued on `comm`, by member, least first.
+// "ranks 0,2-7: #57; rank 1: #56": the last collective each member issued on `comm` (next seq - 1,
+// whichever base the producer counts from), least first.
 std::string Classifier::progress_on(const std::string& comm) const {
   const GroupView* g = find_group(groups_, comm);
   if (!g) return "";
@@ -459,7 +475,8 @@ std::string Classifier::progress_on(const std::string& comm) const {
     if (r >= 0 && r < int(views_.size()) && views_[r].readable()) by_issued[views_[r].issued(comm)].push_back(r);
   std::string out;
   for (const auto& [n, ranks] : by_issued)
-    out += fmt::format("{}{} {}: {}", out.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks), n);
+    out += fmt::format("{}{} {}: {}", out.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks),
+                       n > 0 ? fmt::format("#{}", n - 1) : std::string("none"));
   return out;
 }
 
@@ -484,7 +501,7 @@ void Classifier::fill_ranks() {
     r.step = s.live.step;
     r.range_stack = v.stack;
     r.range = v.innermost();
-    r.idle_s = seconds(d_.reference_ns - v.last_activity_ns);
+    r.idle_s = v.last_activity_ns > 0 ? seconds(d_.reference_ns - v.last_activity_ns) : 0;
     if (v.innermost_begin_ns > 0) r.range_s = std::max(0.0, seconds(d_.reference_ns - v.innermost_begin_ns));
     r.heartbeat_age_s = seconds(d_.reference_ns - v.heartbeat_ns);
     if (v.finished) r.state = RankState::kFinished;
@@ -518,6 +535,7 @@ void Classifier::fill_ranks() {
     else if (v.dead) r.note = fmt::format("no heartbeat for {:.0f} s", r.heartbeat_age_s);
     if (const std::string call = nccl_call_note(v, d_.reference_ns); !call.empty())
       r.note = r.note.empty() ? call : r.note + "; " + call;
+    if (const std::string p2p = nccl_p2p_note(v); !p2p.empty()) r.note = r.note.empty() ? p2p : r.note + "; " + p2p;
     if (s.watchdog.kind != format::WatchdogKind::kNone) {
       r.stacks_file = s.watchdog.stacks_file;
       if (r.note.empty()) r.note = fmt::format("watchdog: {}", s.watchdog.message);

@@ -113,15 +113,23 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     run = std::move(watched->run);
     classify.no_progress_observed = watched->stalled;
   } else if (!std::filesystem::exists(std::filesystem::path(dir) / "run.json") && torch_fr::looks_like_fr_dumps(dir)) {
-    // PyTorch Flight Recorder dumps: written because a collective timed out, so no progress is a given.
+    // PyTorch Flight Recorder dumps. With a collective pending they are the watchdog's (or a look at
+    // a stuck job): no progress is a given. With none pending they were taken on demand from a job
+    // that was not stuck: healthy. They do not say when they were written, so times are lower bounds.
     auto r = torch_fr::import_fr_dumps(dir);
     if (!r.ok()) {
       std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
       return 2;
     }
     if (!quiet) std::fprintf(json_file == "-" ? err : out, "%s\n", r->summary.c_str());
+    if (r->entries == 0) {
+      std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries (dumped with includeCollectives=False, "
+                        "or just after a reset): nothing to judge\n", dir.c_str());
+      return 2;
+    }
     run = std::move(r->run);
-    classify.no_progress_observed = true;
+    classify.no_progress_observed = r->pending;
+    classify.time_basis = r->time_basis;
     from_torch = true;
   } else {
     auto r = format::open_run_directory(dir);

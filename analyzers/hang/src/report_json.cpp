@@ -90,6 +90,8 @@ nlohmann::json render_json(const Diagnosis& d) {
   j["world_size"] = d.world_size;
   j["reference_ns"] = d.reference_ns;
   j["stuck_for_s"] = d.stuck_for_s;
+  j["times_are_lower_bounds"] = d.times_are_lower_bounds;
+  j["time_basis"] = d.time_basis.empty() ? json(nullptr) : json(d.time_basis);
   j["recompute"] = d.recompute.empty() ? json(nullptr) : json(d.recompute);
   if (d.detection) {
     const Detection& x = *d.detection;

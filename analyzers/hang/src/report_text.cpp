@@ -37,15 +37,15 @@ std::string state_key(const RankReport& r) {
   return "?";
 }
 
-std::string group_suffix(const std::vector<const RankReport*>& g) {
+std::string group_suffix(const Diagnosis& d, const std::vector<const RankReport*>& g) {
   double waited = 0, idle = 0;
   for (const auto* r : g) {
     waited = std::max(waited, r->waited_s);
     idle = std::max(idle, r->idle_s);
   }
   switch (g.front()->state) {
-    case RankState::kWaiting: return fmt::format(" since {}", human_seconds(waited));
-    case RankState::kRunning: return fmt::format(", idle {}", human_seconds(idle));
+    case RankState::kWaiting: return " " + how_long(d, waited, "since");
+    case RankState::kRunning: return ", idle " + how_long(d, idle, "");
     case RankState::kDead: return g.size() == 1 ? fmt::format(" ({})", g.front()->note) : "";
     default: return "";
   }
@@ -62,14 +62,18 @@ void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
   for (const auto& s : r.range_stack) stack += (stack.empty() ? "" : " > ") + s;
   out += fmt::format("    open ranges: {}\n", stack.empty() ? "(none)" : stack);
   if (r.waiting)
-    out += fmt::format("    inside: {} called from {}, for {}\n", collective_phrase(*r.waiting),
-                       r.waiting->range.empty() ? "?" : r.waiting->range, human_seconds(r.waited_s));
+    out += fmt::format("    inside: {} called from {}, {}\n", collective_phrase(*r.waiting),
+                       r.waiting->range.empty() ? "?" : r.waiting->range, how_long(d, r.waited_s, "for"));
   std::string last;
   for (const auto& lc : r.last_completed)
-    last += fmt::format("{}{} #{} {} ({} ago)", last.empty() ? "" : "; ", lc.comm, lc.seq, format::short_op_name(lc.op),
-                        human_seconds(lc.ago_s));
+    last += fmt::format("{}{} #{} {} ({})", last.empty() ? "" : "; ", lc.comm, lc.seq, format::short_op_name(lc.op),
+                        !d.times_are_lower_bounds ? human_seconds(lc.ago_s) + " ago"
+                        : lc.ago_s >= 0.0005      ? "at least " + human_seconds(lc.ago_s) + " ago"
+                                                  : "when, unknown");
   out += fmt::format("    last completed: {}\n", last.empty() ? "(none)" : last);
-  out += fmt::format("    heartbeat {} old, idle {}\n", human_seconds(r.heartbeat_age_s), human_seconds(r.idle_s));
+  // Dumps have no heartbeat of their own: only the idle time means something there.
+  if (d.times_are_lower_bounds) out += "    idle " + how_long(d, r.idle_s, "") + "\n";
+  else out += fmt::format("    heartbeat {} old, idle {}\n", human_seconds(r.heartbeat_age_s), human_seconds(r.idle_s));
   if (!r.note.empty()) out += fmt::format("    note: {}\n", r.note);
   if (!r.stacks_file.empty()) out += fmt::format("    stacks: {}\n", r.stacks_file);
   if (!r.stacks.empty()) {
@@ -115,7 +119,7 @@ std::string render_text(const Diagnosis& d) {
     std::vector<int> ranks;
     for (const auto* r : g) ranks.push_back(r->rank);
     const std::string label = fmt::format("{} {}:", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks));
-    out += fmt::format("  {:<14} {}{}{}\n", label, key.substr(1), group_suffix(g), key[0] == '0' ? "   <- culprit" : "");
+    out += fmt::format("  {:<14} {}{}{}\n", label, key.substr(1), group_suffix(d, g), key[0] == '0' ? "   <- culprit" : "");
   }
 
   // Evidence: every culprit, then one representative of every other group (1024 ranks stay short).

@@ -42,7 +42,7 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
     out += place.first == "no open range" ? fmt::format("{} between ranges{}", subject, at)
                                           : fmt::format("{} in {}{}", subject, place.first, at);
   }
-  return out + fmt::format(", idle {}", human_seconds(idle));
+  return out + ", idle " + how_long(d, idle, "");
 }
 
 double max_waited(const Diagnosis& d, const std::vector<int>& ranks) {
@@ -55,9 +55,9 @@ double max_waited(const Diagnosis& d, const std::vector<int>& ranks) {
 std::string waiters_sentence(const Diagnosis& d, const WordingFacts& f) {
   if (f.waiters.empty() || !d.collective) return "";
   const bool one = f.waiters.size() == 1;
-  return fmt::format(" {} {} {} in that {} since {}.", one ? "Rank" : "Ranks", compress_ranks(f.waiters),
-                     one ? "waits" : "wait",
-                     format::short_op_name(d.collective->op), human_seconds(max_waited(d, f.waiters)));
+  return fmt::format(" {} {} {} in that {} {}.", one ? "Rank" : "Ranks", compress_ranks(f.waiters),
+                     one ? "waits" : "wait", format::short_op_name(d.collective->op),
+                     how_long(d, max_waited(d, f.waiters), "since"));
 }
 
 // Ranks waiting somewhere else than the verdict's collective: downstream of the same cause.
@@ -162,20 +162,32 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
   const std::string culprits = who(d.culprit_ranks);
+  // The peers whose devices reached it wait for the culprits; a culprit's host returned, it does not.
+  WordingFacts peers = f;
+  std::erase_if(peers.waiters, [&](int w) {
+    return std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), w) != d.culprit_ranks.end();
+  });
+  const bool no_peer_reached = !f.waiters.empty() && peers.waiters.empty();
   if (staging) {
     d.headline = fmt::format("HANG: {}'s GPU is behind its host: its host waits for the GPU (device_sync) to hand over "
                              "the input of {} and the GPU never finishes; {}.{}",
-                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, f));
+                             culprits, collective_phrase(c), whereabouts(d, d.culprit_ranks), waiters_sentence(d, peers));
+  } else if (no_peer_reached) {
+    // Nobody else is in it to wait: how long is the culprits' own wait, said in the headline.
+    d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it, {}: the GPU is behind the host.",
+                             culprits, collective_phrase(c), d.culprit_ranks.size() == 1 ? "its" : "their",
+                             how_long(d, max_waited(d, d.culprit_ranks), "for"));
   } else {
     d.headline = fmt::format("HANG: {} enqueued {} on the GPU and {} GPU never started it: the GPU is behind the host.{}",
                              culprits, collective_phrase(c), d.culprit_ranks.size() == 1 ? "its" : "their",
-                             waiters_sentence(d, f));
+                             waiters_sentence(d, peers));
   }
-  d.explanation = "The host went on while a kernel before this collective on the same device has not finished (a "
-                  "kernel that does not end, a device fault, or a device shared and starved). The peers' devices "
-                  "reached the collective and wait for it. Look at the GPU (nvidia-smi, compute-sanitizer), not at the "
-                  "network." +
-                  downstream_sentence(d, f);
+  d.explanation = std::string("The host went on while a kernel before this collective on the same device has not "
+                              "finished (a kernel that does not end, a device fault, or a device shared and starved). ") +
+                  (no_peer_reached ? "No member's device started it, and each records device starts, so this is not a "
+                                     "network or peer problem. "
+                                   : "The peers' devices reached the collective and wait for it. ") +
+                  "Look at the GPU (nvidia-smi, compute-sanitizer), not at the network." + downstream_sentence(d, f);
 }
 
 // One process (or every rank equally far) stuck in its own work: nobody to lag behind.
@@ -185,9 +197,9 @@ void word_stuck_alone(Diagnosis& d) {
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const std::string what = host ? "host work" : "compute";
   if (r && !r->range.empty()) {
-    d.headline = fmt::format("HANG: rank {} is stuck in {} in {} at step {} for {}{}; no collective is open and no rank is "
+    d.headline = fmt::format("HANG: rank {} is stuck in {} in {} at step {} {}{}; no collective is open and no rank is "
                              "ahead of it.",
-                             r->rank, what, r->range, r->step, human_seconds(r->range_s), recompute);
+                             r->rank, what, r->range, r->step, how_long(d, r->range_s, "for"), recompute);
   } else {
     d.headline = fmt::format("HANG: {} {} stuck in {}{}; no collective is open; {}.", who(d.culprit_ranks),
                              d.culprit_ranks.size() == 1 ? "is" : "are", what, recompute, whereabouts(d, d.culprit_ranks));
@@ -199,7 +211,7 @@ void word_stuck_alone(Diagnosis& d) {
                          "where.";
   if (!host && d.recompute.rfind("off", 0) != 0 && !d.recompute.empty() && r && r->range.rfind("backward/", 0) == 0)
     d.explanation += " Activation recompute is on, so this backward range first re-runs its forward.";
-  d.explanation += fmt::format(" Nothing progressed for {}.", human_seconds(d.stuck_for_s));
+  d.explanation += fmt::format(" Nothing progressed {}.", how_long(d, d.stuck_for_s, "for"));
 }
 
 }  // namespace
@@ -215,6 +227,11 @@ std::string human_seconds(double s) {
   if (s < 1.0) return fmt::format("{:.0f} ms", s * 1000.0);
   if (s < 10.0) return fmt::format("{:.1f} s", s);
   return fmt::format("{:.0f} s", s);
+}
+
+std::string how_long(const Diagnosis& d, double s, std::string_view live_word) {
+  if (!d.times_are_lower_bounds) return fmt::format("{}{}{}", live_word, live_word.empty() ? "" : " ", human_seconds(s));
+  return s >= 0.0005 ? "for at least " + human_seconds(s) : std::string("for an unknown time");
 }
 
 std::string collective_phrase(const CollectiveRef& c) {
@@ -246,12 +263,20 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
       d.headline = fmt::format("FINISHED: {} of {} ranks finished cleanly (last step {}).", finished, d.world_size, step);
       d.explanation = "Every rank with a flight recorder shut down cleanly." + missing_note;
       return;
-    case Verdict::kHealthy:
-      d.headline = fmt::format("HEALTHY: {} ranks running at step {}; last progress {} ago.", readable - finished, step,
-                               human_seconds(d.stuck_for_s));
-      d.explanation = "No rank is dead, no collective disagrees between ranks, and the job made progress recently." +
-                      missing_note;
+    case Verdict::kHealthy: {
+      const int running = readable - finished;
+      // Jobs without steps (PyTorch dumps, the NCCL plugin's: step -1) say no step.
+      const std::string at = step >= 0 ? fmt::format(" at step {}", step) : "";
+      d.headline = d.times_are_lower_bounds
+                       ? fmt::format("HEALTHY: {} {} running{}; no collective is pending.", running,
+                                     running == 1 ? "rank" : "ranks", at)
+                       : fmt::format("HEALTHY: {} {} running{}; last progress {} ago.", running,
+                                     running == 1 ? "rank" : "ranks", at, human_seconds(d.stuck_for_s));
+      d.explanation = std::string("No rank is dead, no collective disagrees between ranks, and ") +
+                      (d.times_are_lower_bounds ? "none is pending." : "the job made progress recently.") + missing_note +
+                      (d.time_basis.empty() ? "" : " " + d.time_basis);
       return;
+    }
     case Verdict::kDesync:
       if (d.kind == Kind::kA2aCountMismatch) word_count_mismatch(d, f);
       else word_mismatch(d, f);
@@ -294,16 +319,32 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
         word_gpu_behind_host(d, f);
       } else if (d.kind == Kind::kStuckInCollective) {
         const CollectiveRef& c = *d.collective;
-        d.headline = fmt::format("HANG: all {} ranks in {} entered {} and none finished, for {}; no rank is to blame.",
-                                 f.waiters.size(), c.comm, collective_phrase(c), human_seconds(max_waited(d, f.waiters)));
-        d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
-                        "interconnect, the collective library or a device fault." +
-                        downstream_sentence(d, f);
+        const std::string members = f.waiters.size() == 1
+                                        ? fmt::format("rank {}, the only member of {},", compress_ranks(f.waiters), c.comm)
+                                        : fmt::format("all {} ranks in {}", f.waiters.size(), c.comm);
+        const std::string waited = how_long(d, max_waited(d, f.waiters), "for");
+        if (f.none_started) {
+          // No record says it started (e.g. PyTorch without TORCH_NCCL_ENABLE_TIMING): a device stuck
+          // before it and a collective stuck in the network look the same.
+          d.headline = fmt::format("HANG: {} enqueued {} and it never completed, {}; whether it started cannot be told, "
+                                   "so no rank is to blame.",
+                                   members, collective_phrase(c), waited);
+          d.explanation = "Every member enqueued the collective and none completed it, so no rank lagged. No record says "
+                          "it started: a kernel before it that never ends (the GPU behind its host) and a collective "
+                          "stuck in the interconnect or the collective library look the same here." +
+                          downstream_sentence(d, f);
+        } else {
+          d.headline = fmt::format("HANG: {} entered {} and none finished, {}; no rank is to blame.", members,
+                                   collective_phrase(c), waited);
+          d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
+                          "interconnect, the collective library or a device fault." +
+                          downstream_sentence(d, f);
+        }
       } else if (!d.collective && (d.kind == Kind::kStuckInCompute || d.kind == Kind::kHostStall)) {
         word_stuck_alone(d);
       } else if (!d.collective) {
         d.headline = fmt::format("HANG: {} made least progress and no rank is inside a collective; {}.", culprits, where);
-        d.explanation = "Nothing progressed for " + human_seconds(d.stuck_for_s) + ".";
+        d.explanation = "Nothing progressed " + how_long(d, d.stuck_for_s, "for") + ".";
       } else if (d.kind == Kind::kMissingGradient) {
         std::string grads;
         for (const auto& g : d.missing_gradients)
@@ -326,7 +367,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                    host, waiters);
         }
         d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
-                                    "(collectives issued: {}).",
+                                    "(last issued: {}).",
                                     culprits, d.collective->comm, d.collective->seq, f.progress) +
                         (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
                                                       "pipeline, the file system or the host, not at the network."
@@ -346,6 +387,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                            who(running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
       }
       d.explanation += missing_note;
+      if (!d.time_basis.empty()) d.explanation += " " + d.time_basis;
       break;
     }
   }

@@ -18,12 +18,16 @@ struct WordingFacts {
   bool all_gone = false;      // every rank's process is gone: the snapshot is the state at death
   bool ambiguous = false;     // a mismatch tie that history could not break
   std::vector<int> waiters;   // live ranks inside the verdict's collective
-  std::string progress;       // collectives issued on the verdict's communicator, by rank
+  std::string progress;       // the last collective each rank issued on the verdict's communicator
   std::string later;          // a later, harder disagreement that followed from the first one
+  bool none_started = false;  // no member's record of the verdict's collective says it started
 };
 
 std::string human_bytes(uint64_t bytes);   // "3.1 MiB"
 std::string human_seconds(double s);       // "31 s", "3.1 s", "450 ms"
+// A duration as the snapshot allows: "<live_word> 31 s" from live recorders ("since 31 s"), "for
+// at least 8.0 s" where times are lower bounds (dumps), "for an unknown time" when that bound is 0.
+std::string how_long(const Diagnosis& d, double s, std::string_view live_word);
 // "allreduce #57 on tp0 (3.1 MiB fp32)"
 std::string collective_phrase(const CollectiveRef& c);
 

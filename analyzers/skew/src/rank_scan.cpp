@@ -35,6 +35,8 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_kinds_[id] = kind;
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
+  grow(nccl_kernel_, n, false);
+  nccl_kernel_[id] = kind == format::NameKind::kKernel && is_nccl_kernel(name);
   grow(expert_of_local_, n, -1);
   if (kind == format::NameKind::kCounter) expert_of_local_[id] = routed_counter_expert(name).value_or(-1);
 }
@@ -193,6 +195,23 @@ void RankScan::on_step(const format::StepRecord& step) {
   }
 }
 
+void RankScan::on_trace_kernels(int64_t step, std::span<const format::TraceKernel> kernels) {
+  if (step < first_step_ || step > last_step_ || kernels.empty()) return;
+  kernel_scratch_.clear();
+  kernel_keys_scratch_.clear();
+  for (const format::TraceKernel& k : kernels) {
+    kernel_scratch_.push_back(KernelSpan{k.begin_ns, k.end_ns, k.name_id < nccl_kernel_.size() && nccl_kernel_[k.name_id]});
+    uint32_t key = DeviceTimeline::kNoRange;
+    if (k.range_id != 0 && is_range(k.range_id)) {
+      grow(device_range_key_, size_t(k.range_id) + 1, kUnkeyed);
+      if (device_range_key_[k.range_id] == kUnkeyed) device_range_key_[k.range_id] = device_.range_key(local_names_[k.range_id]);
+      key = device_range_key_[k.range_id];
+    }
+    kernel_keys_scratch_.push_back(key);
+  }
+  device_.add_step(step, kernel_scratch_, kernel_keys_scratch_);
+}
+
 RankScanResult RankScan::finish() {
   RankSkew& s = result_.summary;
   s.steps = int64_t(step_ms_.size());
@@ -223,6 +242,12 @@ RankScanResult RankScan::finish() {
     if (v.empty()) continue;
     s.range_kernel_ms[local_names_[l]] = median_inplace(v);
     s.range_kernel_ms_min[local_names_[l]] = *std::min_element(v.begin(), v.end());
+  }
+  if (!device_.empty()) {
+    // Start-up steps and steps outside the window have no STEP here: their kernels are left out.
+    std::map<int64_t, double> wall_ms;
+    for (size_t i = 0; i < result_.step_numbers.size(); ++i) wall_ms[result_.step_numbers[i]] = result_.step_ms[i];
+    s.device = device_.finish(wall_ms);
   }
   for (size_t l = 0; l < counter_steps_.size(); ++l) {
     if (counter_steps_[l] == 0 || l >= local_names_.size()) continue;

@@ -2,7 +2,8 @@
 //
 // Is: an EventStreamVisitor that aggregates step by step (step time, compute / collective / idle
 // split, time per range with collectives taken out, counters) and hands every collective arrival,
-// on the aligned clock, to an ArrivalSink for the cross-rank join. Per-step samples are kept for
+// on the aligned clock, to an ArrivalSink for the cross-rank join. Kernel records (capture window)
+// go to a DeviceTimeline, one record at a time. Per-step samples are kept for
 // one rank at a time and reduced to medians in finish(), so memory does not grow with ranks x steps
 // beyond one float per step. Is not: cross-rank analysis (skew_analyzer.cpp, arrival_table.h).
 #pragma once
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "device_timeline.h"
 #include "expert_load.h"
 #include "name_table.h"
 #include "rankscope/analyzers/skew/skew_report.h"
@@ -50,6 +52,8 @@ class RankScan : public format::EventStreamVisitor {
   void on_name(uint32_t id, format::NameKind kind, std::string_view name) override;
   void on_clock(const format::ClockRecord& clock) override;
   void on_step(const format::StepRecord& step) override;
+  // Capture-window kernels: the device-timeline breakdown (device_timeline.h).
+  void on_trace_kernels(int64_t step, std::span<const format::TraceKernel> kernels) override;
 
   RankScanResult finish();
   // Also add this rank's moe.expert{e}.routed counters of each step to `series` (MoE runs).
@@ -91,6 +95,13 @@ class RankScan : public format::EventStreamVisitor {
   RankScanResult result_;
   ExpertSeries* experts_ = nullptr;
   std::vector<int> expert_of_local_;  // by local counter id: the expert of moe.expert{e}.routed, -1 other
+
+  DeviceTimeline device_;
+  std::vector<bool> nccl_kernel_;          // by local kernel name id
+  std::vector<uint32_t> device_range_key_;  // by local range id; kUnkeyed until first use
+  static constexpr uint32_t kUnkeyed = 0xfffffffeu;
+  std::vector<KernelSpan> kernel_scratch_;
+  std::vector<uint32_t> kernel_keys_scratch_;
 };
 
 }  // namespace rankscope::analyzers

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "arrival_table.h"
+#include "device_timeline.h"
 #include "name_table.h"
 #include "rank_scan.h"
 #include "rankscope/analyzers/skew/stats.h"
@@ -105,6 +106,9 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
   }
 
   arrivals.summarize(names, collective_ms_mean, typical_step(rank_steps), report);
+  // Where kernel records exist, the breakdown is the device's (the host returns at launch).
+  for (RankSkew& rs : report.ranks) apply_device_breakdown(rs);
+  report.device = summarize_device(report.ranks);
   build_heatmap(rank_steps, options, report);
   const format::RunMetadata* meta = run.metadata ? &*run.metadata : nullptr;
   compute_counter_skew(meta, options, report);

@@ -10,14 +10,45 @@ using nlohmann::json;
 
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+json device_json(const DeviceBreakdown& d) {
+  return {{"traced_steps", d.traced_steps},
+          {"first_traced_step", d.first_traced_step},
+          {"last_traced_step", d.last_traced_step},
+          {"step_ms", d.step_ms},
+          {"busy_ms", d.busy_ms},
+          {"compute_ms", d.compute_ms},
+          {"transfer_ms", d.transfer_ms},
+          {"idle_ms", d.idle_ms},
+          {"kernel_ms", d.kernel_ms},
+          {"outside_ranges_ms", d.outside_ranges_ms},
+          {"range_ms", d.range_ms}};
+}
+
+// The rank fields of the mean, with the ranges as a list, largest first.
+json device_summary_json(const DeviceSummary& s) {
+  json j = device_json(s.mean);
+  j.erase("range_ms");
+  j["ranks"] = s.ranks;
+  j["ranges"] = json::array();
+  for (const auto& [name, ms] : s.ranges_ms) j["ranges"].push_back({{"range", name}, {"ms", ms}});
+  return j;
+}
+
 json rank_json(const RankSkew& r) {
   json j = {{"rank", r.rank}, {"present", r.present}, {"steps", r.steps}};
   if (!r.present) return j;
   j["step_ms"] = {{"median", r.step_ms_median}, {"p90", r.step_ms_p90}, {"max", r.step_ms_max}};
-  j["breakdown_ms"] = {{"compute", r.compute_ms},
+  j["breakdown_ms"] = {{"source", r.breakdown_source},
+                       {"compute", r.compute_ms},
                        {"collective_wait", r.collective_wait_ms},
                        {"collective_transfer", r.collective_transfer_ms},
                        {"idle", r.idle_ms}};
+  if (r.device) {
+    const HostBreakdown& h = r.host_breakdown;
+    j["host_breakdown_ms"] = {{"compute", h.compute_ms}, {"collective_wait", h.collective_wait_ms},
+                              {"collective_transfer", h.collective_transfer_ms}, {"idle", h.idle_ms}};
+    j["device"] = device_json(*r.device);
+  }
   j["noncomm_ms_median"] = r.noncomm_ms_median;
   j["straggler_score"] = {{"relative", r.relative_score}, {"individual", r.individual_score}};
   j["clock"] = {{"offset_ms", r.clock_offset_ms}, {"uncertainty_ms", r.clock_uncertainty_ms}};
@@ -123,6 +154,7 @@ nlohmann::json to_json(const SkewReport& report) {
                         {"share", x.share},              {"imbalance", x.imbalance},     {"hottest_expert", x.hottest_expert},
                         {"ranks", std::move(ranks)},     {"ms_per_token", x.ms_per_token}, {"balanced", std::move(balanced)}};
   }
+  j["device"] = report.device ? device_summary_json(*report.device) : json(nullptr);
   j["problems"] = report.problems;
   return j;
 }

@@ -10,6 +10,7 @@
 
 #include <charconv>
 
+#include "fr_entry_state.h"
 #include "rankscope/pickle/unpickler.h"
 
 namespace rankscope::torch_fr {
@@ -67,7 +68,10 @@ format::DataType dtype_of(const std::string& torch_name) {
 // "nccl:all_reduce" -> allreduce; "nccl:send 0->1" -> send, peer 1; "nccl:recv 1<-0" -> recv, peer 0.
 void parse_profiling_name(FrEntry& e) {
   std::string_view n = e.profiling_name;
-  if (auto colon = n.find(':'); colon != std::string_view::npos) n.remove_prefix(colon + 1);
+  if (auto colon = n.find(':'); colon != std::string_view::npos) {
+    e.backend = std::string(n.substr(0, colon));
+    n.remove_prefix(colon + 1);
+  }
   std::string_view op = n.substr(0, n.find(' '));
   std::string_view rest = op.size() < n.size() ? n.substr(op.size() + 1) : std::string_view();
   while (!op.empty() && op.front() == '_') op.remove_prefix(1);
@@ -122,7 +126,11 @@ Result<FrDump> normalise(const Value& root, bool partial) {
       auto ranks = parse_rank_list(str_of(v.find("ranks")));
       if (!ranks) return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, str_of(v.find("ranks"))));
       g.ranks = std::move(*ranks);
-      d.groups[g.name] = std::move(g);
+      if (g.name.empty()) {
+        d.unnamed_group_ranks.push_back(std::move(g.ranks));
+      } else {
+        d.groups[g.name] = std::move(g);
+      }
     }
   }
   std::map<int64_t, std::string> group_of_pg_id;
@@ -139,8 +147,11 @@ Result<FrDump> normalise(const Value& root, bool partial) {
         const std::string& n = *k;
         if (n == "process_group") {
           if (!x.items().empty()) e.group = str_of(&x.items()[0]);
+          if (x.items().size() > 1) e.group_desc = str_of(&x.items()[1]);
         } else if (n == "pg_id") {
           pg_id = &x;
+        } else if (n == "timeout_ms") {
+          e.timeout_ms = std::max<int64_t>(0, int_of(&x).value_or(0));
         } else if (n == "is_p2p") {
           e.is_p2p = x.as_bool().value_or(false);
         } else if (n == "collective_seq_id") {
@@ -171,21 +182,31 @@ Result<FrDump> normalise(const Value& root, bool partial) {
         } else if (n == "time_discovered_completed_ns") {
           e.time_completed_ns = int_of(&x).value_or(0);
         } else if (n == "frames") {
-          if (!x.items().empty()) {
-            const Value& f = x.items()[0];
-            e.call_site = fmt::format("{} ({}:{})", str_of(f.find("name")), str_of(f.find("filename")),
-                                      int_of(f.find("line")).value_or(0));
+          // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
+          const Value* site = x.items().empty() ? nullptr : &x.items()[0];
+          for (const Value& f : x.items()) {
+            if (is_user_frame(str_of(f.find("filename")))) {
+              site = &f;
+              break;
+            }
+          }
+          if (site) {
+            e.call_site = fmt::format("{} ({}:{})", str_of(site->find("name")), str_of(site->find("filename")),
+                                      int_of(site->find("line")).value_or(0));
           }
         }
       }
       if (!has_state) continue;
-      if (auto id = int_of(pg_id); id && !e.group.empty()) group_of_pg_id[*id] = e.group;
+      if (auto id = int_of(pg_id)) {
+        e.pg_id = *id;
+        if (!e.group.empty()) group_of_pg_id[*id] = e.group;
+      }
       parse_profiling_name(e);
       if (e.op == format::CollectiveOp::kSend || e.op == format::CollectiveOp::kRecv) e.is_p2p = true;
-      if (e.state == "started" || e.has_duration || e.time_started_ns != 0) d.timing = true;
       d.entries.push_back(std::move(e));
     }
   }
+  bool pg_status_saw_start = false;
   if (const Value* st = root.find("pg_status")) {
     for (const auto& [k, v] : st->entries()) {
       auto id = int_of(&k);
@@ -196,9 +217,11 @@ Result<FrDump> normalise(const Value& root, bool partial) {
       s.last_enqueued = int_of(v.find("last_enqueued_collective")).value_or(-1);
       s.last_started = int_of(v.find("last_started_collective")).value_or(-1);
       s.last_completed = int_of(v.find("last_completed_collective")).value_or(-1);
+      pg_status_saw_start = pg_status_saw_start || s.last_started >= 0;
       d.status[group] = s;
     }
   }
+  decide_entry_states(d, pg_status_saw_start);
   return d;
 }
 

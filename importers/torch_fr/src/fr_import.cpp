@@ -12,6 +12,9 @@
 #include <map>
 #include <set>
 
+#include "fr_dump_time.h"
+#include "fr_entry_state.h"
+#include "fr_groups.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -82,9 +85,16 @@ std::string rank_ranges(const std::vector<int>& ranks) {
   return out.empty() ? "none" : out;
 }
 
+// "1 rank (0)", "4 ranks (0-3)", "no rank".
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "no rank";
+  return fmt::format("{} {} ({})", ranks.size(), ranks.size() == 1 ? "rank" : "ranks", rank_ranges(ranks));
+}
+
+// The backend's rule decided completed and started (fr_entry_state.h).
 format::CollectiveState state_of(const FrEntry& e) {
-  if (e.state == "completed") return format::CollectiveState::kCompleted;
-  if (e.state == "started") return format::CollectiveState::kStarted;
+  if (e.completed) return format::CollectiveState::kCompleted;
+  if (e.started) return format::CollectiveState::kStarted;
   return format::CollectiveState::kEnqueued;
 }
 
@@ -101,6 +111,9 @@ format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_gl
   c.start_ns = e.time_started_ns;
   c.end_ns = c.state == format::CollectiveState::kCompleted ? std::max(e.time_completed_ns, e.time_created_ns) : 0;
   c.range = e.call_site;
+  // NCCL-like work is launched on a stream and the call returns: what is open waits on the device.
+  // Gloo's caller waits for a worker thread: its host is in the call.
+  c.host_returned = e.signal == CompletionSignal::kState;
   return c;
 }
 
@@ -165,16 +178,18 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   out.version = dumps.begin()->second.version;
 
   // Groups of the whole job, by name; descs that repeat get ":<name>" so names stay unique.
-  std::map<std::string, FrGroup> groups;
   int world = 0;
   for (const auto& [rank, d] : dumps) {
     world = std::max(world, rank + 1);
-    for (const auto& [name, g] : d.groups) {
-      groups.emplace(name, g);
+    for (const auto& [name, g] : d.groups)
       if (!g.ranks.empty()) world = std::max(world, g.ranks.back() + 1);
-    }
+    for (const auto& ranks : d.unnamed_group_ranks)
+      if (!ranks.empty()) world = std::max(world, ranks.back() + 1);
   }
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
+  JobGroups job_groups = resolve_groups(dumps, world);
+  const std::map<std::string, FrGroup>& groups = job_groups.by_name;
+  reopen_failed_retirements(dumps, groups);
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
   std::map<std::string, std::string> comm_name;
@@ -189,12 +204,13 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   for (const auto& [name, g] : groups) meta.groups.push_back({comm_name[name], g.ranks});
   std::set<std::string> p2p_groups;
 
-  int64_t newest_ns = 0;
-  for (const auto& [rank, d] : dumps) {
-    for (const auto& e : d.entries) newest_ns = std::max({newest_ns, e.time_created_ns, e.time_completed_ns});
-  }
+  const DumpTime when = bound_dump_time(dumps, comm_name);
+  out.pending = when.pending;
+  out.time_basis = when.basis;
+  out.timeout_s = when.timeout_s;
 
   out.run.dir = path;
+  out.run.problems = job_groups.notes;
   out.run.world_size = world;
   out.run.ranks.resize(size_t(world));
   for (int r = 0; r < world; ++r) {
@@ -216,12 +232,20 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     out.found.push_back(r);
     if (d.partial) out.partial.push_back(r);
     out.timing = out.timing || d.timing;
+    out.entries += d.entries.size();
+    for (const FrEntry& e : d.entries) {
+      if (!e.backend.empty() && std::find(out.backends.begin(), out.backends.end(), e.backend) == out.backends.end())
+        out.backends.push_back(e.backend);
+      out.event_backend = out.event_backend || e.signal == CompletionSignal::kState;
+    }
     format::FlightRecorderSnapshot s;
     s.schema_version = format::kFlightSchemaVersion;
     s.rank = r;
     s.world_size = world;
     s.run_id = "pytorch-fr";
-    s.live.heartbeat_ns = newest_ns;  // every dump is written at the same incident
+    // Every dump is written at the same incident; its time is only bounded from below (fr_dump_time.h).
+    s.live.heartbeat_ns = when.now_ns;
+    s.start_ns = when.earliest_ns;  // a rank with no entries is idle for at most the dumps' span
     s.live.process_state = format::ProcessState::kRunning;
     s.live.clock_uncertainty_ns = -1;
     std::string last_site;
@@ -234,10 +258,12 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       c.size = int(g.ranks.size());
       c.rank_in_comm = int(pos - g.ranks.begin());
       int64_t max_seq = 0, max_completed = 0;
+      bool has_p2p = false;
       std::map<std::pair<int, int>, uint64_t> pair_seq;
       for (const FrEntry& e : d.entries) {
         if (e.group != name) continue;
         if (e.is_p2p) {
+          has_p2p = true;
           if (e.peer_in_group < 0 || e.peer_in_group >= int(g.ranks.size())) continue;
           const int peer = g.ranks[size_t(e.peer_in_group)];
           const auto key = std::minmax(r, peer);
@@ -276,8 +302,10 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
         if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
         if (!e.call_site.empty()) last_site = e.call_site;
       }
-      // pg_status sees past ring wraparound; the entries are the fallback.
-      if (auto st = d.status.find(name); st != d.status.end()) {
+      // pg_status sees past ring wraparound; the entries are the fallback. Its counters are the
+      // work's seq_, which is the p2p seq for send/recv (initWork: isP2P ? seqP2P_ : seqCollective_),
+      // so they count collectives only in a group this rank used for no send or recv.
+      if (auto st = d.status.find(name); st != d.status.end() && !has_p2p) {
         max_seq = std::max(max_seq, st->second.last_enqueued);
         max_completed = std::max(max_completed, st->second.last_completed);
       }
@@ -299,13 +327,18 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     rf.flight = std::move(s);
   }
   out.run.metadata = std::move(meta);
-  out.summary = fmt::format("read PyTorch Flight Recorder dumps {}*: format {}, ranks found {}, ranks missing {}{}; "
-                            "timing {}",
+  std::string backends;
+  for (const auto& b : out.backends) backends += (backends.empty() ? "" : "+") + b;
+  const std::string timing = !out.event_backend ? "no start or end events (Gloo: 'retired' marks completion)"
+                             : out.timing       ? "timing on (a 'scheduled' collective never started on the GPU)"
+                                                : "timing off (TORCH_NCCL_ENABLE_TIMING unset: 'running' and 'never started' look the same)";
+  out.summary = fmt::format("read PyTorch Flight Recorder dumps {}*: format {}{}, {}, missing {}{}; {}",
                             (fs::is_directory(path) ? path / prefix : path).string(), out.version,
-                            rank_ranges(out.found), rank_ranges(out.missing),
-                            (out.partial.empty() ? "" : ", ended early " + rank_ranges(out.partial)) +
+                            backends.empty() ? "" : ", backend " + backends, ranks_phrase(out.found),
+                            out.missing.empty() ? "none" : ranks_phrase(out.missing),
+                            (out.partial.empty() ? "" : ", ended early " + ranks_phrase(out.partial)) +
                                 (out.missing.empty() ? "" : " (what a missing rank did is inferred from its peers' dumps)"),
-                            out.timing ? "on" : "off (TORCH_NCCL_ENABLE_TIMING unset: 'running' and 'never started' look the same)");
+                            timing);
   return out;
 }
 

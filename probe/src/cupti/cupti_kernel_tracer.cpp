@@ -1,5 +1,10 @@
 // cupti_kernel_tracer.cpp — CUPTI callbacks and activity buffers behind the KernelTracer interface.
 //
+// Is: the thin CUPTI layer: subscribe, enable the launch callbacks of both API domains
+// (cupti_launch_callbacks.h: runtime, and driver for cuBLASLt/cuDNN/graph launches), enable kernel
+// activity, and walk completed buffers (cupti_kernel_records.h decodes each record).
+// Is not: which range a kernel belongs to (kernel_attribution.h, in the core).
+//
 // Without a GPU driver, cuptiActivityEnable fails (CUPTI_ERROR_UNKNOWN); start() then undoes the
 // subscription and returns the reason, and the probe prints one line and runs without GPU timing.
 // Under nsys (before CUDA 13.2) cuptiSubscribe fails because only one subscriber is allowed: we
@@ -10,9 +15,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "cupti_kernel_records.h"
+#include "cupti_launch_callbacks.h"
 
 namespace rankscope::probe {
 namespace {
@@ -49,8 +58,15 @@ class CuptiKernelTracer final : public KernelTracer {
                                          : ""));
     }
     subscribed_ = true;
-    for (CUpti_CallbackId id : kLaunchCallbacks) {
-      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    for (const cupti::LaunchApi& api : cupti::kernel_launch_apis()) {
+      r = cuptiEnableCallback(1, subscriber_, api.domain, api.id);
+      if (r != CUPTI_SUCCESS) {
+        // A launch API we cannot watch would book its kernels outside every range: no timing
+        // beats wrong timing.
+        std::string why = fmt::format("cuptiEnableCallback({}): {}", api.name, result_string(r));
+        stop();
+        return unsupported(why);
+      }
     }
     r = cuptiActivityRegisterCallbacks(&CuptiKernelTracer::on_buffer_requested,
                                        &CuptiKernelTracer::on_buffer_completed);
@@ -89,28 +105,14 @@ class CuptiKernelTracer final : public KernelTracer {
   }
 
  private:
-  static constexpr CUpti_CallbackId kLaunchCallbacks[] = {
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
-  };
-
   static std::atomic<CuptiKernelTracer*>& active() {
     static std::atomic<CuptiKernelTracer*> tracer{nullptr};
     return tracer;
   }
 
-  static void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId,
+  static void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                    const void* data) {
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
-    const auto* info = static_cast<const CUpti_CallbackData*>(data);
-    if (info->callbackSite != CUPTI_API_ENTER) return;
-    static_cast<CuptiKernelTracer*>(userdata)->sink_->on_launch(info->correlationId);
+    cupti::report_launch(*static_cast<CuptiKernelTracer*>(userdata)->sink_, domain, id, data);
   }
 
   static void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -129,16 +131,7 @@ class CuptiKernelTracer final : public KernelTracer {
     batch_.clear();
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && record->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      KernelActivity a;
-      a.name = k->name ? std::string_view(k->name) : std::string_view("?");
-      a.correlation_id = k->correlationId;
-      a.stream = k->streamId;
-      a.device = k->deviceId;
-      a.begin_ns = static_cast<int64_t>(k->start);
-      a.end_ns = static_cast<int64_t>(k->end);
-      batch_.push_back(a);
+      if (std::optional<KernelActivity> kernel = cupti::kernel_activity_of(*record)) batch_.push_back(*kernel);
     }
     if (!batch_.empty()) sink_->on_kernels(batch_);
   }

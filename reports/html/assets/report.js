@@ -1,6 +1,7 @@
 // report.js — draws the rankscope report from the JSON embedded in the page (Chart.js 3).
 //
-// Is: the charts and tables of the skew report (per-rank breakdown, time per top-level range,
+// Is: the charts and tables of the skew report (per-rank breakdown, GPU time by range when there
+// are kernel records, time per top-level range,
 // rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
 // report (time vs T on log-log axes, tokens/s), and of the start-up report (phases per rank). When
 // done it marks <body> with data-rankscope-rendered="yes" and the number of charts and points
@@ -170,7 +171,11 @@
     var ranks = presentRanks(data);
     var bars = rankBars(ranks);
     var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['idle', 'idle']];
-    chart(panel('Where each rank spends a step', 'mean ms per step; collective wait = time waiting for the last arriver' + bars.note), {
+    var onDevice = ranks.some(function (r) { return r.breakdown_ms.source === 'device'; });
+    var note = onDevice
+      ? 'mean ms per step; GPU time of the traced steps where a rank has kernel records (transfer = NCCL kernels, idle = GPU waiting for the host), host time otherwise'
+      : 'mean ms per step; collective wait = time waiting for the last arriver';
+    chart(panel('Where each rank spends a step', note + bars.note), {
       type: 'bar',
       data: {
         labels: bars.labels,
@@ -186,6 +191,27 @@
     }
   }
 
+  // On a GPU the host returns from a range at launch: GPU time per range comes from the kernel
+  // records, with the kernels launched outside every range as their own bar.
+  function gpuRanges(data) {
+    var d = data.device;
+    if (!d) return;
+    // The unattributed kernel time takes its place among the ranges, largest first.
+    var shown = d.ranges.concat(d.outside_ranges_ms > 0 ? [{ range: '(outside any range)', ms: d.outside_ranges_ms }] : [])
+      .sort(function (a, b) { return b.ms - a.ms; }).slice(0, 16);
+    var labels = shown.map(function (r) { return r.range; });
+    var values = shown.map(function (r) { return r.ms; });
+    chart(panel('GPU time by range',
+      'kernel ms per step, steps ' + d.first_traced_step + '–' + d.last_traced_step + ' (kernel records), mean of ' + d.ranks +
+      ' rank' + (d.ranks === 1 ? '' : 's') + '; step ' + fmt(d.step_ms, 1) + ' ms = compute ' + fmt(d.compute_ms, 1) +
+      ' + transfer ' + fmt(d.transfer_ms, 1) + ' + idle ' + fmt(d.idle_ms, 1) + '; ' + fmt(d.outside_ranges_ms, 1) +
+      ' ms in kernels launched outside every range', 1100, 60 + 22 * labels.length), {
+      type: 'bar',
+      data: { labels: labels, datasets: [{ label: 'kernel ms per step', backgroundColor: color(0), data: values }] },
+      options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: { x: { title: { display: true, text: 'ms per step' } } } }
+    });
+  }
+
   function topLevel(data) {
     var ranks = presentRanks(data);
     var bars = rankBars(ranks);
@@ -193,7 +219,8 @@
     ranks.forEach(function (r) { Object.keys(r.top_level_ms || {}).forEach(function (n) { names[n] = true; }); });
     var list = Object.keys(names).sort();
     if (!list.length) return;
-    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included' + bars.note, 1100, 300), {
+    var host = data.device ? '; host wall time: on a GPU the host leaves a range at launch, see GPU time by range' : '';
+    chart(panel('Time per top-level range', 'mean ms per step, collectives inside a range included' + host + bars.note, 1100, 300), {
       type: 'bar',
       data: {
         labels: bars.labels,
@@ -338,6 +365,7 @@
     if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
     provenance(data.provenance);
     breakdown(data);
+    gpuRanges(data);
     topLevel(data);
     heatmap(data);
     expertLoad(data);

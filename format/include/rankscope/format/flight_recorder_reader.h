@@ -175,6 +175,7 @@ struct FlightRecorderSnapshot {
   std::vector<BoundSnapshot> bounds;    // learned bounds (empty for files written before them)
   std::vector<std::string> warnings;    // torn sections and other oddities worth telling a user
   bool nccl_plugin = false;             // written by the NCCL profiler plugin (NcclCommInfo magic)
+  std::string boot_id;                  // the writer's boot id where known (the plugin's process.json), else ""
 
   const ThreadSnapshot* main_thread() const { return threads.empty() ? nullptr : &threads.front(); }
   const CommSnapshot* comm(std::string_view name) const;

@@ -29,7 +29,8 @@ struct KernelActivity {
 class KernelSink {
  public:
   virtual ~KernelSink() = default;
-  // Called on the launching thread at the launch API's entry.
+  // Called on the launching thread at the entry of every API call that launches kernels, whoever
+  // makes it (runtime, driver, a graph launch: once for all the graph's kernels, which share the id).
   virtual void on_launch(uint32_t correlation_id) = 0;
   // Called with completed kernels from any thread (CUPTI's buffer-completion thread, or inside
   // KernelTracer::flush on the main thread).

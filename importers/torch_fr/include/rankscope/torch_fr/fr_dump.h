@@ -3,8 +3,10 @@
 // Is: the fields hangdoctor needs from a dump, whichever form it came in (the pickle PyTorch writes
 // to comm_lib_trace_rank_N, or the JSON of _dump_nccl_trace_json / _dump_fr_trace_json): process
 // groups from pg_config (the ranks string parsed), pg_status counters mapped to group names, and
-// entries with their per-group sequence numbers, op, sizes, dtypes, state and innermost Python frame.
-// Every key is optional, as the format changed often. Is not: alignment across ranks (fr_import.h).
+// entries with their per-group sequence numbers, op, sizes, dtypes, state and call site, and whether
+// each entry completed, started or is still open by the rules of the backend that recorded it
+// (docs/TORCH_FLIGHT_RECORDER.md says where each rule comes from in PyTorch). Every key is optional,
+// as the format changed often. Is not: alignment across ranks (fr_import.h).
 #pragma once
 
 #include <cstdint>
@@ -32,12 +34,21 @@ struct FrStatus {
   int64_t last_completed = -1;
 };
 
+// How a backend's entries say they completed. NCCL-like backends give the recorder a CUDA end event
+// (and a start event with TORCH_NCCL_ENABLE_TIMING), so `state` is the truth and `retired` without
+// "completed" means timed out or aborted. Gloo records no events: every entry stays "scheduled", and
+// its worker thread retires an entry when the work finished.
+enum class CompletionSignal { kState, kRetired };
+
 struct FrEntry {
   std::string group;              // group name
+  std::string group_desc;         // as the entry names it (process_group[1])
+  int64_t pg_id = -1;             // process-local, never compared across ranks
   bool is_p2p = false;
   int64_t collective_seq = 0;
   int64_t p2p_seq = 0;
-  std::string profiling_name;     // "nccl:all_reduce", "nccl:send 0->1"
+  std::string profiling_name;     // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"
+  std::string backend;            // the profiling name's prefix: "nccl", "gloo", "" when none
   format::CollectiveOp op = format::CollectiveOp::kUnknown;
   int peer_in_group = -1;         // send/recv: the other side, group-local
   format::DataType dtype = format::DataType::kUnknown;
@@ -45,21 +56,31 @@ struct FrEntry {
   std::string state;              // "scheduled", "started", "completed"
   bool retired = false;
   bool has_duration = false;
+  int64_t timeout_ms = 0;         // the process group's timeout for this work (0: not recorded)
   int64_t time_created_ns = 0;
   int64_t time_started_ns = 0;    // 0: absent
   int64_t time_completed_ns = 0;  // 0: absent
-  std::string call_site;          // innermost frame: "name (file:line)", "" without frames
+  std::string call_site;          // innermost frame outside torch: "name (file:line)", "" without frames
+  // Decided once the whole dump is read (the backend's rule needs the other entries):
+  CompletionSignal signal = CompletionSignal::kState;
+  bool completed = false;
+  bool started = false;           // the device started it (NCCL with timing: a start event fired)
+  bool aborted = false;           // retired without completing: timed out or aborted (NCCL-like)
 };
 
 struct FrDump {
   std::string version;                     // "2.10"
   int version_minor = 0;
   std::string comm_lib_version;
-  std::map<std::string, FrGroup> groups;   // by name
+  std::map<std::string, FrGroup> groups;   // pg_config entries with a name, by name
+  // pg_config entries with an empty name: Gloo records a group's ranks before the group gets its
+  // name and desc (PyTorch 2.11), so its entries name a group pg_config does not (fr_import.cpp).
+  std::vector<std::vector<int>> unnamed_group_ranks;
   std::map<std::string, FrStatus> status;  // by group name (mapped from pg_id through the entries)
   std::vector<FrEntry> entries;            // oldest first
   bool partial = false;                    // the file ended early (entries are what was complete)
-  bool timing = false;                     // some entry shows a start or a duration
+  bool timing = false;                     // start events existed: an entry started or has a duration,
+                                           // or pg_status saw a start (NCCL-like backends only)
 };
 
 // Sniffs pickle (0x80) or JSON ('{'). `display_name` prefixes errors.

@@ -5,8 +5,10 @@
 // are refused), and the mapping into format::RunDirectory: one communicator per process group,
 // named by its desc (plus ":<name>" where descs repeat), keyed by group name and members — never by
 // pg_id or record_id; seq = collective_seq_id (issued = last enqueued + 1) from pg_status; send/recv on a
-// pair communicator "<group>/p2p:<a>-<b>" counted per pair. The classifier cannot tell where its
-// evidence came from. Is not: the diagnosis (analyzers/hang).
+// pair communicator "<group>/p2p:<a>-<b>" counted per pair; each entry's state by its backend's rule
+// (fr_entry_state.h); every rank's heartbeat at a lower bound of when the dumps were written
+// (fr_dump_time.h). The classifier cannot tell where its evidence came from. Is not: the diagnosis
+// (analyzers/hang).
 #pragma once
 
 #include <filesystem>
@@ -25,6 +27,16 @@ struct FrImport {
   std::vector<int> missing;   // members of some group whose dump is absent or unreadable
   std::vector<int> partial;   // dumps that ended early (read as far as they went)
   bool timing = false;        // TORCH_NCCL_ENABLE_TIMING was on (a start or a duration was seen)
+  bool event_backend = false; // some entry's backend records device events (NCCL), so `timing` means something
+  std::vector<std::string> backends;  // profiling-name prefixes seen: "nccl", "gloo"
+  size_t entries = 0;         // entries read over all dumps (0: dumped without collectives)
+  // Some entry never completed. Without one the dumps were taken on demand from a job that was not
+  // stuck (the watchdog dumps only on a timeout), and hangdoctor reads them as healthy.
+  bool pending = false;
+  // The run's "now" (every heartbeat) is only a lower bound on when the dumps were written; this
+  // sentence says what it rests on (fr_dump_time.h), and timeout_s the watchdog timeout it used.
+  std::string time_basis;
+  double timeout_s = 0;
   std::string summary;        // one line: what was read
 };
 

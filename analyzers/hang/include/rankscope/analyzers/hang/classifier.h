@@ -18,6 +18,8 @@
 // Is not: rendering (report.h) or following a live job (progress_watch.h).
 #pragma once
 
+#include <string>
+
 #include "rankscope/analyzers/hang/diagnosis.h"
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/run_directory.h"
@@ -29,6 +31,10 @@ struct ClassifyOptions {
   double stale_heartbeat_s = 10;   // heartbeat this much older than the freshest -> silent/dead
   bool no_progress_observed = false;  // --wait saw no progress: stuck whatever the timestamps say
   bool learned_bounds = true;      // use the bounds the probes learned (past one -> stuck at once)
+  // Evidence from dumps written at a moment they do not record (PyTorch Flight Recorder): the
+  // heartbeats are only a lower bound on "now", so every duration is "at least"; this sentence says
+  // what the bound rests on. Empty for run directories, whose heartbeats are live.
+  std::string time_basis;
 };
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});

@@ -115,7 +115,7 @@ struct CountMismatch {
 // What made hangdoctor call the job stuck: a rank's collective or step past the bound its own probe
 // learned (the fast path, no flags needed), or no progress anywhere for --stuck-after / --wait.
 struct Detection {
-  std::string by;          // learned_bound | no_progress | watched | dead_or_frozen
+  std::string by;          // learned_bound | no_progress | watched | dead_or_frozen | dump
   int rank = -1;           // learned_bound: the rank whose item ran past its bound
   std::string what;        // "allreduce #247 on tp0 from forward/embed", "step 20"
   double open_s = 0;       // how long it has been open at the snapshot
@@ -140,6 +140,8 @@ struct Diagnosis {
   int world_size = 0;
   int64_t reference_ns = 0;                  // "now" of the snapshot (freshest heartbeat, rank 0 clock)
   double stuck_for_s = 0;                    // since the last progress anywhere
+  bool times_are_lower_bounds = false;       // "now" is only bounded from below (dumps): durations are "at least"
+  std::string time_basis;                    // what that bound rests on, one sentence ("" for live recorders)
   std::string recompute;                     // run.json training.recompute, as words ("" unknown)
   std::optional<Detection> detection;        // why stuck (absent when healthy or finished)
 };

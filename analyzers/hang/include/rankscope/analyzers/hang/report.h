@@ -20,6 +20,10 @@
 // when only digests were kept), difference (sent - expected), unit "elements", row_elements (null
 // unknown), sent_rows, expected_rows (when row_elements is known), evidence exact|sketch|totals,
 // other_pairs}; null for every other kind. culprit_ranks lists the receiver, then the sender.
+// Added within version 2 (issue 22): times_are_lower_bounds (true for PyTorch Flight Recorder dumps,
+// which do not record when they were written: stuck_for_s, waited_s and idle_s are "at least") and
+// time_basis (the sentence saying what the bound rests on, null for run directories); detection.by
+// "dump" when dumps with a pending collective were read.
 #pragma once
 
 #include <string>

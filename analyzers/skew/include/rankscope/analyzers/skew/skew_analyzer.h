@@ -4,8 +4,10 @@
 // StepRecords are never all in memory), joins collective arrivals across ranks by (comm, seq) on
 // the aligned clock, and derives findings ranked by the time they cost per step. Collective
 // *duration* measures waiting, not work (the fast rank shows the longest all-reduce), so every
-// figure about collectives is built on arrival times. Is not: rendering (skew_json.h, the HTML
-// report in reports/html) or the scaling sweep (analyzers/scaling).
+// figure about collectives is built on arrival times. Where a rank's steps carry kernel records
+// (capture window, nsys import), its compute / transfer / idle breakdown and the GPU time per range
+// come from the device timeline instead of host time (src/device_timeline.h). Is not: rendering
+// (skew_json.h, the HTML report in reports/html) or the scaling sweep (analyzers/scaling).
 #pragma once
 
 #include <cstdint>

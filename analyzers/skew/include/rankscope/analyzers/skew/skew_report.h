@@ -15,11 +15,40 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rankscope::analyzers {
 
-inline constexpr int kSkewReportSchemaVersion = 1;
+// 2: breakdown_ms comes from the device timeline where kernel records exist (issue 22).
+inline constexpr int kSkewReportSchemaVersion = 2;
+
+// A rank's GPU time from its kernel records (device_timeline.h), mean per traced step.
+// compute + transfer + idle = step_ms.
+struct DeviceBreakdown {
+  int64_t traced_steps = 0, first_traced_step = -1, last_traced_step = -1;
+  double step_ms = 0;            // wall time of the traced steps: the frame
+  double busy_ms = 0;            // some kernel running
+  double compute_ms = 0;         // some non-NCCL kernel running
+  double transfer_ms = 0;        // only NCCL kernels running (waiting for peers included)
+  double idle_ms = 0;            // no kernel running: the GPU waited for the host
+  double kernel_ms = 0;          // kernel time summed (concurrent kernels each count)
+  double outside_ranges_ms = 0;  // kernel time of kernels launched outside every range
+  std::map<std::string, double> range_ms;  // kernel time by block-wildcarded range name
+};
+
+// The job's GPU time: means over the ranks with kernel records (the mean's range_ms is empty;
+// ranges_ms holds it in order). traced_steps is the most any rank had; the traced steps span all.
+struct DeviceSummary {
+  int ranks = 0;
+  DeviceBreakdown mean;
+  std::vector<std::pair<std::string, double>> ranges_ms;  // largest first
+};
+
+// Host wall-time breakdown (what `breakdown` holds on a CPU run), mean per step.
+struct HostBreakdown {
+  double compute_ms = 0, collective_wait_ms = 0, collective_transfer_ms = 0, idle_ms = 0;
+};
 
 struct RankSkew {
   int rank = 0;
@@ -27,10 +56,15 @@ struct RankSkew {
   int64_t steps = 0;             // steps of this rank inside the window
   double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0;
   // Mean per step; compute + collective_wait + collective_transfer + idle = mean step time.
+  // From host wall time (source "host"), or, when the rank has kernel records, from the device
+  // timeline of its traced steps (source "device": transfer = NCCL kernels, wait 0, idle = GPU idle).
+  std::string breakdown_source = "host";
   double compute_ms = 0;             // inside ranges, outside collectives
   double collective_wait_ms = 0;     // inside collectives, waiting for the last arriver
   double collective_transfer_ms = 0; // inside collectives, after everyone arrived
   double idle_ms = 0;                // in the step but in no range and no collective
+  HostBreakdown host_breakdown;      // the host figures, also when the breakdown is the device's
+  std::optional<DeviceBreakdown> device;
   double noncomm_ms_median = 0;      // step time minus time in collectives, median over steps
   double relative_score = 0;         // fastest rank's noncomm / this rank's, in (0, 1]
   double individual_score = 0;       // this rank's best noncomm / its median, in (0, 1]
@@ -159,6 +193,7 @@ struct SkewReport {
   std::vector<Finding> findings;  // most costly first
   std::optional<WhatIf> what_if;
   std::optional<ExpertLoad> expert_load;  // MoE runs only
+  std::optional<DeviceSummary> device;     // runs with kernel records only
   std::vector<std::string> problems;
 };
 

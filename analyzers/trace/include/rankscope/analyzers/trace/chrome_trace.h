@@ -4,7 +4,9 @@
 // aligned clock (each rank's ClockRecord offset applied; ts in microseconds since run.json's
 // created_ns). Tracks per rank: "steps" (one slice per step), one track per communicator (each
 // collective from arrival to completion, args with seq, bytes and wait), the capture window's
-// ranges on their threads, kernels per GPU stream, and counters. Flow arrows join a collective
+// ranges on their threads, one GPU track (the device timeline: every stream's kernels, NCCL ones
+// in category "nccl", args with the launching range and stream; extra "concurrent" lanes only where
+// kernels overlapped without nesting), and counters. Flow arrows join a collective
 // across ranks by (comm, seq): from the last arriver to every rank that waited for it.
 // Events are written as they are read, one rank at a time; only the collectives' arrival times
 // are kept for the flows. Is not: a trace viewer or the always-on analysis (analyzers/skew).

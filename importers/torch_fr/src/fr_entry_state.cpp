@@ -1,0 +1,85 @@
+// fr_entry_state.cpp — the per-backend completion rules of fr_entry_state.h.
+#include "fr_entry_state.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+
+namespace rankscope::torch_fr {
+namespace {
+
+// Backends whose process group gives the recorder device events (ProcessGroupNCCL and its kin).
+bool records_device_events(std::string_view backend) {
+  static constexpr std::array<std::string_view, 5> kEventBackends = {"nccl", "xccl", "ncclx", "hccl", "mccl"};
+  return std::find(kEventBackends.begin(), kEventBackends.end(), backend) != kEventBackends.end();
+}
+
+}  // namespace
+
+void decide_entry_states(FrDump& d, bool pg_status_saw_start) {
+  // For an unknown backend: did any of its entries ever leave "scheduled"?
+  std::map<std::string, bool> left_scheduled;
+  for (const FrEntry& e : d.entries) left_scheduled[e.backend] = left_scheduled[e.backend] || e.state != "scheduled";
+  bool event_entries = false;
+  for (FrEntry& e : d.entries) {
+    const bool events = e.backend == "gloo" ? false : records_device_events(e.backend) || left_scheduled[e.backend];
+    e.signal = events ? CompletionSignal::kState : CompletionSignal::kRetired;
+    if (events) {
+      event_entries = true;
+      e.completed = e.state == "completed";
+      // A start time or a duration exists only where a start event did (timing on).
+      e.started = e.state == "started" || e.time_started_ns != 0 || e.has_duration;
+      e.aborted = e.retired && !e.completed;
+      if (e.started) d.timing = true;
+    } else {
+      e.completed = e.retired || e.state == "completed";
+      e.started = false;  // no device events: whether a worker thread runs it is not recorded
+      e.aborted = false;
+    }
+  }
+  if (event_entries && pg_status_saw_start) d.timing = true;
+}
+
+void reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups) {
+  for (const auto& [name, group] : groups) {
+    // The least any whole member issued on this group (collective seqs; pg_status where no p2p
+    // mixes its seqs in). A member with no evidence about the group says nothing.
+    int64_t least_issued = INT64_MAX;
+    for (int member : group.ranks) {
+      auto it = dumps.find(member);
+      if (it == dumps.end() || it->second.partial) continue;
+      const FrDump& d = it->second;
+      int64_t issued = -1;
+      bool p2p = false;
+      for (const FrEntry& e : d.entries) {
+        if (e.group != name) continue;
+        p2p = p2p || e.is_p2p;
+        if (!e.is_p2p) issued = std::max(issued, e.collective_seq);
+      }
+      if (auto st = d.status.find(name); st != d.status.end() && !p2p) issued = std::max(issued, st->second.last_enqueued);
+      if (issued >= 0) least_issued = std::min(least_issued, issued);
+    }
+    if (least_issued == INT64_MAX) continue;
+    for (int member : group.ranks) {
+      auto it = dumps.find(member);
+      if (it == dumps.end()) continue;
+      for (FrEntry& e : it->second.entries) {
+        if (e.group != name || e.is_p2p || e.signal != CompletionSignal::kRetired || !e.completed) continue;
+        if (e.collective_seq <= least_issued) continue;
+        e.completed = false;
+        e.aborted = true;
+      }
+    }
+  }
+}
+
+bool is_user_frame(std::string_view filename) {
+  for (std::string_view torch_dir : {"site-packages/torch/", "dist-packages/torch/", "/torch/distributed/",
+                                     "/torch/nn/parallel/", "/torch/utils/"}) {
+    if (filename.find(torch_dir) != std::string_view::npos) return false;
+  }
+  return filename.rfind("torch/", 0) != 0;
+}
+
+}  // namespace rankscope::torch_fr

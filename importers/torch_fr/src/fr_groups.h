@@ -1,0 +1,31 @@
+// fr_groups.h — the process groups of a whole job, from every rank's dump. Private to the importer.
+//
+// Is: the union of the named pg_config entries, and members for a group that the entries name but
+// pg_config does not. Gloo records a group's ranks in its constructor, before the group has its name
+// and desc (ProcessGroupGloo: record_pg_ranks right after setGroupUid(options->group_name), which is
+// empty for the default group; the desc is set later), so PyTorch 2.11 writes pg_config {'': {name:
+// '', desc: '', ranks: ...}} while the entries say ('0', 'default_pg'). Such a group takes, in order:
+//   1. the ranks of the dump's one unnamed pg_config entry, when that dump's entries name exactly one
+//      group missing from pg_config (several unnamed groups share the key '' and overwrite it);
+//   2. for pg_id 0 (the default group; PyTorch gives it every rank), ranks 0..world-1;
+//   3. else the ranks whose dumps name it, with a note that members may be missing.
+// A desc missing from pg_config is taken from the entries. Is not: the communicator names.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rankscope/torch_fr/fr_dump.h"
+
+namespace rankscope::torch_fr {
+
+struct JobGroups {
+  std::map<std::string, FrGroup> by_name;
+  std::vector<std::string> notes;  // rule 3 was used: members may be missing
+};
+
+// `world`: ranks 0..world-1 exist (from file names and every known group).
+JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world);
+
+}  // namespace rankscope::torch_fr
