@@ -151,11 +151,11 @@ void FlightRecorderWriter::set_phase(std::string_view phase) {
   seqlock::end(l.seq);
 }
 
+// One atomic store, outside the seqlock: the watchdog thread (abort) and the main thread both set
+// it, and live.seq has one writer, the main thread (set_phase on every outermost range). Two plain
+// begin()s racing lose an increment and leave the word even while the phase is half written.
 void FlightRecorderWriter::set_process_state(ProcessState state) {
-  LiveState& l = header()->live;
-  seqlock::begin(l.seq);
-  l.process_state = uint32_t(state);
-  seqlock::end(l.seq);
+  std::atomic_ref<uint32_t>(header()->live.process_state).store(uint32_t(state), std::memory_order_relaxed);
 }
 
 void FlightRecorderWriter::set_clock(int64_t offset_ns, int64_t uncertainty_ns) {

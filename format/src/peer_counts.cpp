@@ -113,8 +113,9 @@ void write_peer_counts(uint8_t* base, int comm, uint64_t seq, int rank_in_comm, 
   seqlock::end(rec->guard);
 }
 
-std::vector<PeerCountsSnapshot> read_peer_counts(std::span<const uint8_t> bytes, int comm, uint64_t next_seq,
+std::vector<PeerCountsSnapshot> read_peer_counts(const seqlock::CopyWindow& copies, int comm, uint64_t next_seq,
                                                  const std::string& comm_name, std::vector<std::string>& warnings) {
+  const std::span<const uint8_t> bytes = copies.data();
   std::vector<PeerCountsSnapshot> out;
   if (bytes.size() < kPeerCountsDirectoryOffset + sizeof(PeerCountsDirectory)) return out;
   const PeerCountsDirectory d = *directory_of(bytes.data());
@@ -132,7 +133,7 @@ std::vector<PeerCountsSnapshot> read_peer_counts(std::span<const uint8_t> bytes,
   const auto* recs = reinterpret_cast<const PeerCountsRecord*>(slot + sizeof(uint64_t));
   for (uint32_t i = 0; i < d.entries_per_comm; ++i) {
     PeerCountsRecord r;
-    const bool ok = seqlock::read(&recs[i], &r, sizeof(r), &recs[i].guard);
+    const bool ok = copies.read(&recs[i], &r, sizeof(r), &recs[i].guard);
     if (r.guard == 0 && ok) continue;  // never written
     if (r.seq >= next_seq) continue;   // not a collective of this communicator (yet)
     PeerCountsSnapshot s;

@@ -11,6 +11,7 @@
 
 #include "rankscope/format/flight_recorder_layout.h"
 #include "rankscope/format/peer_counts.h"
+#include "seqlock.h"
 
 namespace rankscope::format {
 
@@ -21,9 +22,9 @@ void init_peer_counts_directory(uint8_t* base, uint64_t offset, const FlightLayo
 void write_peer_counts(uint8_t* base, int comm, uint64_t seq, int rank_in_comm, std::span<const size_t> send,
                        std::span<const size_t> recv);
 
-// The valid records of communicator slot `comm`, ascending seq, only those with seq < next_seq.
+// The valid records of communicator slot `comm` in copies.data() (checked against the copies around it), ascending seq, only those with seq < next_seq.
 // Files without the section give none; an inconsistent directory adds a warning and gives none.
-std::vector<PeerCountsSnapshot> read_peer_counts(std::span<const uint8_t> bytes, int comm, uint64_t next_seq,
+std::vector<PeerCountsSnapshot> read_peer_counts(const seqlock::CopyWindow& copies, int comm, uint64_t next_seq,
                                                  const std::string& comm_name, std::vector<std::string>& warnings);
 
 }  // namespace rankscope::format

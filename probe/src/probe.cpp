@@ -244,6 +244,9 @@ Result<std::unique_ptr<Probe>> Probe::create(const Options& given) {
   layout.ring_entries = options.ring_entries;
   RS_ASSIGN_OR_RETURN(impl->flight, format::FlightRecorderWriter::create(
                                         format::flight_recorder_path(options.run_dir, options.rank), identity, layout));
+  // A collective's record has two writers: the calling thread (enqueue, host returned) and the
+  // watchdog thread, which marks device-side start and completion of stream-ordered collectives.
+  impl->flight->set_concurrent_collective_writers(true);
   format::EventStreamHeader header;
   header.rank = options.rank;
   header.world_size = options.world_size;

@@ -3,11 +3,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
+#include "flight_recorder_copies.h"  // format/src: the reader's copy loop, fed torn copies below
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/flight_recorder_writer.h"
+#include "test_files.h"
 
 namespace rankscope::format {
 namespace {
@@ -277,6 +281,146 @@ TEST_F(FlightRecorderTest, ReadableWhileAWriterThreadIsBusy) {
   }
   stop = true;
   writer.join();
+}
+
+// The kernel copies a file in no promised order while the writer runs, so one copy can hold the
+// sequence word from before an update and the name from during it: the word in that copy is even
+// and equal to itself. Here the second copy is torn that way on purpose (word and first 8 name
+// bytes copied, then the writer replaces the range, then the rest copied).
+TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
+  auto w = make();
+  const int t = w->claim_thread_slot(1, "main");
+  w->push_range(t, "forward/block1/attn", 1);
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  const size_t size = h->file_bytes;
+  const size_t name_at = h->threads_offset + sizeof(ThreadSlotHeader) + offsetof(OpenRange, name);
+  int whole_copies = 0, section_reads = 0;
+  std::vector<uint8_t> torn_copy;
+  const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
+    const uint8_t* live = w->mapped_bytes();
+    if (offset != 0 || out.size() != size) {
+      ++section_reads;
+      std::memcpy(out.data(), live + offset, out.size());
+    } else if (++whole_copies == 2) {
+      std::memcpy(out.data(), live, name_at + 8);
+      w->pop_range(t);
+      w->push_range(t, "backward/block0/mlp", 2);
+      std::memcpy(out.data() + name_at + 8, live + name_at + 8, size - name_at - 8);
+      torn_copy.assign(out.begin(), out.end());
+    } else {
+      std::memcpy(out.data(), live, size);
+    }
+    return Status::ok_status();
+  };
+  auto s = read_flight_recorder_copies(size, read, "torn-on-purpose");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(whole_copies, 3);
+  EXPECT_EQ(section_reads, 3) << "the torn stack is read again on its own: word, section, word";
+  const ThreadSnapshot* m = s->main_thread();
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(m->torn);
+  ASSERT_EQ(m->stack.size(), 1u);
+  EXPECT_EQ(m->stack[0].name, "backward/block0/mlp");
+  EXPECT_EQ(m->stack[0].begin_ns, 2);
+  // The torn copy alone passes the in-copy check: what the window above had to catch.
+  auto alone = parse_flight_recorder(torn_copy, "torn copy alone");
+  ASSERT_TRUE(alone.ok());
+  ASSERT_EQ(alone->main_thread()->stack.size(), 1u);
+  EXPECT_EQ(alone->main_thread()->stack[0].name, "forward//block0/mlp");
+}
+
+// A writer caught mid-update by every read, whole copies and section reads alike, leaves the
+// section marked torn: never a guess.
+TEST_F(FlightRecorderTest, AWriterBusyInEveryReadLeavesTheSectionTorn) {
+  auto w = make();
+  const int t = w->claim_thread_slot(1, "main");
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  const size_t size = h->file_bytes;
+  int whole_copies = 0, reads = 0;
+  const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
+    ++reads;
+    w->push_range(t, reads % 2 ? "forward/block1/attn" : "backward/block0/mlp", reads);
+    w->pop_range(t);
+    if (offset == 0 && out.size() == size) ++whole_copies;
+    std::memcpy(out.data(), w->mapped_bytes() + offset, out.size());
+    return Status::ok_status();
+  };
+  auto s = read_flight_recorder_copies(size, read, "always-moving");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(whole_copies, 10);  // three, then one per further window, eight windows
+  EXPECT_GT(reads, whole_copies);
+  EXPECT_TRUE(s->main_thread()->torn);
+}
+
+TEST_F(FlightRecorderTest, AFailingCopyIsAnErrorNotASnapshot) {
+  auto w = make();
+  const ReadFile read = [](uint64_t, std::span<uint8_t>) { return io_error("rank00003.flight: cannot read: gone"); };
+  auto s = read_flight_recorder_copies(4096, read, "gone");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kIo);
+}
+
+// The watchdog thread sets the process state (abort) while the main thread writes the phase: the
+// phase read back is always one the main thread wrote, never a mix.
+TEST_F(FlightRecorderTest, PhaseStaysWholeWhileAnotherThreadSetsTheProcessState) {
+  auto w = make();
+  std::atomic<bool> stop{false};
+  std::thread main_thread([&] {
+    for (int i = 0; !stop; ++i) w->set_phase(i % 2 ? "forward/block1/attn" : "backward/block0/mlp");
+  });
+  std::thread watchdog([&] {
+    for (int i = 0; !stop; ++i) w->set_process_state(i % 2 ? ProcessState::kRunning : ProcessState::kAborted);
+  });
+  for (int i = 0; i < 200; ++i) {
+    auto s = read_flight_recorder(file_);
+    ASSERT_TRUE(s.ok());
+    if (!s->live.torn && !s->live.phase.empty()) {
+      EXPECT_TRUE(s->live.phase == "forward/block1/attn" || s->live.phase == "backward/block0/mlp") << s->live.phase;
+    }
+  }
+  stop = true;
+  main_thread.join();
+  watchdog.join();
+  // Both writers stopped: the word is even again (a lost increment would leave it odd for good).
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->live.torn);
+}
+
+// Recorders written on an H100 (a finished d12 run and the NCCL plugin's files): nobody writes them
+// any more, so the copies agree and the reader must give what one copy gives, with nothing torn.
+TEST(FlightRecorderRealGpu, RecordersFromAGpuMachineReadAsOneCopyWithNothingTorn) {
+  const std::filesystem::path root = RANKSCOPE_REAL_GPU_DATA;
+  if (!std::filesystem::is_directory(root)) GTEST_SKIP() << root << " absent (real H100 data; not in every checkout)";
+  int seen = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".flight") continue;
+    ++seen;
+    auto read = read_flight_recorder(e.path());
+    ASSERT_TRUE(read.ok()) << read.status().to_string();
+    const std::vector<uint8_t> bytes = testing::read_bytes(e.path());
+    auto one = parse_flight_recorder(bytes, e.path().string());
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    EXPECT_EQ(read->warnings, one->warnings) << e.path();
+    EXPECT_FALSE(read->live.torn);
+    EXPECT_EQ(read->live.process_state, one->live.process_state);
+    EXPECT_EQ(read->live.step, one->live.step);
+    ASSERT_EQ(read->threads.size(), one->threads.size()) << e.path();
+    for (size_t t = 0; t < read->threads.size(); ++t) {
+      EXPECT_EQ(read->threads[t].name, one->threads[t].name);
+      EXPECT_EQ(read->threads[t].depth, one->threads[t].depth);
+    }
+    ASSERT_EQ(read->comms.size(), one->comms.size()) << e.path();
+    for (size_t c = 0; c < read->comms.size(); ++c) {
+      EXPECT_EQ(read->comms[c].name, one->comms[c].name);
+      ASSERT_EQ(read->comms[c].ring.size(), one->comms[c].ring.size());
+      for (size_t r = 0; r < read->comms[c].ring.size(); ++r) {
+        EXPECT_FALSE(read->comms[c].ring[r].torn);
+        EXPECT_EQ(read->comms[c].ring[r].range, one->comms[c].ring[r].range);
+      }
+    }
+  }
+  EXPECT_GE(seen, 1) << "no .flight file under " << root;
 }
 
 }  // namespace

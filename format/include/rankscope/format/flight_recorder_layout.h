@@ -6,9 +6,10 @@
 // Is not: the code that writes it (flight_recorder_writer.h) or reads it (flight_recorder_reader.h).
 //
 // Consistency without locks: every mutable section begins with a 64-bit sequence word (a seqlock).
-// The single writer of that section makes it odd, writes, then makes it even again. A reader copies
-// the section and accepts the copy only if the word was even and unchanged across the copy; a
-// section still odd after retries is reported torn (e.g. the writer died mid-update).
+// The single writer of that section makes it odd, writes, then makes it even again. A reader takes
+// the section from one copy of the file and accepts it only if the word is even and the same in a
+// copy taken before and one taken after; a section that stays inconsistent is reported torn (e.g.
+// the writer died mid-update).
 //
 // All integers little-endian; times are int64 nanoseconds since the Unix epoch on the rank's
 // CLOCK_REALTIME (clock_offset_ns maps them to rank 0's clock). Strings are NUL-padded UTF-8.

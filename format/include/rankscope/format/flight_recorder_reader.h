@@ -1,7 +1,8 @@
 // flight_recorder_reader.h — reads a flight recorder file into plain values, safely.
 //
-// Is: the consumer side of flight_recorder_layout.h. It maps the file read-only and copies each
-// seqlocked section, retrying while a writer is mid-update; a section that stays inconsistent is
+// Is: the consumer side of flight_recorder_layout.h. It copies the file with pread, several times,
+// and accepts each seqlocked section of one copy only if its sequence word is even and the same in
+// the copies taken before and after (FORMAT.md "Consistency"); a section that stays inconsistent is
 // kept and marked `torn` (a writer died mid-write), never trusted silently. Every offset and size is
 // validated against the file length before use, so truncated, zero-filled or random files give a
 // Status naming the file, not a crash. Is not: analysis of what the values mean.
@@ -184,9 +185,10 @@ struct FlightRecorderSnapshot {
   std::vector<const ParamSnapshot*> missing_gradients() const;
 };
 
-// Reads `file` (memory-mapped, read-only). Errors name the file.
+// Reads `file`, which a live rank may be writing (three or more pread copies). Errors name the file.
 Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path& file);
-// Parses bytes already in memory; `display_name` is used in messages.
+// Parses bytes already in memory, one copy: only a sequence word left odd marks a section torn, so
+// bytes copied from a live recorder may hold a section mid-update. `display_name` is for messages.
 Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> bytes,
                                                      std::string_view display_name);
 

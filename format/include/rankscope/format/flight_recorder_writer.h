@@ -77,12 +77,12 @@ class FlightRecorderWriter {
   FlightRecorderWriter(const FlightRecorderWriter&) = delete;
   FlightRecorderWriter& operator=(const FlightRecorderWriter&) = delete;
 
-  // --- process liveness (heartbeat is a single atomic store: any thread) ---
+  // --- process liveness (heartbeat and process state are single atomic stores: any thread) ---
   void heartbeat(int64_t now_ns);
+  void set_process_state(ProcessState state);
   // The fields below are seqlocked; call them from one thread (the main thread).
   void set_step(int64_t step, int64_t step_begin_ns);
   void set_phase(std::string_view phase);
-  void set_process_state(ProcessState state);
   void set_clock(int64_t offset_ns, int64_t uncertainty_ns);
 
   // --- per-thread open-range stacks; each slot is written only by its own thread ---
