@@ -26,7 +26,7 @@ echo "== Release (-O3) build: format and probe tests"
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
 cmake --build build-release -j"$jobs" --target format_tests probe_tests
 build-release/tests/format_tests
-build-release/tests/format_tests --gtest_filter='FlightRecorderTest.ReadableWhileAWriterThreadIsBusy' --gtest_repeat=20
+build-release/tests/format_tests --gtest_filter='FlightRecorder*' --gtest_repeat=20
 build-release/tests/probe_tests
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
@@ -42,9 +42,10 @@ if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # The probe (recorder writer, watchdog thread, learned bounds, seqlocks) and the DDP reducer's
   # communication thread are lock-free by design: ThreadSanitizer checks them. CPU only, no MPI;
   # the trainer tests other than DDP use OpenMP/OpenBLAS, which TSan cannot see into.
-  echo "== ThreadSanitizer build (probe, DDP reducer, NCCL profiler plugin)"
+  echo "== ThreadSanitizer build (flight recorder, probe, DDP reducer, NCCL profiler plugin)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_TSAN=ON -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
-  cmake --build build-tsan -j"$jobs" --target probe_tests trainer_runtime_test fake_nccl_driver rankscope_nccl_profiler
+  cmake --build build-tsan -j"$jobs" --target format_tests probe_tests trainer_runtime_test fake_nccl_driver rankscope_nccl_profiler
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/format_tests
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/probe_tests
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/trainer_runtime_test --gtest_filter='Ddp*:ProbedCommunicator*'
   # The plugin's callbacks from three threads at once (application, host-callback, proxy) in each of

@@ -121,6 +121,26 @@ TEST(SkewAnalyzer, ContiguousVocabShardsGiveACounterFinding) {
   EXPECT_EQ(report->counters[0].max_rank, 0);
 }
 
+TEST(SkewAnalyzer, UnattributedKernelTimeCountersAreNoCounterFinding) {
+  // gpu.kernel_ns_outside_ranges is kernel time the probe could not book to a range: one rank with
+  // some and its peer with none is what the device breakdown reports, not a work imbalance. A work
+  // counter with the same split beside it still gives the finding, so the check is not vacuous.
+  FakeRunSpec spec = tp2_delay_spec(0.0, 1, 1, "strided");
+  spec.counters = [](int r, int64_t) {
+    return std::vector<std::pair<std::string, double>>{{"gpu.kernel_ns_outside_ranges", r == 0 ? 4e6 : 1e3},
+                                                       {"mlp.tokens", r == 0 ? 4000.0 : 1.0}};
+  };
+  const fs::path dir = testing::fresh_temp_dir("skew-counter-gpu");
+  testing::write_fake_run(dir, spec);
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  std::vector<std::string> flagged;
+  for (const Finding& f : report->findings) {
+    if (f.kind == "counter_imbalance") flagged.push_back(f.counter);
+  }
+  EXPECT_EQ(flagged, (std::vector<std::string>{"mlp.tokens"}));
+}
+
 TEST(SkewAnalyzer, CounterImbalanceWhoseRangeCostsMoreIsGivenThatCost) {
   // Rank 0 routes 4x the MLP tokens and its forward/block0/mlp takes 12 ms more per step.
   FakeRunSpec spec = tp2_delay_spec(0.0, 1, 1, "strided");

@@ -174,8 +174,10 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
   for (const CounterSkew& cs : report.counters) {
     if (!cs.worst_group || cs.worst_group->imbalance < options.counter_imbalance_threshold) continue;
     // mem.* counters describe the process, not a share of the step's work; moe.* counters have
-    // their own finding (expert_load.cpp), which knows which ranges the tokens cost time in.
-    if (cs.name.rfind("mem.", 0) == 0 || cs.name.rfind("moe.", 0) == 0) continue;
+    // their own finding (expert_load.cpp), which knows which ranges the tokens cost time in;
+    // gpu.* counters are kernel time the probe could not book to a range (format/kernel_counters.h),
+    // which the device breakdown reports as "outside any range", not a share of the work.
+    if (cs.name.rfind("mem.", 0) == 0 || cs.name.rfind("moe.", 0) == 0 || cs.name.rfind("gpu.", 0) == 0) continue;
     const CounterGroupImbalance& g = *cs.worst_group;
     Finding f;
     f.kind = "counter_imbalance";
