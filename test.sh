@@ -16,7 +16,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE bench
 # The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer and nsys-import
-# benches, 10 timed hangs: 4-5 minutes on 2 cores) run with `ctest --test-dir build -L bench`.
+# benches, 10 timed hangs, the seq-len sweep's timings: 5-6 minutes on 2 cores) run with
+# `ctest --test-dir build -L bench`.
 ctest --test-dir build --output-on-failure -L bench -LE bench_large
 
 # The flight recorder's seqlocks and the probe's lock-free paths under -O3, what users of
