@@ -4,7 +4,6 @@
 // have been seen (NameTable) and the thread has its slot (a thread_local cache keyed by the probe
 // instance). The watchdog's side lives in probe_watchdog.cpp; the state and its thread ownership
 // are described in probe_impl.h.
-#include <cxxabi.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "probe_impl.h"
+#include "symbolizer.h"
 #include "rankscope/format/clock.h"
 #include "rankscope/format/kernel_counters.h"
 #include "rankscope/format/run_directory_layout.h"
@@ -46,16 +46,6 @@ std::string current_thread_name() {
   char name[32] = {};
   if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return "thread";
   return name;
-}
-
-std::string demangled(std::string_view name) {
-  std::string mangled(name);
-  int status = -1;
-  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return mangled;  // a C name (extern "C" kernel) stays as is
-  std::string result(out);
-  std::free(out);
-  return result;
 }
 
 std::string generated_run_id(const std::string& host) {
@@ -121,7 +111,7 @@ ThreadState* Probe::Impl::claim_thread_state(int tid, std::string_view thread_na
 const NameTable::Entry* Probe::Impl::intern(format::NameKind kind, std::string_view name) {
   const NameTable::Entry* e = names.find_or_insert(kind, name, [this](format::NameKind k, std::string_view n) {
     // Kernel names arrive mangled; demangle once per distinct kernel, here, off the hot path.
-    std::string readable = k == format::NameKind::kKernel ? demangled(n) : std::string(n);
+    std::string readable = k == format::NameKind::kKernel ? demangle_symbol(std::string(n).c_str()) : std::string(n);
     std::lock_guard<std::mutex> lock(stream_mutex);
     return stream->intern(k, readable);
   });
