@@ -17,8 +17,6 @@ constexpr double DeviceBreakdown::*kTimes[] = {&DeviceBreakdown::step_ms,     &D
 
 }  // namespace
 
-bool is_nccl_kernel(std::string_view name) { return name.substr(0, 4) == "nccl"; }
-
 DeviceStepTime measure_device_step(std::span<KernelSpan> kernels) {
   // Endpoints in time order; at equal times ends before begins, so back-to-back kernels leave no
   // gap and no overlap.

@@ -46,8 +46,6 @@ struct DeviceStepTime {
 // end <= begin take no time.
 DeviceStepTime measure_device_step(std::span<KernelSpan> kernels);
 
-// True for NCCL's device kernels (ncclKernel_*, ncclDevKernel_*), whose time is communication.
-bool is_nccl_kernel(std::string_view kernel_name);
 
 // Accumulates one rank's traced steps. Ranges are keyed by block-wildcarded name
 // ("backward/block*/attn/sdpa") so the report stays small at any depth of model.

@@ -8,6 +8,7 @@
 
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/stats.h"
+#include "rankscope/format/event_stream.h"
 
 namespace rankscope::analyzers {
 namespace {
@@ -36,7 +37,7 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
   grow(nccl_kernel_, n, false);
-  nccl_kernel_[id] = kind == format::NameKind::kKernel && is_nccl_kernel(name);
+  nccl_kernel_[id] = kind == format::NameKind::kKernel && format::is_communication_kernel(name);
   grow(expert_of_local_, n, -1);
   if (kind == format::NameKind::kCounter) expert_of_local_[id] = routed_counter_expert(name).value_or(-1);
 }

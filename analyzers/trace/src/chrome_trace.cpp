@@ -127,7 +127,7 @@ class RankExporter : public format::EventStreamVisitor {
       lanes[lane].push_back(end);
       const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(lane);
       thread_name(tid, lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane), tid);
-      const bool nccl = name(k.name_id).rfind("nccl", 0) == 0;
+      const bool nccl = format::is_communication_kernel(name(k.name_id));
       sink_.write({{"ph", "X"}, {"cat", nccl ? "nccl" : "kernel"}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
                    {"ts", us(shown_begin)}, {"dur", dur_us(shown_begin, k.end_ns)},
                    {"args", {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},

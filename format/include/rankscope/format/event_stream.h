@@ -116,6 +116,10 @@ struct TraceKernel {
 };
 static_assert(sizeof(TraceKernel) == 32);
 
+// A kernel whose name starts with "nccl" (ncclKernel_*, ncclDevKernel_*) is communication to every
+// reader (FORMAT.md, TRACE_KERNELS): skew's transfer time, the Chrome export's "nccl" category.
+inline bool is_communication_kernel(std::string_view kernel_name) { return kernel_name.substr(0, 4) == "nccl"; }
+
 struct GradArrival {
   uint32_t param_id;        // name id of the parameter
   int32_t bucket;
