@@ -197,9 +197,11 @@ void word_stuck_alone(Diagnosis& d) {
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const std::string what = host ? "host work" : "compute";
   if (r && !r->range.empty()) {
-    d.headline = fmt::format("HANG: rank {} is stuck in {} in {} at step {} {}{}; no collective is open and no rank is "
+    // Producers without step markers (the NCCL plugin's NVTX ranges) leave the step at -1.
+    const std::string at_step = r->step >= 0 ? fmt::format(" at step {}", r->step) : "";
+    d.headline = fmt::format("HANG: rank {} is stuck in {} in {}{} {}{}; no collective is open and no rank is "
                              "ahead of it.",
-                             r->rank, what, r->range, r->step, how_long(d, r->range_s, "for"), recompute);
+                             r->rank, what, r->range, at_step, how_long(d, r->range_s, "for"), recompute);
   } else {
     d.headline = fmt::format("HANG: {} {} stuck in {}{}; no collective is open; {}.", who(d.culprit_ranks),
                              d.culprit_ranks.size() == 1 ? "is" : "are", what, recompute, whereabouts(d, d.culprit_ranks));
