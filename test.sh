@@ -33,7 +33,7 @@ build-release/tests/probe_tests
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== ASan+UBSan build (CPU)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \
-    -DRANKSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" >/dev/null
   cmake --build build-asan -j"$jobs"
   # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.
   # The pages rendered in Chromium run Chromium's code, not ours: the release run covers them.

@@ -65,6 +65,14 @@ function(rankscope_add_gtest name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     RANKSCOPE_SOURCE_DIR="${RANKSCOPE_SOURCE_ROOT}" RANKSCOPE_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  # The target still exists (callers add definitions and dependencies to it) but is neither built by
+  # default nor registered: see RANKSCOPE_UNBUILT_TEST_LABELS.
+  foreach(label IN LISTS T_LABELS)
+    if(label IN_LIST RANKSCOPE_UNBUILT_TEST_LABELS)
+      set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+      return()
+    endif()
+  endforeach()
   # mpirun jobs never overlap: they oversubscribe the cores (timing-sensitive assertions) and some
   # tests of one binary share a run directory that another process of the same binary cleans up.
   set(lock "")
