@@ -18,6 +18,7 @@
 #include "rankscope/format/clock.h"
 #include "rankscope/format/kernel_counters.h"
 #include "rankscope/format/run_directory_layout.h"
+#include "rankscope/format/run_metadata.h"
 #include "rankscope/probe/clock_alignment.h"
 
 namespace rankscope::probe {

@@ -24,8 +24,13 @@
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
 #include "rankscope/format/flight_recorder_writer.h"  // CollectiveDesc
-#include "rankscope/format/run_metadata.h"
 #include "rankscope/probe/log.h"
+
+// Declared, not included: run_metadata.h brings nlohmann/json.hpp, whose parsing cost every
+// translation unit that instruments itself (most of the trainer) several seconds.
+namespace rankscope::format {
+struct RunMetadata;
+}
 
 namespace rankscope::probe {
 
