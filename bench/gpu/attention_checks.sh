@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# attention_checks.sh — the GPU checks of the attention kernels (flash on tensor cores,
+# kernels/flash_attention_tc.cu; the scalar flash kernels; naive), for a GPU session or the GPU
+# bundle's runner to call. Runs, each time-boxed, logging to LOG_DIR/attention-*.log:
+#   1. the gpu tests of cuda_flash_attention_test (tensor cores vs the scalar kernels and the CPU,
+#      T in {1, 64, 100, 200, 1024, 4096}; fp32 flash vs naive), and the CPU layout test if present;
+#   2. compute-sanitizer memcheck, then racecheck (shared memory: the cp.async double buffers), on the
+#      tensor-core tests at the short shapes (T 1, 64, 100, 200: the sanitizers slow kernels 10-100x);
+#   3. attention_gpu_bench at d12 B=16 T=1024 (the <= 6 ms budget) and B=2 T=4096;
+#   4. gpt2_gpu_bench, d12 B=16 T=1024 bf16 flash, probe on: the step and "attention alone".
+# Usage: attention_checks.sh TEST_DIR BENCH_DIR [LOG_DIR]
+#   TEST_DIR holds cuda_flash_attention_test (a build tree: build/tests); BENCH_DIR holds
+#   attention_gpu_bench and gpt2_gpu_bench (a build tree: build/bin). Exit status: the number of failed steps.
+# Is not: the whole GPU acceptance (the bundle's runner calls this among its steps).
+set -u
+TEST_DIR=${1:?usage: attention_checks.sh TEST_DIR BENCH_DIR [LOG_DIR]}
+BENCH_DIR=${2:?usage: attention_checks.sh TEST_DIR BENCH_DIR [LOG_DIR]}
+LOG_DIR=${3:-${OUT:-/tmp}/attention-logs}
+mkdir -p "$LOG_DIR"
+failed=0
+run() {  # name limit_s command...
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$LOG_DIR/attention-$name.log" 2>&1
+  local rc=$?
+  echo "== attention-$name: rc=$rc in $((SECONDS - start))s (log $LOG_DIR/attention-$name.log)"
+  grep -E "PASSED|FAILED|SKIPPED|ERROR SUMMARY|ms/step|attention alone|tokens/s|error" "$LOG_DIR/attention-$name.log" |
+    tail -n 12 | cut -c1-240
+  [ "$rc" -eq 0 ] || failed=$((failed + 1))
+}
+FLASH_TEST=$TEST_DIR/cuda_flash_attention_test
+SHORT='Shapes/CudaFlashAttentionTensorCores.*/T1_*:Shapes/CudaFlashAttentionTensorCores.*/T64_*:'
+SHORT+='Shapes/CudaFlashAttentionTensorCores.*/T100_*:Shapes/CudaFlashAttentionTensorCores.*/T200_*'
+
+[ -x "$TEST_DIR/trainer_mma_layout_test" ] && run layout-cpu 60 "$TEST_DIR/trainer_mma_layout_test" --gtest_brief=1
+run gpu-tests 300 "$FLASH_TEST" --gtest_brief=1
+if command -v compute-sanitizer >/dev/null; then
+  run memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$FLASH_TEST" --gtest_filter="$SHORT"
+  run racecheck 300 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+    "$FLASH_TEST" --gtest_filter="$SHORT"
+else
+  echo "== attention-sanitizers: compute-sanitizer not found on PATH (skipped)"
+  failed=$((failed + 1))
+fi
+run bench-d12 120 "$BENCH_DIR/attention_gpu_bench" --batch 16 --seq 1024
+run bench-t4096 120 "$BENCH_DIR/attention_gpu_bench" --batch 2 --seq 4096
+run step-d12 240 "$BENCH_DIR/gpt2_gpu_bench" --model d12 --batch 16 --seq 1024 --precision bf16 \
+  --attention flash --probe on --steps 10 --rounds 1
+exit "$failed"
