@@ -4,8 +4,9 @@
 # bundle's runner to call. Runs, each time-boxed, logging to LOG_DIR/attention-*.log:
 #   1. the gpu tests of cuda_flash_attention_test (tensor cores vs the scalar kernels and the CPU,
 #      T in {1, 64, 100, 200, 1024, 4096}; fp32 flash vs naive), and the CPU layout test if present;
-#   2. compute-sanitizer memcheck, then racecheck (shared memory: the cp.async double buffers), on the
-#      tensor-core tests at the short shapes (T 1, 64, 100, 200: the sanitizers slow kernels 10-100x);
+#   2. compute-sanitizer memcheck (tensor-core flash at T 1, 64, 100, 200; bf16 naive at T 64, 100),
+#      then racecheck (shared memory: the cp.async double buffers) on the same flash shapes: the
+#      sanitizers slow kernels 10-100x. The time limits add up to 14 minutes; expect about 5;
 #   3. attention_gpu_bench at d12 B=16 T=1024 (the <= 6 ms budget) and B=2 T=4096;
 #   4. gpt2_gpu_bench, d12 B=16 T=1024 bf16 flash, probe on: the step and "attention alone".
 # Usage: attention_checks.sh TEST_DIR BENCH_DIR [LOG_DIR]
@@ -31,19 +32,21 @@ run() {  # name limit_s command...
 FLASH_TEST=$TEST_DIR/cuda_flash_attention_test
 SHORT='Shapes/CudaFlashAttentionTensorCores.*/T1_*:Shapes/CudaFlashAttentionTensorCores.*/T64_*:'
 SHORT+='Shapes/CudaFlashAttentionTensorCores.*/T100_*:Shapes/CudaFlashAttentionTensorCores.*/T200_*'
+NAIVE_SHORT='Shapes/CudaNaiveAttentionBf16.*/T64_*:Shapes/CudaNaiveAttentionBf16.*/T100_*'
 
 [ -x "$TEST_DIR/trainer_mma_layout_test" ] && run layout-cpu 60 "$TEST_DIR/trainer_mma_layout_test" --gtest_brief=1
-run gpu-tests 300 "$FLASH_TEST" --gtest_brief=1
+run gpu-tests 180 "$FLASH_TEST" --gtest_brief=1
 if command -v compute-sanitizer >/dev/null; then
-  run memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$FLASH_TEST" --gtest_filter="$SHORT"
-  run racecheck 300 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+  run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$FLASH_TEST" \
+    --gtest_filter="$SHORT:$NAIVE_SHORT"
+  run racecheck 180 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
     "$FLASH_TEST" --gtest_filter="$SHORT"
 else
   echo "== attention-sanitizers: compute-sanitizer not found on PATH (skipped)"
   failed=$((failed + 1))
 fi
-run bench-d12 120 "$BENCH_DIR/attention_gpu_bench" --batch 16 --seq 1024
-run bench-t4096 120 "$BENCH_DIR/attention_gpu_bench" --batch 2 --seq 4096
-run step-d12 240 "$BENCH_DIR/gpt2_gpu_bench" --model d12 --batch 16 --seq 1024 --precision bf16 \
+run bench-d12 90 "$BENCH_DIR/attention_gpu_bench" --batch 16 --seq 1024
+run bench-t4096 90 "$BENCH_DIR/attention_gpu_bench" --batch 2 --seq 4096
+run step-d12 150 "$BENCH_DIR/gpt2_gpu_bench" --model d12 --batch 16 --seq 1024 --precision bf16 \
   --attention flash --probe on --steps 10 --rounds 1
 exit "$failed"
