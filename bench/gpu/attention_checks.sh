@@ -25,7 +25,7 @@ run() {  # name limit_s command...
   timeout -k 5 "$limit" "$@" >"$LOG_DIR/attention-$name.log" 2>&1
   local rc=$?
   echo "== attention-$name: rc=$rc in $((SECONDS - start))s (log $LOG_DIR/attention-$name.log)"
-  grep -E "PASSED|FAILED|SKIPPED|ERROR SUMMARY|ms/step|attention alone|tokens/s|error" "$LOG_DIR/attention-$name.log" |
+  grep -E "PASSED|FAILED|SKIPPED|ERROR SUMMARY|ms/step|attention alone|tokens/s|error|skipped" "$LOG_DIR/attention-$name.log" |
     tail -n 12 | cut -c1-240
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
@@ -36,13 +36,14 @@ NAIVE_SHORT='Shapes/CudaNaiveAttentionBf16.*/T64_*:Shapes/CudaNaiveAttentionBf16
 
 [ -x "$TEST_DIR/trainer_mma_layout_test" ] && run layout-cpu 60 "$TEST_DIR/trainer_mma_layout_test" --gtest_brief=1
 run gpu-tests 180 "$FLASH_TEST" --gtest_brief=1
-if command -v compute-sanitizer >/dev/null; then
-  run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$FLASH_TEST" \
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$SANITIZER" ]; then
+  run memcheck 150 "$SANITIZER" --tool memcheck --error-exitcode 9 "$FLASH_TEST" \
     --gtest_filter="$SHORT:$NAIVE_SHORT"
-  run racecheck 180 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+  run racecheck 180 "$SANITIZER" --tool racecheck --racecheck-report hazard --error-exitcode 9 \
     "$FLASH_TEST" --gtest_filter="$SHORT"
 else
-  echo "== attention-sanitizers: compute-sanitizer not found on PATH (skipped)"
+  echo "== attention-sanitizers: compute-sanitizer not found (PATH, /usr/local/cuda/bin): not run"
   failed=$((failed + 1))
 fi
 run bench-d12 90 "$BENCH_DIR/attention_gpu_bench" --batch 16 --seq 1024
