@@ -15,11 +15,14 @@
 // (relative error 2^-9 each) and every output to bf16 (2^-9 again): output |tc - want| <= 1e-2 +
 // 1e-2 |want|; each gradient max |tc - want| <= 2e-2 * max(1, max |want|) (T = 4096: 3e-2), where
 // want is the CPU (fp32 on the bf16 inputs) or the scalar bf16 kernels; lse (fp32 in both kernels)
-// within 1e-4 + 1e-4 |lse| of the scalar kernel's; two runs are bitwise equal (no atomics).
+// within 1e-4 + 1e-4 |lse| of the scalar kernel's; two runs are bitwise equal (no atomics). The CPU
+// emulation of these kernels (tests/trainer/mma_layout_test.cpp), given these normal(0, 1) inputs,
+// measured at most 7.4e-3 on out and 1.4e-2 on gradients of magnitude 5.2.
 //
 // bf16 naive (tensor-core GEMMs, bf16 att): against the CPU naive on the same bf16 inputs, T in
-// {64, 100, 1024, 4096}; tolerances twice the flash ones, since the scores are rounded to bf16 before
-// the softmax (see the test).
+// {64, 100, 1024, 4096}, the same tolerances. A CPU simulation of its roundings (scores, att, y,
+// datt, dpre and the gradients rounded to bf16) measured out within 4.1e-3 (1 + |want|) and
+// gradients within 1.8e-2 of magnitude 3.5, T in {64, 100, 1024}.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,10 +148,9 @@ Bf16Outputs run_bf16(Ops& ops, const Shape& s, const std::vector<float>& qkv_hos
 }
 
 void expect_bf16_agree(const Bf16Outputs& got, const std::vector<float>& want_out,
-                       const std::vector<float>& want_dqkv, const Shape& s, double out_tol = 1e-2,
-                       double grad_tol_short = 2e-2) {
-  const double grad_tol = s.T >= 4096 ? 1.5 * grad_tol_short : grad_tol_short;
-  EXPECT_TRUE(all_close(got.out, want_out, out_tol, out_tol)) << "out";
+                       const std::vector<float>& want_dqkv, const Shape& s) {
+  const double grad_tol = s.T >= 4096 ? 3e-2 : 2e-2;
+  EXPECT_TRUE(all_close(got.out, want_out, 1e-2, 1e-2)) << "out";
   const char* names[3] = {"dq", "dk", "dv"};
   for (int part = 0; part < 3; part++)
     EXPECT_TRUE(gradient_close(got.dqkv, want_dqkv, s.C, part, grad_tol)) << names[part];
@@ -224,9 +226,8 @@ TEST_P(CudaNaiveAttentionBf16, MatchesTheCpuNaiveAttention) {
   const Bf16Outputs got = run_bf16(*made.value(), s, qkv, dout, AttentionKind::kNaive);
   auto cpu = make_cpu_ops();
   const Outputs want = run(*cpu, AttentionKind::kNaive, s, qkv, dout);
-  // Scores are stored in bf16 before the softmax (llm.c's layout): |score| up to ~4 after scaling,
-  // so each probability moves by up to ~1% relative, beside the roundings the flash kernels share.
-  expect_bf16_agree(got, want.out, want.dqkv, s, /*out_tol=*/2e-2, /*grad_tol_short=*/4e-2);
+  // Scores are stored in bf16 before the softmax (llm.c's layout), beside the roundings flash has.
+  expect_bf16_agree(got, want.out, want.dqkv, s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaNaiveAttentionBf16,
