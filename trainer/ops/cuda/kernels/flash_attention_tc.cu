@@ -448,6 +448,41 @@ __global__ void __launch_bounds__(kThreads)
   store_slice(dqkv, b, r0, T, ld, h * kHeadSize, dq, dq_scale, lane);
 }
 
+// One block of 128 threads: q (16,64), k and v (64,64) bf16 row-major -> s (16,64) = q k^T and
+// o (16,64) = bf16(s) v, fp32, through the very helpers the attention kernels use (swizzled tiles,
+// the three ldmatrix patterns, mma.sync, the accumulator-to-A reuse). Warp 0 computes; the GPU test
+// compares with plain loops, so a wrong fragment fact shows here before it hides in attention.
+__global__ void __launch_bounds__(kThreads)
+    flash_tc_layout_probe_kernel(float* s_out, float* o_out, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                 const __nv_bfloat16* v) {
+  __shared__ alignas(128) __nv_bfloat16 q_tile[kTileElems];
+  __shared__ alignas(128) __nv_bfloat16 k_tile[kTileElems];
+  __shared__ alignas(128) __nv_bfloat16 v_tile[kTileElems];
+  load_tile_async<kTileRows>(q_tile, q, kHeadSize, 0, 16);  // rows 16.. zero-filled
+  load_tile_async<kTileRows>(k_tile, k, kHeadSize, 0, kTileRows);
+  load_tile_async<kTileRows>(v_tile, v, kHeadSize, 0, kTileRows);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  if (threadIdx.x >= kLanes) return;
+  const int lane = threadIdx.x;
+  uint32_t q_frag[4][4];
+  load_a_slice(q_frag, q_tile, 0, lane);
+  float s[8][4], o[8][4];
+  zero(s);
+  zero(o);
+  mma_a_times_rows_transposed(s, q_frag, k_tile, lane);
+  mma_p_times_rows(o, s, v_tile, lane);
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const RowCol at = c_fragment_element(lane, e);
+      s_out[at.row * kHeadSize + 8 * nt + at.col] = s[nt][e];
+      o_out[at.row * kHeadSize + 8 * nt + at.col] = o[nt][e];
+    }
+}
+
 unsigned tiles_of(int T, int rows) { return static_cast<unsigned>((T + rows - 1) / rows); }
 
 }  // namespace
@@ -469,6 +504,12 @@ cudaError_t launch_flash_attention_tc_backward(__nv_bfloat16* dqkv, const __nv_b
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   flash_tc_backward_dq_kernel<<<grid, kThreads, 0, stream>>>(dqkv, dout, qkv, lse, dsum, T, C, NH);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_flash_attention_tc_layout_probe(float* s, float* o, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                   const __nv_bfloat16* v, cudaStream_t stream) {
+  flash_tc_layout_probe_kernel<<<1, kThreads, 0, stream>>>(s, o, q, k, v);
   return cudaGetLastError();
 }
 

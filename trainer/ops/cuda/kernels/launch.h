@@ -148,6 +148,10 @@ cudaError_t launch_flash_attention_tc_forward(__nv_bfloat16* out, float* lse, co
 cudaError_t launch_flash_attention_tc_backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout,
                                                const __nv_bfloat16* qkv, const float* lse, const float* dsum,
                                                int B, int T, int C, int NH, cudaStream_t stream);
+// The building blocks alone, for tests/gpu/flash_tc_layout_test.cpp: q (16,64), k, v (64,64) bf16
+// row-major -> s (16,64) = q k^T and o (16,64) = bf16(s) v in fp32, one block.
+cudaError_t launch_flash_attention_tc_layout_probe(float* s, float* o, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                   const __nv_bfloat16* v, cudaStream_t stream);
 
 // --- gelu.cu (tanh approximation; float or bf16, computed in float) ---
 cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream);
