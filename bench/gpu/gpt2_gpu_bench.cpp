@@ -12,6 +12,8 @@
 // Usage: gpt2_gpu_bench [--model d12] [--seq 1024] [--batch 0 (= largest that fits)] [--steps 20]
 //                       [--warmup 3] [--rounds 2] [--precision bf16|fp32] [--attention flash|naive]
 //                       [--probe off|on|both] [--run-dir DIR] [--peak-tflops X]
+// Last line: the attention of one step timed alone (all layers' forwards and backwards of the same
+// kind and shape, bench/gpu/attention_step_timing.h), so attention's share is read off directly.
 // Is not: the comparison with llm.c (bench/gpu/compare_with_llmc.sh runs this beside its train_gpt2.cu).
 #include <algorithm>
 #include <chrono>
@@ -27,6 +29,7 @@
 
 #include "model/adamw.h"
 #include "model/gpt2.h"
+#include "attention_step_timing.h"
 #include "ops/cuda/cuda_backend.h"
 #include "rankscope/probe/plugins.h"
 #include "rankscope/probe/probe.h"
@@ -265,5 +268,13 @@ int main(int argc, char** argv) {
   std::printf("  peak memory: %.2f GiB allocated by the model (params, grads, moments, activations) + %.2f GiB "
               "backend scratch; device in use %.2f GiB (incl. context and cuBLASLt workspace)\n",
               gib(mem.peak_allocated_bytes), gib(mem.scratch_bytes), gib(mem.device_used_bytes));
+  const gpt2::bench::AttentionShape attention{B, T, config->channels, config->num_heads, config->num_layers};
+  const auto attention_ms = gpt2::bench::attention_ms_per_step(ops, variant.attention, variant.activations, attention, 5);
+  if (attention_ms.ok()) {
+    std::printf("  attention alone: %.2f ms/step (forward + backward, %d layers; %.1f TFLOP/s)\n", *attention_ms,
+                attention.layers, gpt2::bench::attention_step_flops(attention) / (*attention_ms * 1e-3) / 1e12);
+  } else {
+    std::printf("  attention alone: n/a (%s)\n", attention_ms.status().to_string().c_str());
+  }
   return 0;
 }

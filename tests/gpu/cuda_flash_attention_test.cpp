@@ -1,14 +1,28 @@
-// cuda_flash_attention_test.cpp — the CUDA flash attention kernels (kernels/flash_attention.cu)
-// against the CUDA naive attention (materialised att, fp32 cuBLASLt GEMMs) and against the CPU flash
-// reference, forward and backward (dq, dk, dv), fp32. Label `gpu`: skips itself without a device.
+// cuda_flash_attention_test.cpp — the CUDA flash attention kernels against the CUDA naive attention
+// (materialised att, cuBLASLt GEMMs) and against the CPU flash reference, forward and backward (dq,
+// dk, dv): the scalar kernels (kernels/flash_attention.cu) in fp32, and the tensor-core kernels
+// (kernels/flash_attention_tc.cu) in bf16 against the scalar bf16 kernels and the CPU. Label `gpu`:
+// skips itself without a device.
 //
-// Shapes: T in {64, 1024, 4096} with head size 64 (GPT-2's), T = 1 and T = 100 (not a multiple of
-// any tile), head sizes 32 and 128 at T = 200. Tolerances (fp32 everywhere; only the order of the
+// fp32 shapes: T in {64, 1024, 4096} with head size 64 (GPT-2's), T = 1 and T = 100 (not a multiple
+// of any tile), head sizes 32 and 128 at T = 200. Tolerances (fp32 everywhere; only the order of the
 // sums differs, and exp/log are the device's): output |flash - naive| <= 1e-5 + 1e-4 |naive|;
 // each of dq, dk, dv: max |flash - naive| <= 1e-4 * max(1, max |naive|) (T = 4096: 2e-4, the sums
 // are 4x longer). The CPU test of the same algorithm measured ~1e-6 relative (tests/trainer).
-// The bf16 instantiation of the kernels compiles (launch.h) but the Ops interface carries fp32
-// activations today, so it has no test yet.
+//
+// bf16 tensor-core shapes: head size 64, T in {1, 64, 100, 1024, 4096}. Inputs are bf16 (the CPU
+// reads the same rounded values); the kernels round P and dS to bf16 before their second products
+// (relative error 2^-9 each) and every output to bf16 (2^-9 again): output |tc - want| <= 1e-2 +
+// 1e-2 |want|; each gradient max |tc - want| <= 2e-2 * max(1, max |want|) (T = 4096: 3e-2), where
+// want is the CPU (fp32 on the bf16 inputs) or the scalar bf16 kernels; lse (fp32 in both kernels)
+// within 1e-4 + 1e-4 |lse| of the scalar kernel's; two runs are bitwise equal (no atomics). The CPU
+// emulation of these kernels (tests/trainer/mma_layout_test.cpp), given these normal(0, 1) inputs,
+// measured at most 7.4e-3 on out and 1.4e-2 on gradients of magnitude 5.2.
+//
+// bf16 naive (tensor-core GEMMs, bf16 att): against the CPU naive on the same bf16 inputs, T in
+// {64, 100, 1024, 4096}, the same tolerances. A CPU simulation of its roundings (scores, att, y,
+// datt, dpre and the gradients rounded to bf16) measured out within 4.1e-3 (1 + |want|) and
+// gradients within 1.8e-2 of magnitude 3.5, T in {64, 100, 1024}.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,6 +121,120 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaFlashAttention,
                                            Shape{2, 100, 128, 2},    // T not a multiple of a tile
                                            Shape{1, 200, 96, 3},     // hs 32
                                            Shape{1, 200, 256, 2}),   // hs 128
+                         [](const ::testing::TestParamInfo<Shape>& p) {
+                           return "T" + std::to_string(p.param.T) + "_hs" + std::to_string(p.param.C / p.param.NH);
+                         });
+
+// --- bf16: the tensor-core kernels ---
+
+struct Bf16Outputs {
+  std::vector<float> out, dqkv, lse;
+};
+
+// Forward and backward with bf16 activations (qkv and dout rounded to bf16 on the way in).
+Bf16Outputs run_bf16(Ops& ops, const Shape& s, const std::vector<float>& qkv_host,
+                     const std::vector<float>& dout_host, AttentionKind kind = AttentionKind::kFlash) {
+  using gputest::ActBuffer;
+  const size_t btc = static_cast<size_t>(s.B) * s.T * s.C;
+  ActBuffer qkv(ops, qkv_host, ActType::kBF16), dout(ops, dout_host, ActType::kBF16);
+  ActBuffer out(ops, random_floats(btc, 7), ActType::kBF16);       // garbage: "=" must overwrite
+  ActBuffer dqkv(ops, random_floats(3 * btc, 8), ActType::kBF16);  // garbage too
+  Buffer<float> saved(ops, ops.attention_saved_floats(kind, s.B, s.T, s.NH));
+  Buffer<float> scratch(ops, ops.attention_scratch_floats(kind, s.B, s.T, s.NH));
+  ops.attention_forward(kind, out.ptr(), saved.get(), qkv.ptr(), s.B, s.T, s.C, s.NH);
+  ops.attention_backward(kind, dqkv.ptr(), scratch.get(), dout.ptr(), qkv.ptr(), out.ptr(),
+                         saved.get(), s.B, s.T, s.C, s.NH);
+  return {out.host(), dqkv.host(), saved.host()};
+}
+
+void expect_bf16_agree(const Bf16Outputs& got, const std::vector<float>& want_out,
+                       const std::vector<float>& want_dqkv, const Shape& s) {
+  const double grad_tol = s.T >= 4096 ? 3e-2 : 2e-2;
+  EXPECT_TRUE(all_close(got.out, want_out, 1e-2, 1e-2)) << "out";
+  const char* names[3] = {"dq", "dk", "dv"};
+  for (int part = 0; part < 3; part++)
+    EXPECT_TRUE(gradient_close(got.dqkv, want_dqkv, s.C, part, grad_tol)) << names[part];
+}
+
+class CudaFlashAttentionTensorCores : public ::testing::TestWithParam<Shape> {
+ protected:
+  void SetUp() override { RS_SKIP_WITHOUT_CUDA(); }
+};
+
+TEST_P(CudaFlashAttentionTensorCores, MatchesTheScalarKernelsAndTheCpu) {
+  const Shape s = GetParam();
+  ASSERT_EQ(s.C, 64 * s.NH) << "the tensor-core kernels serve head size 64";
+  CudaOpsOptions tensor_cores;
+  tensor_cores.precision = CudaPrecision::kBf16;
+  CudaOpsOptions scalar = tensor_cores;
+  scalar.attention_tensor_cores = false;
+  auto made_tc = make_cuda_ops(tensor_cores);
+  auto made_scalar = make_cuda_ops(scalar);
+  ASSERT_TRUE(made_tc.ok()) << made_tc.status().to_string();
+  ASSERT_TRUE(made_scalar.ok()) << made_scalar.status().to_string();
+  const size_t btc = static_cast<size_t>(s.B) * s.T * s.C;
+  const auto qkv = gputest::round_to_bf16(random_floats(3 * btc, 11 + s.T));
+  const auto dout = gputest::round_to_bf16(random_floats(btc, 12 + s.T));
+  SCOPED_TRACE(::testing::Message() << "B" << s.B << " T" << s.T << " NH" << s.NH);
+
+  const Bf16Outputs tc = run_bf16(*made_tc.value(), s, qkv, dout);
+  const Bf16Outputs reference = run_bf16(*made_scalar.value(), s, qkv, dout);
+  {
+    SCOPED_TRACE("tensor cores vs scalar kernels, both bf16");
+    expect_bf16_agree(tc, reference.out, reference.dqkv, s);
+    EXPECT_TRUE(all_close(tc.lse, reference.lse, 1e-4, 1e-4)) << "lse";
+  }
+  {
+    SCOPED_TRACE("tensor cores vs the cpu (fp32 on the same bf16 inputs)");
+    auto cpu = make_cpu_ops();
+    const Outputs want = run(*cpu, AttentionKind::kFlash, s, qkv, dout);
+    expect_bf16_agree(tc, want.out, want.dqkv, s);
+  }
+  const Bf16Outputs again = run_bf16(*made_tc.value(), s, qkv, dout);
+  EXPECT_EQ(again.out, tc.out) << "forward not deterministic";
+  EXPECT_EQ(again.dqkv, tc.dqkv) << "backward not deterministic";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaFlashAttentionTensorCores,
+                         ::testing::Values(Shape{2, 64, 256, 4},    // T 64: one tile, 4 heads
+                                           Shape{2, 1024, 128, 2},  // T 1024: 8 query tiles, 16 key tiles
+                                           Shape{1, 4096, 128, 2},  // T 4096
+                                           Shape{2, 1, 128, 2},     // T 1: everything past T zero-filled
+                                           Shape{1, 100, 192, 3},   // T 100: ragged last tiles
+                                           Shape{1, 200, 768, 12}), // d12's 12 heads, T not a tile multiple
+                         [](const ::testing::TestParamInfo<Shape>& p) {
+                           return "T" + std::to_string(p.param.T) + "_NH" + std::to_string(p.param.NH);
+                         });
+
+// --- bf16 naive: bf16 heads, tensor-core GEMMs, fused scaled masked softmax ---
+
+class CudaNaiveAttentionBf16 : public ::testing::TestWithParam<Shape> {
+ protected:
+  void SetUp() override { RS_SKIP_WITHOUT_CUDA(); }
+};
+
+TEST_P(CudaNaiveAttentionBf16, MatchesTheCpuNaiveAttention) {
+  const Shape s = GetParam();
+  CudaOpsOptions options;
+  options.precision = CudaPrecision::kBf16;
+  auto made = make_cuda_ops(options);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  const size_t btc = static_cast<size_t>(s.B) * s.T * s.C;
+  const auto qkv = gputest::round_to_bf16(random_floats(3 * btc, 21 + s.T));
+  const auto dout = gputest::round_to_bf16(random_floats(btc, 22 + s.T));
+  SCOPED_TRACE(::testing::Message() << "B" << s.B << " T" << s.T << " hs" << s.C / s.NH);
+  const Bf16Outputs got = run_bf16(*made.value(), s, qkv, dout, AttentionKind::kNaive);
+  auto cpu = make_cpu_ops();
+  const Outputs want = run(*cpu, AttentionKind::kNaive, s, qkv, dout);
+  // Scores are stored in bf16 before the softmax (llm.c's layout), beside the roundings flash has.
+  expect_bf16_agree(got, want.out, want.dqkv, s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaNaiveAttentionBf16,
+                         ::testing::Values(Shape{2, 64, 256, 4},     // T 64, hs 64
+                                           Shape{2, 1024, 128, 2},   // T 1024
+                                           Shape{1, 4096, 128, 2},   // T 4096
+                                           Shape{2, 100, 96, 3}),    // T 100, hs 32
                          [](const ::testing::TestParamInfo<Shape>& p) {
                            return "T" + std::to_string(p.param.T) + "_hs" + std::to_string(p.param.C / p.param.NH);
                          });

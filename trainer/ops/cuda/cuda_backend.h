@@ -69,6 +69,9 @@ struct CudaOpsOptions {
   int device = 0;
   CudaPrecision precision = CudaPrecision::kFp32;
   size_t gemm_workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace
+  // Flash attention on tensor cores where it applies (bf16 activations, head size 64); false keeps
+  // the scalar kernels, the reference the GPU tests compare the tensor-core kernels with.
+  bool attention_tensor_cores = true;
 };
 
 // Sets the device, creates the ops' stream and the cuBLASLt handle. Fails with the probe's reason

@@ -135,10 +135,14 @@ class CudaOps final : public Ops {
                                    const GemmEpilogue& epilogue, float alpha, float beta);
   rankscope::Status sum_impl(double* result, const float* x, size_t n, bool squares);
   // The naive path (cuBLASLt GEMMs around softmax kernels, att (B,NH,T,T) materialised).
-  // Activations float or bf16 (only the head split/merge sees them); heads, att and GEMMs fp32.
+  // fp32 activations: fp32 heads, att and GEMMs; bf16: bf16 heads, att and tensor-core GEMMs.
   rankscope::Status naive_attention_forward(ActPtr out, float* att, ConstActPtr qkv, int B, int T, int C, int NH);
   rankscope::Status naive_attention_backward(ActPtr dqkv, float* datt, ConstActPtr dout, ConstActPtr qkv,
                                              const float* att, int B, int T, int C, int NH);
+  // bf16 activations: bf16 heads and tensor-core GEMMs (cuda_ops_attention.cpp).
+  rankscope::Status naive_attention_backward_bf16(void* heads_buf, void* grads_buf, ActPtr dqkv, float* datt,
+                                                  ConstActPtr dout, ConstActPtr qkv, const float* att, int B, int T,
+                                                  int C, int NH);
   static ShardParams shard_params(const VocabShardMap& shard);
 
   CudaOpsOptions options_;

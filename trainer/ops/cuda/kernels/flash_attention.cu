@@ -17,8 +17,9 @@
 //             of FlashAttention-2's atomic adds into dQ: deterministic, as the rest of this backend.
 // Element type: float or __nv_bfloat16 in and out (converted on load and store); scores, softmax
 // statistics and accumulators are fp32. Head sizes 32, 64, 128 (GPT-2 presets use 64); any T.
-// Is not: a tensor-core kernel (scalar fp32 FMAs; a first correct version to measure against the
-// naive path, not yet tuned), nor the naive path (attention.cu + cuBLASLt).
+// Is not: a tensor-core kernel (scalar fp32 FMAs: the reference the GPU tests compare
+// flash_attention_tc.cu with, and the kernels for fp32 activations and head sizes 32 and 128), nor
+// the naive path (attention.cu + cuBLASLt).
 #include <cuda_bf16.h>
 
 #include "ops/cuda/kernels/device_util.cuh"
@@ -335,6 +336,14 @@ cudaError_t launch_flash_attention_forward(float* out, float* lse, const float* 
 cudaError_t launch_flash_attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B,
                                            int T, int C, int NH, cudaStream_t stream) {
   return forward_any(out, lse, qkv, B, T, C, NH, stream);
+}
+cudaError_t launch_flash_attention_row_dot(float* dsum, const __nv_bfloat16* dout, const __nv_bfloat16* out, int B,
+                                           int T, int C, int NH, cudaStream_t stream) {
+  constexpr int kDotBlock = 256;
+  const size_t threads = static_cast<size_t>(B) * NH * T * kWarp;
+  flash_row_dot_kernel<__nv_bfloat16><<<grid_for(threads, kDotBlock), kDotBlock, 0, stream>>>(dsum, dout, out, B, T,
+                                                                                              C, NH);
+  return cudaGetLastError();
 }
 cudaError_t launch_flash_attention_backward(float* dqkv, float* dsum, const float* dout, const float* qkv,
                                             const float* out, const float* lse, int B, int T, int C, int NH,

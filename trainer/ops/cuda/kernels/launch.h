@@ -107,6 +107,16 @@ cudaError_t launch_causal_softmax(float* att, long rows, int T, cudaStream_t str
 // In place over datt (rows, T): datt = att * (datt - sum_j att*datt) on j <= t, 0 above.
 cudaError_t launch_causal_softmax_backward(float* datt, const float* att, long rows, int T,
                                            cudaStream_t stream);
+// The bf16 naive path (tensor-core GEMMs): heads stay bf16; the softmax reads raw scores, applies
+// `scale` (1/sqrt(hs)) and the mask in fp32 and writes bf16 probabilities (a fused scaled, masked
+// softmax); the backward is the same formula on bf16 att and datt, fp32 inside.
+cudaError_t launch_split_heads(__nv_bfloat16* heads, const __nv_bfloat16* src, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+cudaError_t launch_merge_heads(__nv_bfloat16* dst, const __nv_bfloat16* heads, int B, int T, int NH, int hs, int ld,
+                               int offset, cudaStream_t stream);
+cudaError_t launch_causal_softmax(__nv_bfloat16* att, long rows, int T, float scale, cudaStream_t stream);
+cudaError_t launch_causal_softmax_backward(__nv_bfloat16* datt, const __nv_bfloat16* att, long rows, int T,
+                                           cudaStream_t stream);
 
 // --- flash_attention.cu (causal; Q, K, V read from qkv (B,T,3C), no (B,NH,T,T) buffer) ---
 // Head sizes 32, 64, 128 (else cudaErrorInvalidValue); any T; B*NH <= 65535. float or bf16 in and
@@ -124,6 +134,24 @@ cudaError_t launch_flash_attention_backward(__nv_bfloat16* dqkv, float* dsum, co
                                             const __nv_bfloat16* qkv, const __nv_bfloat16* out,
                                             const float* lse, int B, int T, int C, int NH,
                                             cudaStream_t stream);
+
+// D (B,NH,T) = rowsum(dout * out) per head row: the first step of either backward (tensor-core too).
+cudaError_t launch_flash_attention_row_dot(float* dsum, const __nv_bfloat16* dout, const __nv_bfloat16* out, int B,
+                                           int T, int C, int NH, cudaStream_t stream);
+
+// --- flash_attention_tc.cu (tensor cores: bf16 in and out, head size 64 only, causal, fp32 inside) ---
+// The same contract as the flash_attention.cu wrappers above, for C == 64 * NH and B*NH <= 65535
+// (else cudaErrorInvalidValue); qkv, out, dout, dqkv 16-byte aligned (the caller checks: the kernels
+// copy 16-byte chunks). The backward reads dsum = D, filled first by launch_flash_attention_row_dot.
+cudaError_t launch_flash_attention_tc_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, int B, int T,
+                                              int C, int NH, cudaStream_t stream);
+cudaError_t launch_flash_attention_tc_backward(__nv_bfloat16* dqkv, const __nv_bfloat16* dout,
+                                               const __nv_bfloat16* qkv, const float* lse, const float* dsum,
+                                               int B, int T, int C, int NH, cudaStream_t stream);
+// The building blocks alone, for tests/gpu/flash_tc_layout_test.cpp: q (16,64), k, v (64,64) bf16
+// row-major -> s (16,64) = q k^T and o (16,64) = bf16(s) v in fp32, one block.
+cudaError_t launch_flash_attention_tc_layout_probe(float* s, float* o, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                   const __nv_bfloat16* v, cudaStream_t stream);
 
 // --- gelu.cu (tanh approximation; float or bf16, computed in float) ---
 cudaError_t launch_gelu_forward(float* out, const float* inp, size_t n, cudaStream_t stream);
