@@ -291,7 +291,9 @@ Status Trainer::setup_device(const std::vector<std::string>& hosts) {
   co.precision = plan_.precision;
   RS_ASSIGN_OR_RETURN(ops_, make_cuda_ops(co));
   // MoE element loops on the ops' stream (checked against the CPU oracle: tests/gpu/cuda_moe_test.cpp).
-  if (o_.moe.enabled()) RS_ASSIGN_OR_RETURN(moe_ops_, make_cuda_moe_ops(*ops_));
+  if (o_.moe.enabled()) {
+    RS_ASSIGN_OR_RETURN(moe_ops_, make_cuda_moe_ops(*ops_));
+  }
   if (faults_->wants_gpu())
     faults_->set_gpu_stall_hook([this](double seconds) { return cuda_ops_enqueue_spin(*ops_, seconds); });
   if (!o_.profile_steps.empty()) {
