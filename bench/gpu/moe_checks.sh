@@ -61,13 +61,16 @@ ensure_built() {
 # Losses of metrics.jsonl, one per line.
 losses() { sed -n 's/.*"loss":\([-0-9.eE+]*\).*/\1/p' "$1/metrics.jsonl"; }
 
-# tiny MoE on 4 ranks sharing the GPU; extra flags follow.
+# tiny MoE (tests/e2e/moe_equivalence_test.cpp's configuration: block 0 is the MoE block, 4 experts,
+# top-2, capacity 1.25) on np ranks sharing the GPU; extra flags follow. MOE_DEVICE=cpu dry-runs the
+# parity and faults stages without a GPU. Why this small: an MoE's losses part at the first routing
+# decision that flips on a last-bit difference, and 8 dropless experts at seq 64 did so within 2e-3.
 tiny_moe() {
   local np=$1 dir=$2; shift 2
   rm -rf "$dir"
-  mpirun -np "$np" "$train" --device "${MOE_DEVICE:-cuda}" --precision fp32 --model tiny --vocab-size 1024 --seq-len 64 \
-    --batch 4 --lr 3e-3 --data synthetic:zipf --seed 7 --moe-experts 8 --moe-top-k 2 --moe-every 1 \
-    --moe-aux-loss-coef 0.01 --quiet --run-dir "$dir" "$@"
+  mpirun -np "$np" "$train" --device "${MOE_DEVICE:-cuda}" --precision fp32 --model tiny --vocab-size 1024 --seq-len 32 \
+    --batch 2 --lr 3e-3 --data synthetic:zipf --seed 7 --moe-experts 4 --moe-top-k 2 --moe-every 2 \
+    --moe-capacity-factor 1.25 --moe-aux-loss-coef 0.01 --quiet --run-dir "$dir" "$@"
 }
 
 stage_tests() {
@@ -109,10 +112,10 @@ stage_faults() {
   else
     verdict faults-miscount FAIL "see moe-faults.txt"
   fi
-  # A stall in forward/block1/moe/experts on rank 1 from step 2: the job hangs; hangdoctor while it does.
+  # A stall in forward/block0/moe/experts on rank 1 from step 2: the job hangs; hangdoctor while it does.
   # setsid: the job is its own process group, ended by that id afterwards.
   setsid bash -c "$(declare -f tiny_moe); train='$train'; tiny_moe 4 $base/stall --steps 40 --ep 4 \
-    --watchdog-timeout 5 --inject stall:rank=1,range=forward/block1/moe/experts,step=2" \
+    --watchdog-timeout 5 --inject stall:rank=1,range=forward/block0/moe/experts,step=2" \
     >"$out/moe-faults-stall.log" 2>&1 &
   local job=$!
   sleep 25
