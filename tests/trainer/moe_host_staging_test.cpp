@@ -2,6 +2,7 @@
 // it: HostStagingCommunicator over a host group (here 4 threads; MPI in the trainer), the rows in
 // "device" memory (a fake arena the staging predicate calls device memory).
 //
+// Also the displacement math of a row all_to_all_v (moe::row_splits) with empty peers.
 // Checks: the host collective never sees an arena pointer; the per-peer counts it is given (what
 // the probe, standing where CountsSeen stands, records) are the plan's row splits times the row
 // width; rows arrive in the same places as in the unstaged exchange; the staged bytes are exactly
@@ -70,6 +71,13 @@ int32_t expert_for(int rank, int slot, int experts) {
   const int h = (slot * 5 + rank * 3 + (slot * slot) % 7) % (experts + 3);
   const int e = h >= experts ? 3 : h;
   return e == 6 ? 7 : e;
+}
+
+TEST(MoeRowSplits, ElementCountsAndDisplacementsOfRowsWithEmptyPeers) {
+  const std::vector<size_t> rows = {3, 0, 5, 0};
+  const auto s = gpt2::moe::row_splits(rows, kWidth);
+  EXPECT_EQ(s.counts, (std::vector<size_t>{9, 0, 15, 0}));
+  EXPECT_EQ(s.displs, (std::vector<size_t>{0, 9, 9, 24})) << "an empty peer's block starts where the next one does";
 }
 
 TEST(MoeHostStaging, FourRanksSharingOneDeviceExchangeRowsThroughHostMemory) {
