@@ -38,6 +38,7 @@ set -uo pipefail
 build="${BUILD_DIR:-build-gpu}"
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
+: >"$out/moe-summary.txt"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests parity faults incident bench)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -52,7 +53,7 @@ ensure_built() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ ! -f "$build/build.ninja" ]; then
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
       >"$out/moe-configure.txt" 2>&1 || { tail -30 "$out/moe-configure.txt"; return 1; }
   fi
   cmake --build "$build" -j"$(nproc)" --target "${missing[@]}" 2>&1 | tail -3
