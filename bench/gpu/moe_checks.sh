@@ -39,6 +39,7 @@ build="${BUILD_DIR:-build-gpu}"
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 : >"$out/moe-summary.txt"
+work="${MOE_WORK:-$(mktemp -d)}"  # run directories of the jobs (large: the incident's recorders)
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests parity faults incident bench)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -84,7 +85,7 @@ stage_tests() {
 }
 
 stage_parity() {
-  local base=/tmp/moe-parity ok=1
+  local base="$work/parity" ok=1
   for ep in 1 2 4; do
     tiny_moe 4 "$base/ep$ep" --steps 20 --ep "$ep" >"$out/moe-parity-ep$ep.log" 2>&1 || { ok=0; tail -5 "$out/moe-parity-ep$ep.log"; }
     losses "$base/ep$ep" >"$base/ep$ep.losses"
@@ -103,7 +104,7 @@ stage_parity() {
 }
 
 stage_faults() {
-  local base=/tmp/moe-faults
+  local base="$work/faults"
   # a2a-miscount: rank 1 expects one row more back from rank 0 in the combine at step 2.
   timeout 180 bash -c "$(declare -f tiny_moe); train='$train'; tiny_moe 4 $base/miscount --steps 6 --ep 4 \
     --inject a2a-miscount:rank=1,step=2,delta=1" >"$out/moe-faults-miscount.log" 2>&1
@@ -143,7 +144,7 @@ stage_incident() {
     verdict incident SKIP "needs ~110 GB for 4 d12 ranks at B=24 (this GPU: $mem_mib MiB): run on nvidia-h200"
     return
   fi
-  local base=/tmp/moe-incident
+  local base="$work/incident"
   for loop in grouped token; do
     # Step 1 warms up (plans, allocations); the token loop's later steps each cost tens of seconds.
     local steps=5; [ "$loop" = token ] && steps=2
