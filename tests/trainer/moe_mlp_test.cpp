@@ -13,6 +13,7 @@
 #include "model/moe_mlp.h"
 #include "ops/cpu/cpu_moe_ops.h"
 #include "ops/cpu/cpu_ops.h"
+#include "moe_param_view.h"
 #include "thread_group_comm.h"
 
 namespace {
@@ -30,23 +31,14 @@ float pseudo(size_t i, float scale) { return scale * std::sin(0.731f * float(i) 
 // Flat weights of all E experts: router, then per expert fc_w, fc_b, proj_w, proj_b.
 struct Params {
   std::vector<float> v;
-  static size_t expert_size() { return size_t(kH) * kC + kH + size_t(kC) * kH + kC; }
-  Params() : v(size_t(kE) * kC + kE * expert_size()) {
+  static size_t expert_size() { return gpt2::testing::moe_expert_floats(kC); }
+  Params() : v(gpt2::testing::moe_layer_floats(kE, kC)) {
     for (size_t i = 0; i < v.size(); i++) v[i] = pseudo(i, 0.5f);
   }
   // The tensors of experts [first, first + count).
   template <class F, class P>
   static gpt2::MoeTensors<F> view(P* base, int first, int count) {
-    gpt2::MoeTensors<F> t;
-    t.router = base;
-    for (int e = first; e < first + count; e++) {
-      P* x = base + size_t(kE) * kC + size_t(e) * expert_size();
-      t.fc_w.push_back(x);
-      t.fc_b.push_back(x + size_t(kH) * kC);
-      t.proj_w.push_back(x + size_t(kH) * kC + kH);
-      t.proj_b.push_back(x + size_t(kH) * kC + kH + size_t(kC) * kH);
-    }
-    return t;
+    return gpt2::testing::moe_view<F>(base, kE, kC, first, count);
   }
 };
 

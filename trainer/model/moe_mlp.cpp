@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "model/moe_expert_chain.h"
+
 namespace gpt2 {
 
 using rankscope::probe::ScopedRange;
@@ -108,6 +110,7 @@ rankscope::Result<MoeStats> MoeMlp::forward(float* out, const float* inp, const 
     float* sorted = buffer(kSorted, size_t(R) * C);
     mops_.gather_rows(sorted, inp, tor, R, C);
     RS_ASSIGN_OR_RETURN(plan_, moe::exchange_counts(ep_, layout_, order_.expert_counts));
+    blocks_ = moe::expert_blocks(plan_.expert_rows, cfg_.loop);
     const size_t rr = plan_.total_recv();
     stats.received = static_cast<int64_t>(rr);
     float* recv = buffer(kRecv, rr * C);
@@ -154,49 +157,19 @@ Status MoeMlp::combine_exchange(const float* yrecv, float* ysorted) {
   return rankscope::corrupt(fmt::format("{}; the exchange completed short, the rows after it are misplaced", what));
 }
 
-// Calls chunk(j, first_row, rows) for each local expert j: its whole contiguous segment (one GEMM
-// chain per expert) or, with the token loop, each of its rows alone.
-template <class Chunk>
-void MoeMlp::each_expert_chunk(Chunk&& chunk) const {
-  size_t off = 0;
-  for (size_t j = 0; j < plan_.expert_rows.size(); j++) {
-    const size_t rows = plan_.expert_rows[j];
-    const size_t step = cfg_.loop == ExpertLoop::kToken ? 1 : rows;
-    for (size_t at = off; at < off + rows; at += step) chunk(j, at, step);
-    off += rows;
-  }
-}
-
 void MoeMlp::experts_forward(const MoeWeights& w) {
-  const int C = C_, H = 4 * C_;
-  const size_t rr = plan_.total_recv();
-  float* xg = buffer(kXGrouped, rr * C);
-  float* pre = buffer(kPre, rr * H);
-  float* gel = buffer(kGelu, rr * H);
-  float* yg = buffer(kYGrouped, rr * C);
-  each_expert_chunk([&](size_t j, size_t at, size_t rows) {
-    const int n = static_cast<int>(rows);
-    ops_.matmul_forward(pre + at * H, xg + at * C, w.fc_w[j], w.fc_b[j], n, C, H);
-    ops_.gelu_forward(gel + at * H, pre + at * H, rows * H);
-    ops_.matmul_forward(yg + at * C, gel + at * H, w.proj_w[j], w.proj_b[j], n, H, C);
-  });
+  const size_t rr = plan_.total_recv(), H = 4 * size_t(C_);
+  const moe::ExpertActivations acts{buffer(kXGrouped, rr * C_), buffer(kPre, rr * H), buffer(kGelu, rr * H),
+                                    buffer(kYGrouped, rr * C_)};
+  moe::expert_chain_forward(ops_, blocks_, w, acts, C_);
 }
 
 void MoeMlp::experts_backward(const MoeWeights& w, MoeGrads& g) {
-  const int C = C_, H = 4 * C_;
-  const size_t rr = plan_.total_recv();
-  float* xg = buffer(kXGrouped, rr * C);
-  float* pre = buffer(kPre, rr * H);
-  float* gel = buffer(kGelu, rr * H);
-  float* dyg = buffer(kDGrouped, rr * C);
-  float* dh = buffer(kDH, rr * H);
-  float* dxg = buffer(kDXGrouped, rr * C);
-  each_expert_chunk([&](size_t j, size_t at, size_t rows) {
-    const int n = static_cast<int>(rows);
-    ops_.matmul_backward(dh + at * H, g.proj_w[j], g.proj_b[j], dyg + at * C, gel + at * H, w.proj_w[j], n, H, C);
-    ops_.gelu_backward(dh + at * H, pre + at * H, dh + at * H, rows * H);
-    ops_.matmul_backward(dxg + at * C, g.fc_w[j], g.fc_b[j], dh + at * H, xg + at * C, w.fc_w[j], n, C, H);
-  });
+  const size_t rr = plan_.total_recv(), H = 4 * size_t(C_);
+  const moe::ExpertActivations acts{buffer(kXGrouped, rr * C_), buffer(kPre, rr * H), buffer(kGelu, rr * H),
+                                    buffer(kYGrouped, rr * C_)};
+  moe::expert_chain_backward(ops_, blocks_, w, g, acts, buffer(kDGrouped, rr * C_), buffer(kDH, rr * H),
+                             buffer(kDXGrouped, rr * C_), C_);
 }
 
 Status MoeMlp::backward(float* dinp, const float* dout, const float* inp, const MoeWeights& w, MoeGrads& g,

@@ -1,5 +1,5 @@
 // moe_mlp.h — one mixture-of-experts MLP layer with expert parallelism: router, top-k, capacity,
-// dispatch over ep{k}, one GEMM chain per local expert, combine; and its backward.
+// dispatch over ep{k}, the experts' GEMM chain (moe_expert_chain.h), combine; and its backward.
 //
 // Is: the layer the GPT-2 model puts in place of the dense MLP in every --moe-every'th block. Its
 // input is the ln_2 output (N,C); its output (N,C) is what the dense MLP's c_proj would give.
@@ -23,7 +23,9 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "model/moe_dispatch.h"
+#include "model/moe_expert_blocks.h"
 #include "model/moe_ops.h"
+#include "model/moe_weights.h"
 #include "model/ops.h"
 #include "rankscope/format/status.h"
 #include "rankscope/probe/probe.h"
@@ -37,15 +39,6 @@ struct MoeLayerConfig {
   float aux_loss_coef = 0.0f;     // A
   ExpertLoop loop = ExpertLoop::kGrouped;
 };
-
-// Weights of one layer on this rank: the router and its L local experts, each tensor contiguous.
-template <class F>
-struct MoeTensors {
-  F* router = nullptr;                                   // (E,C)
-  std::vector<F*> fc_w, fc_b, proj_w, proj_b;            // per local expert: (4C,C) (4C) (C,4C) (C)
-};
-using MoeWeights = MoeTensors<const float>;
-using MoeGrads = MoeTensors<float>;
 
 // What one forward saw, for counters: assignments this rank's router made to each global expert
 // (before drops), rows this rank received for its experts, slots dropped, the aux loss value.
@@ -81,8 +74,6 @@ class MoeMlp {
 
  private:
   float* buffer(size_t index, size_t floats);  // grow-only backend scratch
-  template <class Chunk>
-  void each_expert_chunk(Chunk&& chunk) const;
   void experts_forward(const MoeWeights& w);
   void experts_backward(const MoeWeights& w, MoeGrads& g);
   Status combine_exchange(const float* yrecv, float* ysorted);
@@ -99,6 +90,7 @@ class MoeMlp {
   std::vector<int32_t> expert_host_;      // (N*K) chosen experts, -1 once dropped
   moe::SlotOrder order_;
   moe::ExchangePlan plan_;
+  std::vector<moe::ExpertBlock> blocks_;  // the expert chain's GEMM blocks (moe_expert_blocks.h)
   std::vector<float> aux_dprob_host_;     // (E)
   int miscount_peer_ = -1;
   int64_t miscount_delta_ = 0;

@@ -29,6 +29,7 @@
 #include "model/adamw.h"
 #include "model/gpt2.h"
 #include "ops/cpu/cpu_moe_ops.h"
+#include "ops/cuda/cuda_moe_backend.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cuda/cuda_backend.h"
 #include "parallel/ddp_reducer.h"
@@ -285,14 +286,14 @@ Status Trainer::setup_device(const std::vector<std::string>& hosts) {
     moe_ops_ = make_cpu_moe_ops();
     return {};
   }
-  if (o_.moe.enabled())
-    return rankscope::unsupported(
-        "--moe-experts runs on the CPU backend in this build: the CUDA MoE ops compile but are not yet "
-        "checked against the CPU oracle (hint: --device cpu)");
   CudaOpsOptions co;
   co.device = plan_.device_index;
   co.precision = plan_.precision;
   RS_ASSIGN_OR_RETURN(ops_, make_cuda_ops(co));
+  // MoE element loops on the ops' stream (checked against the CPU oracle: tests/gpu/cuda_moe_test.cpp).
+  if (o_.moe.enabled()) {
+    RS_ASSIGN_OR_RETURN(moe_ops_, make_cuda_moe_ops(*ops_));
+  }
   if (faults_->wants_gpu())
     faults_->set_gpu_stall_hook([this](double seconds) { return cuda_ops_enqueue_spin(*ops_, seconds); });
   if (!o_.profile_steps.empty()) {

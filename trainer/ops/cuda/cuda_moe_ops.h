@@ -3,8 +3,8 @@
 // Is: one method per op that launches the kernels of kernels/moe.cu on the stream of the CudaOps it
 // is made from, so MoE ops are ordered with the dense ops of the same step. Buffers (index vectors
 // included) are device memory from that CudaOps.
-// Is not: public (CUDA headers); not yet wired into the model, and not yet checked on a GPU against
-// the CPU oracle (no device where it was written: it compiles).
+// Is not: public (CUDA headers; the trainer makes one through cuda_moe_backend.h). Each op is
+// checked against the CPU oracle by tests/gpu/cuda_moe_test.cpp (label gpu).
 #pragma once
 
 #include <cuda_runtime_api.h>
