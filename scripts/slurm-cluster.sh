@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# slurm-cluster.sh — a real four-node Slurm on this one machine, for the multi-node tests and for
+# trying `hangdoctor --slurm` by hand: one slurmctld and four slurmd n1..n4 on 127.0.0.1, each slurmd
+# in its own mount and UTS namespace (hostname nK, a per-node directory bind-mounted at /scratch), so a
+# job's `--run-dir /scratch/run` is node-local as on a real cluster and the head sees none of it.
+#
+#   scripts/slurm-cluster.sh start  DIR   write munge key + slurm.conf under DIR, start the daemons,
+#                                         wait until 4 nodes are idle; prints `export SLURM_CONF=...`
+#   scripts/slurm-cluster.sh status DIR   exit 0 when the 4 nodes answer (sinfo printed)
+#   scripts/slurm-cluster.sh stop   DIR   cancel jobs, stop every daemon and every process left in a
+#                                         node's namespace, remove DIR (RANKSCOPE_SLURM_KEEP=1 keeps
+#                                         it for its logs) and /scratch if start created it
+#   scripts/slurm-cluster.sh can-run      exit 0 when this machine can run it; else one line why
+#
+# Is: root only (slurmd, namespaces, bind mounts); nothing written under /etc (SLURM_CONF points the
+# clients at DIR/slurm.conf; munged gets --key-file/--socket; slurm gets AuthInfo=socket=...). The
+# only path outside DIR is the empty mount point /scratch. Ports: RANKSCOPE_SLURM_PORT (controller,
+# default 16817) and the next four for the nodes.
+# Is not: an installer (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge unless
+# RANKSCOPE_NO_SLURM=1) nor a test (tests/slurm/).
+set -euo pipefail
+
+nodes=(n1 n2 n3 n4)
+ctld_port=${RANKSCOPE_SLURM_PORT:-16817}
+mount_point=/scratch
+
+die() { echo "slurm-cluster: $*" >&2; exit 1; }
+
+# Why this machine cannot run the cluster, or nothing when it can.
+why_not() {
+  [[ $(id -u) -eq 0 ]] || { echo "not root (slurmd, mount namespaces and bind mounts need root)"; return; }
+  local b
+  for b in slurmctld slurmd sbatch srun sinfo munged unshare; do
+    command -v "$b" >/dev/null || { echo "$b not installed (scripts/install-deps.sh installs it unless RANKSCOPE_NO_SLURM=1)"; return; }
+  done
+  unshare -m -u --propagation private true 2>/dev/null ||
+    { echo "cannot create mount+UTS namespaces (unshare -m -u refused: container without CAP_SYS_ADMIN?)"; return; }
+}
+
+write_config() {
+  local dir=$1 host
+  host=$(hostname -s)
+  mkdir -p "$dir"/{munge,ctld,log,run} "${nodes[@]/#/$dir/spool/}" "${nodes[@]/#/$dir/tmp/}" "${nodes[@]/#/$dir/node/}"
+  # Non-root users (the permission test's) must reach the munge socket and read slurm.conf.
+  chmod 755 "$dir" "$dir/munge" "$dir/run"
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$dir/munge/munge.key"
+  local ports=() i
+  for i in 1 2 3 4; do ports+=($((ctld_port + i))); done
+  cat >"$dir/slurm.conf" <<EOF
+# Written by scripts/slurm-cluster.sh: four nodes on one machine (see that script's header).
+ClusterName=rankscope
+SlurmctldHost=${host}(127.0.0.1)
+SlurmctldPort=${ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=${dir}/munge/munge.socket
+StateSaveLocation=${dir}/ctld
+SlurmctldPidFile=${dir}/run/slurmctld.pid
+SlurmctldLogFile=${dir}/log/slurmctld.log
+SlurmdSpoolDir=${dir}/spool/%n
+SlurmdPidFile=${dir}/run/slurmd-%n.pid
+SlurmdLogFile=${dir}/log/slurmd-%n.log
+# The nodes claim more CPUs than the machine has.
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+# PMIx keeps per-node temp dirs here; one per node or they collide.
+TmpFS=${dir}/tmp/%n
+# Debian's OpenMPI has no PMI2.
+MpiDefault=pmix
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmctldTimeout=30
+# A node whose slurmd a test stops must not be declared DOWN (and its job killed) meanwhile.
+SlurmdTimeout=300
+MessageTimeout=5
+InactiveLimit=0
+KillWait=2
+JobAcctGatherType=jobacct_gather/none
+NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[${ports[0]}-${ports[3]}] CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
+EOF
+}
+
+start_node() {
+  local dir=$1 node=$2
+  # The node's own name and /scratch; slurmd daemonizes inside the namespace, and so do its job steps.
+  unshare -m -u --propagation private sh -c "hostname $node && mount --bind '$dir/node/$node' $mount_point && \
+    exec slurmd -N $node -f '$dir/slurm.conf'" || die "slurmd $node did not start (see $dir/log/slurmd-$node.log)"
+}
+
+idle_nodes() { sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l; }
+
+start() {
+  local dir=$1 reason
+  reason=$(why_not)
+  [[ -z $reason ]] || die "cannot run here: $reason"
+  [[ ! -e $dir/slurm.conf ]] || die "$dir already holds a cluster (stop it first)"
+  dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
+  # A Unix socket's path holds at most 107 bytes.
+  ((${#dir} + 20 < 108)) || die "$dir is too long a path for munge's socket; choose a shorter DIR"
+  write_config "$dir"
+  if [[ ! -d $mount_point ]]; then mkdir "$mount_point" && touch "$dir/created-mount-point"; fi
+  export SLURM_CONF=$dir/slurm.conf
+  munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" --pid-file="$dir/run/munged.pid" \
+    --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" --force ||
+    die "munged did not start (see $dir/log/munged.log)"
+  slurmctld -f "$SLURM_CONF" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  local node
+  for node in "${nodes[@]}"; do start_node "$dir" "$node"; done
+  # The node namespaces, so that stop can find every process left in them (job steps included).
+  for node in "${nodes[@]}"; do
+    local pid_file=$dir/run/slurmd-$node.pid
+    for _ in $(seq 50); do [[ -s $pid_file ]] && break; sleep 0.1; done
+    [[ -s $pid_file ]] || die "slurmd $node wrote no pid file (see $dir/log/slurmd-$node.log)"
+    readlink "/proc/$(cat "$pid_file")/ns/mnt" >>"$dir/run/node-namespaces"
+  done
+  local waited=0
+  until [[ $(idle_nodes) -eq ${#nodes[@]} ]]; do
+    ((waited++ < 300)) || die "4 idle nodes not reached in 30 s: $(sinfo -h -N 2>&1 | tr '\n' ' ')"
+    sleep 0.1
+  done
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+# Kills `pid` (ours: read from our pid files or found in our node namespaces) and waits for it to go.
+kill_and_wait() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop() {
+  local dir=$1
+  [[ -e $dir/slurm.conf ]] || { echo "slurm-cluster: no cluster in $dir" >&2; return 0; }
+  export SLURM_CONF=$dir/slurm.conf
+  # Stopped ranks ignore the job's end until continued; the namespace sweep below continues and kills them.
+  local ids
+  ids=$(squeue -h -o '%i' 2>/dev/null || true)
+  [[ -z $ids ]] || scancel $ids 2>/dev/null || true
+  local f
+  for f in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid"; do [[ -s $f ]] && kill_and_wait "$(cat "$f")"; done
+  # Whatever is left in a node's namespace (job steps, ranks, a stopped rank): ours, by namespace.
+  if [[ -s $dir/run/node-namespaces ]]; then
+    local p ns
+    for p in /proc/[0-9]*; do
+      ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+      if grep -qxF "$ns" "$dir/run/node-namespaces"; then
+        kill -CONT "${p#/proc/}" 2>/dev/null || true
+        kill -KILL "${p#/proc/}" 2>/dev/null || true
+      fi
+    done
+  fi
+  [[ -s $dir/run/munged.pid ]] && kill_and_wait "$(cat "$dir/run/munged.pid")"
+  if [[ -e $dir/created-mount-point ]]; then rmdir "$mount_point" 2>/dev/null || true; fi
+  if [[ ${RANKSCOPE_SLURM_KEEP:-0} == 1 ]]; then echo "slurm-cluster: stopped; logs kept in $dir/log"; else rm -rf "$dir"; fi
+}
+
+status() {
+  local dir=$1
+  [[ -e $dir/slurm.conf ]] || die "no cluster in $dir"
+  export SLURM_CONF=$dir/slurm.conf
+  sinfo -N
+  # Up: idle, or running jobs.
+  [[ $(sinfo -h -N -t idle,alloc,mix -o '%N' | sort -u | wc -l) -eq ${#nodes[@]} ]]
+}
+
+case "${1:-}" in
+  start) [[ $# -eq 2 ]] || die "usage: $0 start DIR"; start "$2" ;;
+  stop) [[ $# -eq 2 ]] || die "usage: $0 stop DIR"; stop "$2" ;;
+  status) [[ $# -eq 2 ]] || die "usage: $0 status DIR"; status "$2" ;;
+  can-run) reason=$(why_not); [[ -z $reason ]] || { echo "$reason"; exit 1; } ;;
+  *) die "usage: $0 start|stop|status DIR | can-run" ;;
+esac
