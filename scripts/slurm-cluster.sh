@@ -33,8 +33,15 @@ why_not() {
   for b in slurmctld slurmd sbatch srun sinfo munged unshare; do
     command -v "$b" >/dev/null || { echo "$b not installed (scripts/install-deps.sh installs it unless RANKSCOPE_NO_SLURM=1)"; return; }
   done
-  unshare -m -u --propagation private true 2>/dev/null ||
-    { echo "cannot create mount+UTS namespaces (unshare -m -u refused: container without CAP_SYS_ADMIN?)"; return; }
+  # What start does in each node's namespace: set its host name, bind-mount a directory.
+  local probe_dir
+  probe_dir=$(mktemp -d)
+  if ! unshare -m -u --propagation private sh -c "hostname rs-probe && mount --bind '$probe_dir' '$probe_dir'" 2>/dev/null; then
+    rmdir "$probe_dir"
+    echo "cannot set a host name and bind-mount in new mount+UTS namespaces (unshare -m -u; a container without CAP_SYS_ADMIN?)"
+    return
+  fi
+  rmdir "$probe_dir"
 }
 
 write_config() {

@@ -161,12 +161,13 @@ expect_rank() {
   expect ".ranks[] | select(.rank == $1) | .host == \"$2\" and .state == \"$3\"" "rank $1 on $2, $3"
 }
 
-# expect_bad_input WORDS...: hangdoctor refused (exit 2) with an error naming each word.
+# expect_bad_input WORDS...: hangdoctor refused (exit 2) with an error naming each word (a regex
+# matched as a whole word).
 expect_bad_input() {
   ((diag_rc == 2)) || fail "expected exit 2 (bad input), got $diag_rc: $(cat "$work/diagnosis.txt")"
   local w
   for w in "$@"; do
-    grep -qiE -- "$w" "$work/diagnosis.txt" || fail "the error does not say '$w': $(cat "$work/diagnosis.txt")"
+    grep -qiwE -- "$w" "$work/diagnosis.txt" || fail "the error does not say '$w': $(cat "$work/diagnosis.txt")"
   done
   log "error: $(head -3 "$work/diagnosis.txt")"
 }
