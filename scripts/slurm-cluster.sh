@@ -143,27 +143,42 @@ kill_and_wait() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# The pids of the processes in a node's mount namespace (one find: a readlink per process is seconds
+# on a loaded machine).
+in_node_namespaces() {
+  local ns match=()
+  while read -r ns; do
+    ((${#match[@]} == 0)) || match+=(-o)
+    match+=(-lname "${ns//[/\\[}")
+  done <"$1/run/node-namespaces"
+  match=("${match[@]//]/\\]}")
+  # find fails on processes that end while it reads /proc: not an error here.
+  { find /proc -mindepth 3 -maxdepth 3 -path '/proc/*/ns/mnt' \( "${match[@]}" \) -printf '%h\n' 2>/dev/null || true; } |
+    sed 's|^/proc/||; s|/ns$||'
+}
+
 stop() {
   local dir=$1
   [[ -e $dir/slurm.conf ]] || { echo "slurm-cluster: no cluster in $dir" >&2; return 0; }
   export SLURM_CONF=$dir/slurm.conf
-  # Stopped ranks ignore the job's end until continued; the namespace sweep below continues and kills them.
-  local ids
-  ids=$(squeue -h -o '%i' 2>/dev/null || true)
-  [[ -z $ids ]] || scancel $ids 2>/dev/null || true
-  local f
-  for f in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid"; do [[ -s $f ]] && kill_and_wait "$(cat "$f")"; done
-  # Whatever is left in a node's namespace (job steps, ranks, a stopped rank): ours, by namespace.
+  # Everything in a node's namespace is this cluster's: slurmd, slurmstepd, the jobs' tasks (stopped
+  # ones too: SIGKILL ends them). Killing them outright is quick where slurmd's own shutdown waits for
+  # its steps; the controller's state goes with DIR.
   if [[ -s $dir/run/node-namespaces ]]; then
-    local p ns
-    for p in /proc/[0-9]*; do
-      ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
-      if grep -qxF "$ns" "$dir/run/node-namespaces"; then
-        kill -CONT "${p#/proc/}" 2>/dev/null || true
-        kill -KILL "${p#/proc/}" 2>/dev/null || true
-      fi
+    local p
+    for _ in $(seq 50); do
+      [[ -n $(in_node_namespaces "$dir") ]] || break
+      for p in $(in_node_namespaces "$dir"); do kill -KILL "$p" 2>/dev/null || true; done
+      sleep 0.1
     done
+    p=$(in_node_namespaces "$dir")
+    [[ -z $p ]] || die "processes still in the nodes' namespaces after SIGKILL: $(echo $p)"
+  else
+    # start failed before recording the namespaces: the daemons by their pid files.
+    local f
+    for f in "$dir"/run/slurmd-*.pid; do [[ -s $f ]] && kill_and_wait "$(cat "$f")"; done
   fi
+  [[ -s $dir/run/slurmctld.pid ]] && kill_and_wait "$(cat "$dir/run/slurmctld.pid")"
   [[ -s $dir/run/munged.pid ]] && kill_and_wait "$(cat "$dir/run/munged.pid")"
   if [[ -e $dir/created-mount-point ]]; then rmdir "$mount_point" 2>/dev/null || true; fi
   if [[ ${RANKSCOPE_SLURM_KEEP:-0} == 1 ]]; then echo "slurm-cluster: stopped; logs kept in $dir/log"; else rm -rf "$dir"; fi
