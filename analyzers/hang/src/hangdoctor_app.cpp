@@ -1,15 +1,20 @@
 // hangdoctor_app.cpp — `hangdoctor RUN_DIR [--json FILE] [--wait SECONDS] [--stacks]`.
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "rankscope/analyzers/hang/classifier.h"
+#include "rankscope/analyzers/hang/gather_wording.h"
+#include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/hang/progress_watch.h"
 #include "rankscope/analyzers/hang/report.h"
+#include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/torch_fr/fr_import.h"
 
@@ -149,15 +154,41 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     return 2;
   }
 
+  // A gathered run (rankscope gather, hangdoctor --slurm): process states come from the nodes'
+  // snapshots, the gather's own findings (nodes that did not answer) lead the report.
+  std::optional<format::GatherRecord> gathered;
+  std::optional<SnapshotProcessTable> snapshot_processes;
+  std::vector<std::string> gather_lines;
+  if (!from_torch && format::is_gathered_run(dir)) {
+    auto record = format::read_gather_record(dir);
+    auto table = SnapshotProcessTable::load(dir);
+    if (record.ok()) {
+      gathered = std::move(*record);
+      gather_lines.push_back(gather_headline(*gathered));
+      for (auto& line : gather_findings(*gathered)) gather_lines.push_back(std::move(line));
+    } else {
+      gather_lines.push_back(fmt::format("gathered run: {}", record.status().message()));
+    }
+    if (table.ok()) snapshot_processes = std::move(*table);
+    if (snapshot_processes)
+      for (const auto& p : snapshot_processes->problems()) gather_lines.push_back("gather: " + p);
+  }
   RemoteProcesses remote;  // dumps are copied off their nodes: no process of theirs is here
-  Diagnosis d = diagnose(run, from_torch ? static_cast<ProcessTable&>(remote) : processes, classify);
+  ProcessTable& judged_by = from_torch ? static_cast<ProcessTable&>(remote)
+                            : snapshot_processes ? static_cast<ProcessTable&>(*snapshot_processes)
+                                                 : processes;
+  Diagnosis d = diagnose(run, judged_by, classify);
   std::vector<std::string> stack_notes;
-  if (stacks && !from_torch && d.verdict != Verdict::kFinished) {
+  if (stacks && snapshot_processes) {
+    stack_notes.push_back("a gathered run's stacks are taken on the nodes (rankscope gather --stacks): see evidence/");
+  } else if (stacks && !from_torch && d.verdict != Verdict::kFinished) {
     auto report = capture_stacks(d, dir, processes, collector);
     stack_notes = std::move(report.notes);
   }
   // With --json -, stdout carries the JSON alone (for | jq): the text goes to stderr, or nowhere.
   std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  if (text)
+    for (const auto& line : gather_lines) std::fprintf(text, "%s\n", line.c_str());
   if (text) std::fputs(render_text(d).c_str(), text);
   for (const auto& n : stack_notes)
     if (text) std::fprintf(text, "stacks: %s\n", n.c_str());
@@ -174,6 +205,11 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       j["wait"] = {{"quiet_s", wait_s}, {"samples", watched->samples}, {"stalled", watched->stalled},
                    {"hang_to_verdict_s", watched->stalled ? nlohmann::json(watched->hang_to_verdict_s()) : nlohmann::json(nullptr)}};
     }
+    if (gathered) {
+      j["gather"] = {{"nodes_asked", gathered->nodes.size()}, {"nodes_answered", gathered->answered()},
+                     {"seconds", gathered->seconds}, {"stream_bytes", gathered->stream_bytes},
+                     {"findings", gather_lines}};
+    }
     if (json_file == "-") {
       std::fprintf(out, "%s\n", j.dump(2).c_str());
     } else {
@@ -185,7 +221,9 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       }
     }
   }
-  return exit_code(d);
+  // A node that did not answer is a problem even when the ranks that did look healthy.
+  const bool node_unreachable = gathered && gathered->answered() < int(gathered->nodes.size());
+  return node_unreachable ? std::max(exit_code(d), 1) : exit_code(d);
 }
 
 }  // namespace rankscope::hang

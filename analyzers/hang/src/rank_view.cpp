@@ -41,9 +41,9 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
     v.offset_ns = s.live.clock_uncertainty_ns >= 0 ? s.live.clock_offset_ns : 0;
     v.finished = s.live.process_state == format::ProcessState::kFinished;
     v.aborted = s.live.process_state == format::ProcessState::kAborted;
-    // A boot id that is not this machine's: a host of the same name, another boot; pids mean nothing.
-    v.liveness = !s.boot_id.empty() && s.boot_id != analyzers::this_boot_id() ? Liveness::kUnknown
-                                                                              : processes.liveness(s.host, s.pid);
+    // A boot id the table cannot speak for (locally: not this machine's, a host of the same name
+    // booted another time): pids mean nothing.
+    v.liveness = processes.speaks_for_boot(s.boot_id) ? processes.liveness(s.host, s.pid) : Liveness::kUnknown;
     v.heartbeat_ns = v.aligned(s.live.heartbeat_ns);
     int64_t last = std::max(s.live.step_begin_ns, s.start_ns);
     if (const auto* main = s.main_thread()) {

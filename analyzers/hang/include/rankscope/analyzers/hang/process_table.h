@@ -4,7 +4,8 @@
 // Is: the questions the hang classifier asks the operating system, behind a small interface so
 // tests can hand it a fake process table (dynolog's fake /proc idea) and production uses kill(pid,0)
 // plus /proc/PID/task/*/stat and wchan on this host. Is not: a remote probe; processes on other
-// hosts are kUnknown and the classifier falls back on heartbeat age.
+// hosts are kUnknown and the classifier falls back on heartbeat age, unless the run was gathered
+// (snapshot_process_table.h answers from the states each node recorded).
 #pragma once
 
 #include <filesystem>
@@ -42,6 +43,11 @@ class ProcessTable {
   virtual ~ProcessTable() = default;
   virtual Liveness liveness(const std::string& host, int pid) = 0;
   virtual std::string local_host() = 0;
+  // False when a writer's boot id ("" when it recorded none) is one this table cannot answer for:
+  // by default, any boot but this machine's (a host of the same name booted another time).
+  virtual bool speaks_for_boot(const std::string& boot_id) {
+    return boot_id.empty() || boot_id == analyzers::this_boot_id();
+  }
   // Liveness plus the threads' run state; the default knows only liveness.
   virtual ProcessStatus status(const std::string& host, int pid) {
     ProcessStatus s;

@@ -1,0 +1,61 @@
+// gather.h — runs the snapshot on every node of a job and unpacks the streams into one run directory.
+//
+// Is: the nodes to ask (from Slurm: `squeue` + `scontrol show hostnames`, one `srun --jobid J
+// --overlap --ntasks-per-node 1 -N 1 -w NODE` each, so every node's stream is separate; or from a
+// hosts file and an --exec template such as 'ssh {host}'), the parallel launch under one deadline
+// (node_launch.h), the bounded decoding of each stream into DIR/hosts/<host>/, the merge into DIR as
+// an ordinary run directory, and DIR/gather.json (format/gathered_run.h). One node's silence, error
+// or hostile stream is recorded for that node; the others' data is kept. Is not: the snapshot
+// itself (node_snapshot.h), nor the diagnosis of what was gathered.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rankscope/format/gathered_run.h"
+#include "rankscope/format/snapshot_stream.h"
+#include "rankscope/format/status.h"
+
+namespace rankscope::gather {
+
+struct GatherTarget {
+  std::string host;     // the node's name, also its folder under DIR/hosts/
+  std::string command;  // shell command whose stdout is the node's snapshot stream
+};
+
+struct GatherOptions {
+  std::filesystem::path out_dir;       // created; an empty folder or an earlier gather (replaced)
+  std::string run_dir;                 // RUN_DIR as the nodes see it (recorded)
+  std::string launcher = "exec";       // recorded: "slurm" or "exec"
+  std::string job_id;                  // recorded
+  double deadline_s = 20;
+  int max_parallel = 256;              // commands running at once
+  uint64_t max_stream_bytes = 1ull << 30;  // per node, compressed
+  format::SnapshotLimits limits;
+};
+
+// Host names become folder names and land in shell commands: [A-Za-z0-9._-], not starting with
+// '-' or '.', at most 253 bytes.
+Status check_host_name(std::string_view host);
+
+// The hosts file: one host per line; blank lines and '#' comments ignored; duplicates refused.
+Result<std::vector<std::string>> read_hosts_file(const std::filesystem::path& file);
+
+// `snapshot_command` is the whole command a node runs (already quoted); the template's {host}
+// (required) is replaced by the host, the snapshot command appended after a space.
+Result<std::vector<GatherTarget>> exec_targets(const std::vector<std::string>& hosts, const std::string& exec_template,
+                                               const std::string& snapshot_command);
+
+// Asks Slurm for the job's nodes (squeue, scontrol; within `deadline_s`) and builds one srun per
+// node. Errors: Slurm's commands missing, a job that does not exist, is not running, or belongs to
+// another user (only its owner or root may srun --overlap into it).
+Result<std::vector<GatherTarget>> slurm_targets(const std::string& job_id, const std::string& snapshot_command,
+                                                double deadline_s);
+
+// Runs the targets and fills options.out_dir. Fails only for bad options (out_dir not usable, no
+// targets); every node's failure is a line of the record.
+Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targets, const GatherOptions& options);
+
+}  // namespace rankscope::gather

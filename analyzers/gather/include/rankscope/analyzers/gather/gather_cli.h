@@ -1,0 +1,28 @@
+// gather_cli.h — the command lines of `rankscope snapshot`, `rankscope gather` and hangdoctor's
+// gathering flags (--slurm, --hosts/--exec), as functions the thin mains call.
+//
+// Is: flag parsing, the default remote binary (this rankscope's absolute path, or the rankscope
+// beside hangdoctor), the temporary gather folder of `hangdoctor --slurm`, and the printed
+// summaries. Exit codes: 0 all well, 1 a problem found (a node unreachable), 2 bad input. Is not:
+// the work (node_snapshot.h, gather.h) or the diagnosis (hangdoctor_app.h).
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+#include "rankscope/analyzers/hang/hangdoctor_app.h"
+
+namespace rankscope::gather {
+
+using Args = std::span<const std::string_view>;
+
+// `rankscope snapshot RUN_DIR [--stacks] [--all-hosts]`: the stream goes to `out` (stdout).
+int snapshot_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
+// `rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec CMD) -o DIR [--deadline S] ...`
+int gather_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
+// hangdoctor: with --slurm or --hosts, gathers first (into --gather-dir or a temporary folder) and
+// diagnoses what was gathered; otherwise run_hangdoctor unchanged.
+int hangdoctor_main(Args args, const hang::HangdoctorEnv& env = {});
+
+}  // namespace rankscope::gather

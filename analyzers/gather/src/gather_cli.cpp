@@ -1,0 +1,239 @@
+// gather_cli.cpp — `rankscope snapshot`, `rankscope gather`, and `hangdoctor --slurm|--hosts`.
+//
+// One parser for the gathering flags serves both commands, so `rankscope gather` and hangdoctor
+// accept the same spelling. The snapshot command a node runs is `<remote rankscope> snapshot
+// <RUN_DIR> [--stacks]`, every word shell-quoted (ssh hands it to the remote shell).
+#include "rankscope/analyzers/gather/gather_cli.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "node_launch.h"
+#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/analyzers/gather/node_snapshot.h"
+#include "rankscope/analyzers/hang/gather_wording.h"
+
+namespace rankscope::gather {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSnapshotHelp =
+    "usage: rankscope snapshot RUN_DIR [--stacks] [--all-hosts] > node.snap\n\n"
+    "Writes this node's share of a run directory to stdout as one compressed, versioned stream\n"
+    "(docs/FORMAT.md \"Snapshot stream\"): its flight recorders (rankNNNNN.flight, nccl/), the state of\n"
+    "each of their processes from /proc (alive, gone, stopped, in D state), run.json, recent evidence/.\n"
+    "Event streams are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n"
+    "  --stacks     also capture native stacks of the live ranks (eu-stack, else gdb)\n"
+    "  --all-hosts  also ship recorders another host wrote (a run directory on a shared filesystem)\n";
+
+constexpr const char* kGatherHelp =
+    "usage: rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec 'ssh {host}') -o DIR\n"
+    "                        [--deadline SECONDS] [--remote-rankscope PATH] [--stacks] [--max-parallel N]\n\n"
+    "Runs `rankscope snapshot RUN_DIR` on every node of a job, in parallel, and unpacks the streams into\n"
+    "DIR: DIR/hosts/<host>/ as each node sent it, DIR itself a run directory of every rank (hangdoctor DIR,\n"
+    "rankscope inspect DIR), DIR/gather.json the record (nodes asked, answered, unreachable and why).\n"
+    "RUN_DIR is the run directory's path as the nodes see it.\n\n"
+    "  --slurm JOBID          the nodes of a running Slurm job; one `srun --jobid JOBID --overlap` per node\n"
+    "  --hosts FILE --exec T  one host per line; T is the command that reaches a host, {host} replaced\n"
+    "                         (e.g. 'ssh -o BatchMode=yes {host}'); the snapshot command is appended\n"
+    "  -o DIR                 where to unpack (empty, or an earlier gather, which is replaced)\n"
+    "  --deadline SECONDS     nodes not done by then are stopped and reported unreachable (default 20)\n"
+    "  --remote-rankscope P   the rankscope binary on the nodes (default: this one's absolute path)\n"
+    "  --stacks               nodes also capture native stacks of their live ranks\n"
+    "  --max-parallel N       nodes asked at once (default 256)\n\n"
+    "exit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
+
+struct GatherFlags {
+  std::string slurm_job, hosts_file, exec_template, remote_rankscope, out_dir;
+  double deadline_s = 20;
+  int max_parallel = 256;
+  bool stacks = false;
+  bool any() const { return !slurm_job.empty() || !hosts_file.empty(); }
+};
+
+enum class Parsed { kNotMine, kTaken, kBad };
+
+// The flags of gathering; `i` is moved past a value it takes.
+Parsed parse_gather_flag(Args args, size_t& i, GatherFlags& f, std::FILE* err) {
+  const std::string_view a = args[i];
+  const bool has_value = i + 1 < args.size();
+  std::string* text = a == "--slurm" ? &f.slurm_job : a == "--hosts" ? &f.hosts_file : a == "--exec" ? &f.exec_template
+                    : a == "--remote-rankscope" ? &f.remote_rankscope : nullptr;
+  if (text) {
+    if (!has_value) return std::fprintf(err, "%.*s needs a value\n", int(a.size()), a.data()), Parsed::kBad;
+    *text = args[++i];
+    return Parsed::kTaken;
+  }
+  if (a == "--deadline" || a == "--max-parallel") {
+    if (!has_value) return std::fprintf(err, "%.*s needs a value\n", int(a.size()), a.data()), Parsed::kBad;
+    const std::string_view v = args[++i];
+    double x = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || p != v.data() + v.size() || !(x > 0) || (a == "--max-parallel" && x != double(int(x)))) {
+      std::fprintf(err, "%.*s needs a positive number, got '%.*s'\n", int(a.size()), a.data(), int(v.size()), v.data());
+      return Parsed::kBad;
+    }
+    if (a == "--deadline") f.deadline_s = x;
+    else f.max_parallel = int(x);
+    return Parsed::kTaken;
+  }
+  return Parsed::kNotMine;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+// Checks the flags and builds one target per node.
+Result<std::vector<GatherTarget>> targets_for(const GatherFlags& f, const std::string& run_dir,
+                                              const std::string& default_remote) {
+  if (!f.slurm_job.empty() && !f.hosts_file.empty()) return invalid_argument("--slurm and --hosts: give one of them");
+  if (!f.hosts_file.empty() && f.exec_template.empty())
+    return invalid_argument("--hosts needs --exec, the command that reaches a host (e.g. --exec 'ssh {host}')");
+  if (f.hosts_file.empty() && !f.exec_template.empty()) return invalid_argument("--exec goes with --hosts FILE");
+  const std::string remote = f.remote_rankscope.empty() ? default_remote : f.remote_rankscope;
+  if (remote.empty()) return invalid_argument("cannot tell this rankscope's path: give --remote-rankscope PATH");
+  std::string command = shell_quote(remote) + " snapshot " + shell_quote(run_dir);
+  if (f.stacks) command += " --stacks";
+  if (!f.slurm_job.empty()) return slurm_targets(f.slurm_job, command, f.deadline_s);
+  RS_ASSIGN_OR_RETURN(auto hosts, read_hosts_file(f.hosts_file));
+  return exec_targets(hosts, f.exec_template, command);
+}
+
+Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string& run_dir, const std::string& default_remote,
+                                         const fs::path& out_dir) {
+  RS_ASSIGN_OR_RETURN(auto targets, targets_for(f, run_dir, default_remote));
+  GatherOptions o;
+  o.out_dir = out_dir;
+  o.run_dir = run_dir;
+  o.launcher = f.slurm_job.empty() ? "exec" : "slurm";
+  o.job_id = f.slurm_job;
+  o.deadline_s = f.deadline_s;
+  o.max_parallel = f.max_parallel;
+  return gather_nodes(targets, o);
+}
+
+}  // namespace
+
+int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
+  std::string dir;
+  NodeSnapshotOptions o;
+  for (const std::string_view a : args) {
+    if (a == "--help" || a == "-h") return std::fputs(kSnapshotHelp, stdout), 0;
+    if (a == "--stacks") o.stacks = true;
+    else if (a == "--all-hosts") o.all_hosts = true;
+    else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kSnapshotHelp), 2;
+    else if (dir.empty()) dir = a;
+    else return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
+  }
+  if (dir.empty()) return std::fputs(kSnapshotHelp, err), 2;
+  if (::isatty(::fileno(out)))
+    return std::fprintf(err, "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
+                             "(rankscope snapshot RUN_DIR > node.snap), or let `rankscope gather` run it\n"), 2;
+  hang::SystemProcessTable processes;
+  hang::ExternalStackCollector stacks;
+  auto r = write_node_snapshot(dir, out, processes, stacks, o);
+  if (!r.ok()) return std::fprintf(err, "rankscope snapshot: %s\n", r.status().message().c_str()), 2;
+  return 0;
+}
+
+int gather_main(Args args, std::FILE* out, std::FILE* err) {
+  GatherFlags f;
+  std::string run_dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") return std::fputs(kGatherHelp, out), 0;
+    switch (parse_gather_flag(args, i, f, err)) {
+      case Parsed::kTaken: continue;
+      case Parsed::kBad: return 2;
+      case Parsed::kNotMine: break;
+    }
+    if ((a == "-o" || a == "--out") && i + 1 < args.size()) f.out_dir = args[++i];
+    else if (a == "--stacks") f.stacks = true;
+    else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()), a.data(), kGatherHelp), 2;
+    else if (run_dir.empty()) run_dir = a;
+    else return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
+  }
+  if (run_dir.empty() || f.out_dir.empty() || !f.any()) return std::fputs(kGatherHelp, err), 2;
+  auto r = gather_with(f, run_dir, self_executable(), f.out_dir);
+  if (!r.ok()) return std::fprintf(err, "rankscope gather: %s\n", r.status().message().c_str()), 2;
+  std::fprintf(out, "%s, into %s\n", hang::gather_headline(*r).c_str(), f.out_dir.c_str());
+  for (const auto& line : hang::gather_findings(*r)) std::fprintf(out, "  %s\n", line.c_str());
+  if (r->answered() == 0) return 2;
+  return r->answered() < int(r->nodes.size()) ? 1 : 0;
+}
+
+int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
+  GatherFlags f;
+  std::string gather_dir;
+  std::vector<std::string_view> rest;
+  std::optional<size_t> run_dir_at;  // where RUN_DIR sits in `rest`
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    switch (parse_gather_flag(args, i, f, env.err)) {
+      case Parsed::kTaken: continue;
+      case Parsed::kBad: return 2;
+      case Parsed::kNotMine: break;
+    }
+    if (a == "--gather-dir" && i + 1 < args.size()) {
+      gather_dir = args[++i];
+      continue;
+    }
+    rest.push_back(a);
+    // hangdoctor's own flags that take a value: their value is not RUN_DIR.
+    if ((a == "--json" || a == "--wait" || a == "--stuck-after") && i + 1 < args.size()) rest.push_back(args[++i]);
+    else if (!a.empty() && a[0] != '-' && !run_dir_at) run_dir_at = rest.size() - 1;
+  }
+  if (!f.any()) {
+    if (!gather_dir.empty() || !f.exec_template.empty())
+      return std::fprintf(env.err, "hangdoctor: --gather-dir and --exec go with --slurm JOBID or --hosts FILE\n"), 2;
+    return hang::run_hangdoctor(args, env);
+  }
+  if (!run_dir_at) return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"), 2;
+  for (auto& a : rest) {
+    if (a == "--wait") return std::fprintf(env.err, "hangdoctor: --wait follows a local run; with --slurm/--hosts, run it again to look again\n"), 2;
+    if (a == "--stacks") f.stacks = true;  // taken on the nodes, at snapshot time
+  }
+  std::erase(rest, std::string_view("--stacks"));
+  const std::string run_dir(rest[*run_dir_at]);
+  fs::path dir = gather_dir;
+  bool temporary = false;
+  if (dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "hangdoctor-gather-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return std::fprintf(env.err, "hangdoctor: cannot create a temporary folder\n"), 2;
+    dir = tmpl;
+    temporary = true;
+  }
+  // The rankscope beside this hangdoctor runs the snapshot on the nodes.
+  const std::string self = self_executable();
+  const std::string remote = self.empty() ? std::string() : (fs::path(self).parent_path() / "rankscope").string();
+  auto r = gather_with(f, run_dir, remote, dir);
+  int rc = 2;
+  if (!r.ok()) {
+    std::fprintf(env.err, "hangdoctor: %s\n", r.status().message().c_str());
+  } else if (r->answered() == 0) {
+    std::fprintf(env.err, "hangdoctor: %s\n", hang::gather_headline(*r).c_str());
+    for (const auto& line : hang::gather_findings(*r)) std::fprintf(env.err, "  %s\n", line.c_str());
+    std::fprintf(env.err, "hangdoctor: no node answered, nothing to diagnose\n");
+  } else {
+    const std::string gathered = dir.string();
+    rest[*run_dir_at] = gathered;
+    rc = hang::run_hangdoctor(rest, env);
+    if (!temporary && env.out) std::fprintf(rc == 2 ? env.err : env.out, "gathered run kept in %s\n", gathered.c_str());
+  }
+  std::error_code ec;
+  if (temporary) fs::remove_all(dir, ec);
+  return rc;
+}
+
+}  // namespace rankscope::gather

@@ -1,0 +1,206 @@
+// node_snapshot.cpp — builds a node's snapshot: which files, which process states, in which order.
+//
+// The manifest comes first so a reader learns the node and its processes before any recorder; it
+// can be written first because every recorder is read (its identity: host, pid, boot id) before
+// the stream starts. Recorders are copied once with pread: the reader downstream checks each
+// seqlocked section, so a copy taken mid-update is marked torn there, not here.
+#include "rankscope/analyzers/gather/node_snapshot.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "process_liveness.h"
+#include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/nccl_plugin_run.h"
+#include "rankscope/format/run_directory_layout.h"
+#include "rankscope/format/snapshot_stream.h"
+
+namespace rankscope::gather {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileToShip {
+  std::string name;  // relative to the run directory, as in the stream
+  fs::path path;
+  std::optional<int> rank;  // probe recorders
+};
+
+Result<std::vector<uint8_t>> read_whole(const fs::path& p, uint64_t limit) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return io_error(fmt::format("{}: cannot open", p.string()));
+  std::vector<uint8_t> bytes;
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec) return io_error(fmt::format("{}: {}", p.string(), ec.message()));
+  if (size > limit) return invalid_argument(fmt::format("{}: {} bytes, over {}", p.string(), size, limit));
+  bytes.resize(size_t(size));
+  in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(size));
+  bytes.resize(size_t(in.gcount()));
+  return bytes;
+}
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool is_plugin_file(const fs::path& p) {
+  const auto n = p.filename().string();
+  return n.ends_with(".flight") || n.ends_with(".process.json");
+}
+
+// The NCCL plugin names its files <host>.<pid>.…: the host is everything before the pid.
+bool plugin_file_of_host(const std::string& name, const std::string& host) {
+  return name.size() > host.size() + 1 && name.compare(0, host.size(), host) == 0 && name[host.size()] == '.' &&
+         std::isdigit(static_cast<unsigned char>(name[host.size() + 1]));
+}
+
+// Evidence files, newest first, as many as the options allow.
+std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnapshotOptions& o,
+                                        std::vector<std::string>& skipped) {
+  std::vector<std::pair<fs::file_time_type, FileToShip>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir / format::kEvidenceDir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    const auto name = std::string(format::kEvidenceDir) + "/" + e.path().filename().string();
+    if (!format::check_snapshot_entry_name(name).ok()) continue;
+    if (e.file_size(ec) > o.max_evidence_file_bytes) {
+      skipped.push_back(fmt::format("{}: larger than {} bytes", name, o.max_evidence_file_bytes));
+      continue;
+    }
+    found.push_back({e.last_write_time(ec), {name, e.path(), std::nullopt}});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<FileToShip> out;
+  for (auto& f : found) {
+    if (int(out.size()) >= o.max_evidence_files) {
+      skipped.push_back(fmt::format("{}: older than the {} newest evidence files", f.second.name, o.max_evidence_files));
+      continue;
+    }
+    out.push_back(std::move(f.second));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out, hang::ProcessTable& processes,
+                                                hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec))
+    return not_found(fmt::format("{}: no such directory on {}", run_dir.string(), analyzers::this_host_name()));
+  NodeSnapshotSummary summary;
+  const std::string host = analyzers::this_host_name();
+  const std::string boot_id = analyzers::this_boot_id();
+
+  // Which files, and the process behind each recorder.
+  std::vector<FileToShip> files;
+  if (fs::is_regular_file(run_dir / format::kRunMetadataFile, ec))
+    files.push_back({std::string(format::kRunMetadataFile), run_dir / format::kRunMetadataFile, std::nullopt});
+  for (const auto& e : fs::directory_iterator(run_dir, ec))
+    if (auto r = format::rank_of_file(e.path(), ".flight"); r && e.is_regular_file(ec))
+      files.push_back({e.path().filename().string(), e.path(), r});
+  for (const auto& e : fs::directory_iterator(run_dir / format::kNcclPluginDir, ec)) {
+    const auto name = std::string(format::kNcclPluginDir) + "/" + e.path().filename().string();
+    if (!e.is_regular_file(ec) || !is_plugin_file(e.path())) continue;
+    if (!o.all_hosts && !plugin_file_of_host(e.path().filename().string(), host)) {
+      summary.skipped.push_back(fmt::format("{}: written on another host", name));
+      continue;
+    }
+    files.push_back({name, e.path(), std::nullopt});
+  }
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  struct Process {
+    std::string host;
+    int pid = 0;
+    std::vector<int> ranks;
+  };
+  std::map<std::pair<std::string, int>, Process> procs;
+  std::vector<FileToShip> shipped;
+  for (auto& f : files) {
+    if (!f.name.ends_with(".flight")) {
+      shipped.push_back(std::move(f));
+      continue;
+    }
+    if (!format::check_snapshot_entry_name(f.name).ok()) {
+      summary.skipped.push_back(fmt::format("{}: a name the stream cannot carry", f.name));
+      continue;
+    }
+    auto snap = format::read_flight_recorder(f.path);
+    if (snap.ok()) {
+      if (!o.all_hosts && snap->host != host) {
+        summary.skipped.push_back(fmt::format("{}: written on host {}", f.name, snap->host));
+        continue;
+      }
+      auto& p = procs[{snap->host, snap->pid}];
+      p.host = snap->host;
+      p.pid = snap->pid;
+      if (snap->rank >= 0 && !snap->nccl_plugin) p.ranks.push_back(snap->rank);
+    }
+    // An unreadable recorder still travels: the reader downstream says what is wrong with it.
+    ++summary.recorders;
+    shipped.push_back(std::move(f));
+  }
+  for (auto& f : recent_evidence(run_dir, o, summary.skipped)) shipped.push_back(std::move(f));
+
+  nlohmann::json proc_json = nlohmann::json::array();
+  std::vector<std::pair<std::string, std::string>> stack_files;  // (entry name, text)
+  for (const auto& [key, p] : procs) {
+    const hang::ProcessStatus s = processes.status(p.host, p.pid);
+    proc_json.push_back({{"host", p.host}, {"pid", p.pid}, {"ranks", p.ranks}, {"alive", analyzers::liveness_name(s.alive)},
+                         {"state", hang::os_run_state_name(s.state)}, {"wchan", s.wchan}, {"threads", s.threads}});
+    if (o.stacks && s.alive == analyzers::Liveness::kAlive && summary.stacks < o.max_stacks) {
+      auto text = stacks.collect(p.pid);
+      const int rank = p.ranks.empty() ? -1 : p.ranks.front();
+      const auto name = fmt::format("{}/{}-snapshot-{}.stacks.txt", format::kEvidenceDir,
+                                    rank >= 0 ? fmt::format("rank{:05d}", rank) : fmt::format("pid{}", p.pid), unix_ms_now());
+      if (text.ok()) {
+        stack_files.push_back({name, fmt::format("# rankscope snapshot --stacks: rank {} pid {} on {}\n", rank, p.pid, p.host) + *text});
+        ++summary.stacks;
+      } else {
+        summary.skipped.push_back(fmt::format("stacks of pid {}: {}", p.pid, text.status().message()));
+      }
+    }
+  }
+  summary.processes = int(procs.size());
+
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& f : shipped) names.push_back(f.name);
+  for (const auto& s : stack_files) names.push_back(s.first);
+  const nlohmann::json manifest = {{"format", "rankscope-snapshot"},
+                                   {"version", format::kSnapshotVersion},
+                                   {"host", host},
+                                   {"boot_id", boot_id},
+                                   {"taken_unix_ms", unix_ms_now()},
+                                   {"run_dir", run_dir.string()},
+                                   {"rankscope_version", RANKSCOPE_VERSION},
+                                   {"processes", proc_json},
+                                   {"files", names},
+                                   {"skipped", summary.skipped}};
+
+  format::SnapshotWriter writer(out);
+  RS_RETURN_IF_ERROR(writer.add(format::kSnapshotManifest, manifest.dump(1)));
+  // Files are read after the states, one at a time (memory stays at one recorder): a recorder
+  // copied after its process's state is at least as new as that state. One that vanished since it
+  // was listed is left out (the manifest lists what was meant to come; the entries are what came).
+  for (const auto& f : shipped) {
+    auto bytes = read_whole(f.path, format::SnapshotLimits{}.max_entry_bytes);
+    if (!bytes.ok()) continue;
+    RS_RETURN_IF_ERROR(writer.add(f.name, *bytes));
+  }
+  for (const auto& [name, text] : stack_files) RS_RETURN_IF_ERROR(writer.add(name, text));
+  RS_RETURN_IF_ERROR(writer.finish());
+  summary.bytes_in = writer.bytes_in();
+  summary.bytes_out = writer.bytes_out();
+  return summary;
+}
+
+}  // namespace rankscope::gather

@@ -1,0 +1,20 @@
+// gather_wording.h — what a gather record says, in the words hangdoctor and `rankscope gather` print.
+//
+// Is: the headline ("4 of 4 nodes answered in 0.41 s (12.3 MB)") that is the first line of a
+// diagnosis of a gathered run, and one finding per node that did not answer, with the ranks it
+// held. Is not: the gathering (analyzers/gather) or the record's format (format/gathered_run.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rankscope/format/gathered_run.h"
+
+namespace rankscope::hang {
+
+std::string gather_headline(const format::GatherRecord& record);
+// "node n4 did not answer (no answer within the 20.0 s deadline): ranks 12-15 unseen", one per node,
+// then one line for ranks nobody sent that no node can be blamed for, and the merge's problems.
+std::vector<std::string> gather_findings(const format::GatherRecord& record);
+
+}  // namespace rankscope::hang

@@ -1,0 +1,47 @@
+// snapshot_process_table.h — process states of a gathered run, as each node saw them.
+//
+// Is: a ProcessTable that answers from the per-node snapshot manifests of a gathered run directory
+// (DIR/hosts/<host>/snapshot.json, docs/FORMAT.md): each node read /proc for its own ranks when it
+// was asked, so "frozen" (every thread stopped or in D state) and "dead" (no such pid) are exact
+// for ranks on other hosts, as they are for local ranks. Answers describe the moment of the gather,
+// not now. Is not: a live probe (it never looks at this machine's /proc), nor the gathering.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rankscope/analyzers/hang/process_table.h"
+#include "rankscope/format/status.h"
+
+namespace rankscope::hang {
+
+class SnapshotProcessTable final : public ProcessTable {
+ public:
+  // Reads every DIR/hosts/*/snapshot.json; a node whose manifest is missing or damaged adds a
+  // problem and answers nothing (its ranks read as on another host). Fails only when DIR/hosts is
+  // not a directory.
+  static Result<SnapshotProcessTable> load(const std::filesystem::path& gathered_dir);
+
+  Liveness liveness(const std::string& host, int pid) override;
+  std::string local_host() override { return {}; }  // no rank of a gathered run runs here
+  ProcessStatus status(const std::string& host, int pid) override;
+  bool speaks_for_boot(const std::string& boot_id) override;
+
+  size_t processes() const { return states_.size(); }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::map<std::pair<std::string, int>, ProcessStatus> states_;  // (recorder's host, pid)
+  std::set<std::string> boot_ids_;                                 // of the nodes that answered
+  std::vector<std::string> problems_;
+};
+
+// The names snapshot.json uses for the states ("alive", "gone", "unknown"; os_run_state_name's).
+Liveness liveness_from_name(std::string_view name);
+OsRunState os_run_state_from_name(std::string_view name);
+
+}  // namespace rankscope::hang

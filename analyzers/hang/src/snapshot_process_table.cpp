@@ -1,0 +1,74 @@
+// snapshot_process_table.cpp — answers "alive? frozen?" from the nodes' snapshot manifests.
+#include "rankscope/analyzers/hang/snapshot_process_table.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "rankscope/format/gathered_run.h"
+#include "rankscope/format/snapshot_stream.h"
+
+namespace rankscope::hang {
+
+Liveness liveness_from_name(std::string_view name) {
+  if (name == "alive") return Liveness::kAlive;
+  if (name == "gone") return Liveness::kGone;
+  return Liveness::kUnknown;
+}
+
+OsRunState os_run_state_from_name(std::string_view name) {
+  for (OsRunState s : {OsRunState::kRunnable, OsRunState::kStopped, OsRunState::kTraced, OsRunState::kUninterruptible,
+                       OsRunState::kZombie})
+    if (os_run_state_name(s) == name) return s;
+  return OsRunState::kUnknown;
+}
+
+Result<SnapshotProcessTable> SnapshotProcessTable::load(const std::filesystem::path& gathered_dir) {
+  const auto hosts = gathered_dir / format::kGatheredHostsDir;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(hosts, ec))
+    return not_found(fmt::format("{}: not a gathered run (no {}/ folder)", gathered_dir.string(), format::kGatheredHostsDir));
+  SnapshotProcessTable table;
+  for (const auto& node : std::filesystem::directory_iterator(hosts, ec)) {
+    const auto file = node.path() / format::kSnapshotManifest;
+    std::ifstream in(file);
+    if (!in) {
+      table.problems_.push_back(fmt::format("{}: no {} (the node sent none)", node.path().filename().string(),
+                                            format::kSnapshotManifest));
+      continue;
+    }
+    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("processes") || !j["processes"].is_array()) {
+      table.problems_.push_back(fmt::format("{}: {} is damaged", node.path().filename().string(), format::kSnapshotManifest));
+      continue;
+    }
+    if (j.contains("boot_id") && j["boot_id"].is_string()) table.boot_ids_.insert(j["boot_id"].get<std::string>());
+    for (const auto& p : j["processes"]) {
+      if (!p.is_object()) continue;
+      const auto host = p.value("host", std::string());
+      const int pid = p.value("pid", 0);
+      if (pid <= 0) continue;
+      ProcessStatus s;
+      s.alive = liveness_from_name(p.value("alive", std::string()));
+      s.state = os_run_state_from_name(p.value("state", std::string()));
+      s.wchan = p.value("wchan", std::string());
+      s.threads = p.value("threads", 0);
+      table.states_[{host, pid}] = std::move(s);
+    }
+  }
+  return table;
+}
+
+Liveness SnapshotProcessTable::liveness(const std::string& host, int pid) { return status(host, pid).alive; }
+
+ProcessStatus SnapshotProcessTable::status(const std::string& host, int pid) {
+  const auto it = states_.find({host, pid});
+  return it == states_.end() ? ProcessStatus{} : it->second;
+}
+
+bool SnapshotProcessTable::speaks_for_boot(const std::string& boot_id) {
+  return boot_id.empty() || boot_ids_.count(boot_id) > 0;
+}
+
+}  // namespace rankscope::hang

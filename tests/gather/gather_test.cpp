@@ -1,0 +1,419 @@
+// gather_test.cpp — `rankscope gather` and `hangdoctor --hosts/--slurm` over fake nodes (a launcher
+// script per "host" folder; fake squeue/scontrol/srun on PATH): the gathered run gives the verdict
+// the local run gives, process states travel exactly, a silent node costs the deadline and is named
+// with its ranks, and hostile or failing nodes lose nothing of the others.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gather_test_support.h"
+#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/analyzers/hang/snapshot_process_table.h"
+#include "rankscope/format/gathered_run.h"
+#include "rankscope/format/run_directory.h"
+
+namespace rankscope::gather {
+namespace {
+
+using testing::make_split_run;
+using testing::rankscope_binary;
+using testing::scratch;
+using testing::write_fake_node;
+using testing::write_file;
+
+struct Ran {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+Ran hangdoctor(std::vector<std::string> args) {
+  std::vector<std::string_view> views(args.begin(), args.end());
+  hang::HangdoctorEnv env;
+  env.out = std::tmpfile();
+  env.err = std::tmpfile();
+  Ran r;
+  r.rc = hangdoctor_main(views, env);
+  r.out = slurp(env.out);
+  r.err = slurp(env.err);
+  return r;
+}
+
+Ran gather_cli(std::vector<std::string> args) {
+  std::vector<std::string_view> views(args.begin(), args.end());
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  Ran r;
+  r.rc = gather_main(views, out, err);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+std::string snapshot_command(bool all_hosts = false) {
+  return "'" + rankscope_binary() + "' snapshot run" + (all_hosts ? " --all-hosts" : "");
+}
+
+std::vector<GatherTarget> fake_targets(const std::filesystem::path& root, const std::vector<std::string>& hosts,
+                                       bool all_hosts = false) {
+  auto t = exec_targets(hosts, write_fake_node(root), snapshot_command(all_hosts));
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : std::vector<GatherTarget>{};
+}
+
+TEST(Gather, GatheredRunGivesTheLocalVerdict) {
+  const auto root = scratch("verdict");
+  make_split_run(root, {"n1", "n2"}, 8, "stall:rank=5,step=3,range=forward/block1/mlp");
+  GatherOptions o;
+  o.out_dir = root / "gathered";
+  o.run_dir = "run";
+  auto record = gather_nodes(fake_targets(root, {"n1", "n2"}), o);
+  ASSERT_TRUE(record.ok()) << record.status().message();
+  EXPECT_EQ(record->answered(), 2);
+  EXPECT_TRUE(record->ranks_missing.empty());
+  EXPECT_EQ(record->nodes[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(record->nodes[1].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_GT(record->stream_bytes, 0u);
+  // Each node's files as it sent them, and DIR as a plain run directory of every rank.
+  EXPECT_TRUE(std::filesystem::exists(root / "gathered/hosts/n2/rank00005.flight"));
+  EXPECT_TRUE(std::filesystem::exists(root / "gathered/hosts/n1/snapshot.json"));
+  auto run = format::open_run_directory(root / "gathered");
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->ranks_readable(), 8);
+
+  const Ran local = hangdoctor({(root / "local/run").string(), "--json", (root / "local.json").string()});
+  const Ran gathered = hangdoctor({(root / "gathered").string(), "--json", (root / "gathered.json").string()});
+  EXPECT_EQ(local.rc, 1);
+  EXPECT_EQ(gathered.rc, local.rc) << gathered.out << gathered.err;
+  const auto a = read_json(root / "local.json"), b = read_json(root / "gathered.json");
+  EXPECT_EQ(a["verdict"], b["verdict"]);
+  EXPECT_EQ(a["culprit_ranks"], b["culprit_ranks"]);
+  EXPECT_EQ(a["collective"], b["collective"]);
+  EXPECT_EQ(a["headline"], b["headline"]);
+  // The first line says how many nodes answered and how long the gather took.
+  EXPECT_EQ(gathered.out.rfind("gathered: 2 of 2 nodes answered in ", 0), 0u) << gathered.out;
+  EXPECT_EQ(b["gather"]["nodes_answered"], 2);
+}
+
+TEST(Gather, HangdoctorHostsGathersThenDiagnoses) {
+  const auto root = scratch("hosts");
+  make_split_run(root, {"n1", "n2"}, 8, "stall:rank=6,step=2,range=forward/block0/attn");
+  write_file(root / "hosts.txt", "# the job's nodes\nn1\n\nn2  # second\n");
+  const Ran r = hangdoctor({"run", "--hosts", (root / "hosts.txt").string(), "--exec", write_fake_node(root),
+                            "--remote-rankscope", rankscope_binary(), "--gather-dir", (root / "kept").string(),
+                            "--json", (root / "d.json").string()});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("gathered: 2 of 2 nodes answered", 0), 0u) << r.out;
+  EXPECT_EQ(read_json(root / "d.json")["culprit_ranks"], nlohmann::json::array({6})) << r.out;
+  EXPECT_TRUE(format::is_gathered_run(root / "kept"));
+  // Without --gather-dir the gathered copy is temporary.
+  const Ran again = hangdoctor({"run", "--hosts", (root / "hosts.txt").string(), "--exec", write_fake_node(root),
+                                "--remote-rankscope", rankscope_binary()});
+  EXPECT_EQ(again.rc, 1) << again.err;
+  EXPECT_EQ(again.out.find("kept in"), std::string::npos);
+}
+
+// A child stopped with SIGSTOP; killed and reaped by the destructor.
+class StoppedChild {
+ public:
+  StoppedChild() {
+    pid_ = ::fork();
+    if (pid_ == 0)
+      for (;;) ::pause();
+    ::kill(pid_, SIGSTOP);
+    int st = 0;
+    ::waitpid(pid_, &st, WUNTRACED);
+  }
+  ~StoppedChild() { kill_now(); }
+  void kill_now() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
+  const auto root = scratch("frozen");
+  StoppedChild child;
+  synth::SynthOptions so;
+  so.live_pid = child.pid();
+  make_split_run(root, {"n1", "n2"}, 4, "stall:rank=3,step=2", so);
+  GatherOptions o;
+  o.out_dir = root / "gathered";
+  auto record = gather_nodes(fake_targets(root, {"n1", "n2"}), o);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->answered(), 2);
+  const pid_t pid = child.pid();
+  child.kill_now();  // the snapshot, not this machine's /proc, must answer from now on
+  auto table = hang::SnapshotProcessTable::load(root / "gathered");
+  ASSERT_TRUE(table.ok());
+  const auto host = analyzers::this_host_name();
+  const auto s = table->status(host, pid);
+  EXPECT_EQ(s.alive, analyzers::Liveness::kAlive);
+  EXPECT_EQ(s.state, hang::OsRunState::kStopped);
+  EXPECT_EQ(table->local_host(), "");
+  EXPECT_EQ(table->status(host, pid + 100000).alive, analyzers::Liveness::kUnknown);  // never seen: unknown, not gone
+  EXPECT_TRUE(table->speaks_for_boot(analyzers::this_boot_id()));
+  EXPECT_FALSE(table->speaks_for_boot("another-boot"));
+  hang::SystemProcessTable here;
+  EXPECT_EQ(here.liveness(host, pid), analyzers::Liveness::kGone);
+
+  const Ran r = hangdoctor({(root / "gathered").string(), "--json", (root / "d.json").string()});
+  const auto j = read_json(root / "d.json");
+  ASSERT_TRUE(j.contains("ranks")) << r.out;
+  for (const auto& rank : j["ranks"]) {
+    EXPECT_EQ(rank["liveness"], "alive") << rank.dump();
+    // The stalled rank's heartbeat is stale: the classifier asks for its threads' state.
+    if (rank["rank"] == 3) EXPECT_EQ(rank.value("os_state", ""), "stopped") << rank.dump();
+  }
+}
+
+TEST(Gather, SilentNodeIsUnreachableWithItsRanksWithinTheDeadline) {
+  const auto root = scratch("silent");
+  make_split_run(root, {"n1", "n2", "n3"}, 6, "");
+  write_file(root / "n2" / "sleep", "");
+  write_file(root / "hosts.txt", "n1\nn2\nn3\n");
+  const auto start = std::chrono::steady_clock::now();
+  const Ran r = hangdoctor({"run", "--hosts", (root / "hosts.txt").string(), "--exec", write_fake_node(root),
+                            "--remote-rankscope", rankscope_binary(), "--deadline", "1.5", "--gather-dir",
+                            (root / "g").string()});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The node sleeps 120 s; only the deadline can have ended the gather this early.
+  EXPECT_LT(took, 60.0);
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("gathered: 2 of 3 nodes answered", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("node n2 is unreachable (no answer within the 1.5 s deadline): its ranks 2,3 are unseen"),
+            std::string::npos) << r.out;
+  auto rec = format::read_gather_record(root / "g");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->ranks_missing, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(rec->nodes[1].answered);
+  EXPECT_EQ(rec->nodes[1].missing_ranks, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(rec->nodes[0].answered && rec->nodes[2].answered);
+}
+
+TEST(Gather, FailingLauncherIsRecordedWithWhatItSaid) {
+  const auto root = scratch("fail");
+  make_split_run(root, {"n1", "n2"}, 4, "");
+  write_file(root / "n2" / "fail", "");
+  write_file(root / "hosts.txt", "n1\nn2\n");
+  const Ran r = gather_cli({"run", "--hosts", (root / "hosts.txt").string(), "--exec", write_fake_node(root),
+                            "--remote-rankscope", rankscope_binary(), "-o", (root / "g").string()});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("node n2 is unreachable (exit 255: ssh: connect to host n2 port 22: Connection refused)"),
+            std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(root / "g" / "rank00001.flight"));
+}
+
+// A node that sends something other than a good stream; the other node's data must all be kept.
+struct Hostile {
+  const char* name;
+  const char* reason;  // a part of the recorded reason
+};
+
+class HostileNode : public ::testing::TestWithParam<Hostile> {};
+
+std::vector<uint8_t> good_stream(const std::filesystem::path& dir) {
+  const auto out = dir / "good.snap";
+  const std::string cmd = "cd '" + dir.string() + "' && " + snapshot_command() + " > '" + out.string() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(out, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::vector<uint8_t> hand_made(const std::string& name, uint64_t declared, const std::string& data, uint32_t version = 1) {
+  std::vector<uint8_t> body{'F', uint8_t(name.size()), 0};
+  body.insert(body.end(), name.begin(), name.end());
+  for (int i = 0; i < 8; ++i) body.push_back(uint8_t(declared >> (8 * i)));
+  body.insert(body.end(), data.begin(), data.end());
+  std::vector<uint8_t> out(format::kSnapshotMagic, format::kSnapshotMagic + 8);
+  for (int i = 0; i < 4; ++i) out.push_back(uint8_t(version >> (8 * i)));
+  for (int i = 0; i < 4; ++i) out.push_back(0);
+  uLongf n = compressBound(uLong(body.size()));
+  std::vector<uint8_t> z(n);
+  compress2(z.data(), &n, body.data(), uLong(body.size()), 9);
+  out.insert(out.end(), z.begin(), z.begin() + long(n));
+  return out;
+}
+
+TEST_P(HostileNode, IsReportedAndLosesNothingElse) {
+  const Hostile h = GetParam();
+  const auto root = scratch(std::string("hostile_") + h.name);
+  make_split_run(root, {"n1", "n2"}, 4, "");
+  std::vector<uint8_t> stream;
+  const std::string kind = h.name;
+  if (kind == "truncated") {
+    stream = good_stream(root / "n2");
+    stream.resize(stream.size() * 2 / 3);
+  } else if (kind == "bad_magic") {
+    const std::string s = "Warning: Permanently added 'n2' to the list of known hosts.\n";
+    stream.assign(s.begin(), s.end());
+  } else if (kind == "wrong_version") {
+    stream = good_stream(root / "n2");
+    stream[8] = 9;
+  } else if (kind == "traversal") {
+    stream = hand_made("../../../n1/run/run.json", 5, "evil!");
+  } else if (kind == "bomb") {
+    stream = hand_made("rank00002.flight", uint64_t(1) << 40, std::string(1000, '\0'));
+  } else if (kind == "length_past_end") {
+    stream = hand_made("rank00002.flight", 5000, "short");
+  }
+  std::ofstream(root / "n2" / "stream", std::ios::binary).write(reinterpret_cast<const char*>(stream.data()), long(stream.size()));
+  const std::string n1_run_json = [&] {
+    std::ifstream in(root / "n1/run/run.json");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }();
+
+  GatherOptions o;
+  o.out_dir = root / "g";
+  auto rec = gather_nodes(fake_targets(root, {"n1", "n2"}), o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  EXPECT_TRUE(rec->nodes[0].answered);
+  EXPECT_FALSE(rec->nodes[1].answered);
+  EXPECT_NE(rec->nodes[1].reason.find(h.reason), std::string::npos) << rec->nodes[1].reason;
+  auto run = format::open_run_directory(root / "g");
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->ranks[0].flight && run->ranks[1].flight);  // n1's data is whole
+  EXPECT_TRUE(format::read_gather_record(root / "g").ok());
+  // Nothing was written where it does not belong.
+  std::ifstream in(root / "n1/run/run.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), n1_run_json);
+  EXPECT_FALSE(std::filesystem::exists(root / "run.json"));
+  EXPECT_FALSE(std::filesystem::exists(root / "g" / "n1"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Streams, HostileNode,
+                         ::testing::Values(Hostile{"truncated", "truncated"}, Hostile{"bad_magic", "bad magic"},
+                                           Hostile{"wrong_version", "version 9"},
+                                           Hostile{"traversal", "not a plain relative path"},
+                                           Hostile{"bomb", "over the limit"},
+                                           Hostile{"length_past_end", "truncated"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Gather, OutputFolderAndHostNamesAreChecked) {
+  const auto root = scratch("checks");
+  write_file(root / "precious" / "notes.txt", "mine");
+  GatherOptions o;
+  o.out_dir = root / "precious";
+  auto r = gather_nodes({{"n1", "true"}}, o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(std::filesystem::exists(root / "precious" / "notes.txt"));
+  EXPECT_FALSE(exec_targets({"n1;rm -rf /"}, "ssh {host}", "x").ok());
+  EXPECT_FALSE(exec_targets({"n1"}, "ssh", "x").ok());  // no {host}
+  EXPECT_FALSE(check_host_name("../n1").ok());
+  EXPECT_FALSE(check_host_name("-oProxyCommand=x").ok());
+  write_file(root / "dup.txt", "n1\nn1\n");
+  EXPECT_FALSE(read_hosts_file(root / "dup.txt").ok());
+}
+
+// Slurm's client commands, faked on PATH: squeue knows job 4242 (running on n[1-2]) and job 77
+// (pending); srun runs the command "on" the node given with -w (in ROOT/<node>).
+class FakeSlurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = scratch("slurm");
+    make_split_run(root_, {"n1", "n2"}, 4, "stall:rank=2,step=2");
+    write_file(root_ / "bin/squeue",
+               "#!/bin/sh\ncase \"$3\" in\n 4242) echo 'RUNNING|root|n[1-2]';;\n 77) echo 'PENDING|root|';;\n"
+               " *) echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1;;\nesac\n", true);
+    write_file(root_ / "bin/scontrol", "#!/bin/sh\n[ \"$3\" = 'n[1-2]' ] && { echo n1; echo n2; exit 0; }\nexit 1\n", true);
+    write_file(root_ / "bin/srun",
+               "#!/bin/sh\nroot=$(dirname \"$0\")/..; node=''\n"
+               "while [ $# -gt 0 ]; do case \"$1\" in -w) node=$2; shift 2;; --quiet) shift; break;; *) shift;; esac; done\n"
+               "cd \"$root/$node\" && exec \"$@\"\n", true);
+    old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", ((root_ / "bin").string() + ":" + old_path_).c_str(), 1);
+  }
+  void TearDown() override { ::setenv("PATH", old_path_.c_str(), 1); }
+  std::filesystem::path root_;
+  std::string old_path_;
+};
+
+TEST_F(FakeSlurm, GathersEveryNodeOfTheJob) {
+  const Ran r = hangdoctor({"run", "--slurm", "4242", "--remote-rankscope", rankscope_binary(), "--gather-dir",
+                            (root_ / "g").string(), "--json", (root_ / "d.json").string()});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("gathered: 2 of 2 nodes of Slurm job 4242 answered", 0), 0u) << r.out;
+  EXPECT_EQ(read_json(root_ / "d.json")["culprit_ranks"], nlohmann::json::array({2}));
+  auto rec = format::read_gather_record(root_ / "g");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->launcher, "slurm");
+  EXPECT_EQ(rec->job_id, "4242");
+}
+
+TEST_F(FakeSlurm, UnknownOrPendingJobIsAClearError) {
+  Ran r = gather_cli({"run", "--slurm", "999", "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("Invalid job id specified"), std::string::npos) << r.err;
+  r = gather_cli({"run", "--slurm", "77", "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("is PENDING, not RUNNING"), std::string::npos) << r.err;
+  r = gather_cli({"run", "--slurm", "12;reboot", "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("a Slurm job id is digits"), std::string::npos) << r.err;
+}
+
+TEST_F(FakeSlurm, MissingSrunIsAClearError) {
+  std::filesystem::remove(root_ / "bin/srun");
+  ::setenv("PATH", (root_ / "bin").string().c_str(), 1);  // nothing else: no real srun either
+  const Ran r = gather_cli({"run", "--slurm", "4242", "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("srun not found on PATH"), std::string::npos) << r.err;
+}
+
+TEST(Snapshot, LeavesOtherHostsRecordersToThem) {
+  const auto root = scratch("otherhost");
+  synth::SynthOptions o;
+  o.ranks = 4;
+  o.steps = 3;
+  o.ranks_per_host = 2;  // synth-node0, synth-node1: neither is this machine
+  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
+  const auto snap = root / "s.snap";
+  ASSERT_EQ(std::system(("cd '" + root.string() + "' && " + snapshot_command() + " > s.snap").c_str()), 0);
+  std::ifstream in(snap, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<std::string> names;
+  auto r = format::decode_snapshot(bytes, "s", [&](std::string_view n, std::span<const uint8_t>) {
+    names.emplace_back(n);
+    return Status{};
+  });
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(names, (std::vector<std::string>{"snapshot.json", "run.json"}));
+  ASSERT_EQ(std::system(("cd '" + root.string() + "' && " + snapshot_command(true) + " > all.snap").c_str()), 0);
+  EXPECT_GT(std::filesystem::file_size(root / "all.snap"), std::filesystem::file_size(snap));
+  // Not a directory: exit 2 and a message on stderr, nothing on stdout.
+  EXPECT_NE(std::system(("'" + rankscope_binary() + "' snapshot /nonexistent/run > " + (root / "x.snap").string() + " 2>/dev/null").c_str()), 0);
+  EXPECT_EQ(std::filesystem::file_size(root / "x.snap"), 0u);
+}
+
+}  // namespace
+}  // namespace rankscope::gather
