@@ -37,7 +37,7 @@ uint64_t get_le(const uint8_t* p, int bytes) {
 
 bool name_char_ok(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("._+@=,-", c) != nullptr;
+         (c != '\0' && std::strchr("._+@=,-", c) != nullptr);  // strchr finds the terminator
 }
 
 }  // namespace

@@ -172,6 +172,8 @@ TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   auto record = gather_nodes(fake_targets(root, {"n1", "n2"}), o);
   ASSERT_TRUE(record.ok());
   ASSERT_EQ(record->answered(), 2);
+  // While the process is still stopped, the local view of the same run is the reference.
+  hangdoctor({(root / "local/run").string(), "--json", (root / "local.json").string()});
   const pid_t pid = child.pid();
   child.kill_now();  // the snapshot, not this machine's /proc, must answer from now on
   auto table = hang::SnapshotProcessTable::load(root / "gathered");
@@ -180,6 +182,7 @@ TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   const auto s = table->status(host, pid);
   EXPECT_EQ(s.alive, analyzers::Liveness::kAlive);
   EXPECT_EQ(s.state, hang::OsRunState::kStopped);
+  EXPECT_GE(s.threads, 1);
   EXPECT_EQ(table->local_host(), "");
   EXPECT_EQ(table->status(host, pid + 100000).alive, analyzers::Liveness::kUnknown);  // never seen: unknown, not gone
   EXPECT_TRUE(table->speaks_for_boot(analyzers::this_boot_id()));
@@ -187,14 +190,23 @@ TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   hang::SystemProcessTable here;
   EXPECT_EQ(here.liveness(host, pid), analyzers::Liveness::kGone);
 
-  const Ran r = hangdoctor({(root / "gathered").string(), "--json", (root / "d.json").string()});
-  const auto j = read_json(root / "d.json");
-  ASSERT_TRUE(j.contains("ranks")) << r.out;
-  for (const auto& rank : j["ranks"]) {
-    EXPECT_EQ(rank["liveness"], "alive") << rank.dump();
-    // The stalled rank's heartbeat is stale: the classifier asks for its threads' state.
-    if (rank["rank"] == 3) EXPECT_EQ(rank.value("os_state", ""), "stopped") << rank.dump();
+  // The gathered run, read after the process died, says what the local run said before: every
+  // rank alive, each rank's state and the verdict the same.
+  hangdoctor({(root / "gathered").string(), "--json", (root / "gathered.json").string()});
+  const auto local = read_json(root / "local.json"), gathered = read_json(root / "gathered.json");
+  ASSERT_TRUE(gathered.contains("ranks") && local.contains("ranks"));
+  EXPECT_EQ(local["headline"], gathered["headline"]);
+  ASSERT_EQ(local["ranks"].size(), gathered["ranks"].size());
+  for (size_t i = 0; i < local["ranks"].size(); ++i) {
+    const auto &a = local["ranks"][i], &b = gathered["ranks"][i];
+    EXPECT_EQ(b["liveness"], "alive") << b.dump();
+    EXPECT_EQ(a["liveness"], b["liveness"]);
+    EXPECT_EQ(a["state"], b["state"]);
+    EXPECT_EQ(a.value("os_state", ""), b.value("os_state", ""));
   }
+  // And the local run, read now, has lost that: its process is gone.
+  hangdoctor({(root / "local/run").string(), "--json", (root / "now.json").string()});
+  EXPECT_EQ(read_json(root / "now.json")["ranks"][0]["liveness"], "gone");
 }
 
 TEST(Gather, SilentNodeIsUnreachableWithItsRanksWithinTheDeadline) {

@@ -143,7 +143,7 @@ TEST(SnapshotStream, TruncatedAnywhereIsAnErrorThatKeepsWholeEntries) {
     SnapshotDecodeResult r;
     auto got = decode_all(part, r);
     EXPECT_FALSE(r.status.ok());
-    EXPECT_LT(r.entries, entries.size());
+    EXPECT_LE(r.entries, entries.size());  // a cut inside the end record leaves every entry whole
     for (size_t i = 0; i < r.entries; ++i) EXPECT_EQ(got[entries[i].first], entries[i].second);
   }
   // A writer that never finished (the node was killed mid-stream): no end record.
