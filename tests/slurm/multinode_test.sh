@@ -90,16 +90,16 @@ wait_in_steps() {
 # OMPI_COMM_WORLD_RANK).
 rank_pid() {
   local job=$1 rank=$2 p env
-  for p in /proc/[0-9]*; do
-    [[ $(cat "$p/comm" 2>/dev/null) == gpt2-train ]] || continue
-    env=$(tr '\0' '\n' <"$p/environ" 2>/dev/null) || continue
+  # Only the trainers' environments: reading every process's is seconds on a loaded machine.
+  for p in $(pgrep -x gpt2-train); do
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
     grep -qx "SLURM_JOB_ID=$job" <<<"$env" || continue
     if grep -q '^OMPI_COMM_WORLD_RANK=' <<<"$env"; then
       grep -qx "OMPI_COMM_WORLD_RANK=$rank" <<<"$env" || continue
     else
       grep -qx "SLURM_PROCID=$rank" <<<"$env" || continue
     fi
-    echo "${p#/proc/}"
+    echo "$p"
     return 0
   done
   fail "no process of rank $rank of job $job"
@@ -216,11 +216,10 @@ case $scenario in
   node_stopped_n2)
     submit_training srun
     wait_in_steps "$job" 3
-    for r in 4 5 6 7; do
-      pid=$(rank_on_node "$job" "$r" n2)
-      stopped_pids+=("$pid")
-      kill -STOP "$pid"
-    done
+    node_pids=()
+    for r in 4 5 6 7; do node_pids+=("$(rank_on_node "$job" "$r" n2)"); done
+    stopped_pids+=("${node_pids[@]}")
+    kill -STOP "${node_pids[@]}"
     poll_until "$job" '[.ranks[] | select(.state == "frozen") | .rank] == [4, 5, 6, 7]' 90
     expect '.verdict == "hang" and .culprit_ranks == [4, 5, 6, 7]' "ranks 4-7 the culprits"
     for r in 4 5 6 7; do expect_rank "$r" n2 frozen; done
