@@ -6,7 +6,7 @@
 # it), a fault, and `hangdoctor /scratch/run --slurm JOB --json` run from the head, outside every node.
 #
 # Scenarios: lagging_rank_n3 sigkill_rank_n2 sigstop_rank_n4 node_stopped_n2 slurmd_stopped_n4
-# (faults), no_such_job other_users_job srun_missing (bad input). Exit 0 pass, 1 fail, 77 skipped.
+# (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input). Exit 0 pass, 1 fail, 77 skipped.
 # Is not: the cluster (scripts/slurm-cluster.sh) nor the fixture (cluster_fixture.sh). Faults are
 # injected from the head through /proc (the nodes share this machine's pid namespace): that is the
 # test's hand, not evidence; hangdoctor sees the nodes only through srun.
@@ -243,6 +243,39 @@ case $scenario in
     jq -e '[.nodes[] | select(.answered | not) | .host] == ["n4"] and
            (.nodes[] | select(.host == "n4") | .missing_ranks) == [12, 13, 14, 15]' "$work/gathered/gather.json" >/dev/null ||
       fail "gather.json does not record n4 alone unreachable with ranks 12-15: $(cat "$work/gathered/gather.json")"
+    ;;
+  bad_streams_n2_n3)
+    # The nodes run this instead of rankscope: n2 answers with random bytes, n3 with its snapshot cut
+    # short, n1 and n4 with the real one.
+    submit_training srun
+    wait_in_steps "$job" 3
+    cat >"$work/rankscope-on-nodes" <<EOF
+#!/bin/bash
+case \$(hostname) in
+  n2) head -c 4096 /dev/urandom ;;
+  n3) "$RANKSCOPE_BIN/rankscope" "\$@" | head -c 3000 ;;
+  *) exec "$RANKSCOPE_BIN/rankscope" "\$@" ;;
+esac
+EOF
+    chmod 755 "$work/rankscope-on-nodes"
+    diag_rc=0
+    timeout 120 "$RANKSCOPE_BIN/hangdoctor" /scratch/run --slurm "$job" --deadline "$gather_deadline_s" \
+      --remote-rankscope "$work/rankscope-on-nodes" --gather-dir "$work/gathered" --json "$work/diagnosis.json" \
+      >"$work/diagnosis.txt" 2>&1 || diag_rc=$?
+    ((diag_rc == 0 || diag_rc == 1)) || fail "hangdoctor exit $diag_rc: $(cat "$work/diagnosis.txt")"
+    log "$(head -4 "$work/diagnosis.txt" | tr '\n' ' ')"
+    expect '.gather.nodes_asked == 4 and .gather.nodes_answered == 2' "2 of 4 nodes answered"
+    jq -e '[.nodes[] | select(.answered | not) | .host] == ["n2", "n3"] and
+           all(.nodes[] | select(.answered | not); .reason != "")' "$work/gathered/gather.json" >/dev/null ||
+      fail "gather.json does not record n2 and n3 as failed with a reason: $(cat "$work/gathered/gather.json")"
+    # Each failed node is named with its own ranks, none of which arrived (n3's stream broke before
+    # its first recorder).
+    jq -e '(.nodes[] | select(.host == "n2") | .missing_ranks) == [4, 5, 6, 7] and
+           (.nodes[] | select(.host == "n3") | .missing_ranks) == [8, 9, 10, 11]' "$work/gathered/gather.json" >/dev/null ||
+      fail "gather.json does not name n2's ranks 4-7 and n3's ranks 8-11 as unseen: $(jq -c '.nodes' "$work/gathered/gather.json")"
+    # Nothing lost: the ranks of the nodes that answered are all there, read from their recorders.
+    expect '[.ranks[] | select(.host == "n1" or .host == "n4") | .rank] == [0, 1, 2, 3, 12, 13, 14, 15]' \
+      "ranks 0-3 (n1) and 12-15 (n4) read"
     ;;
   no_such_job)
     diagnose 4242424
