@@ -19,6 +19,7 @@
 #include "gather_test_support.h"
 #include "rankscope/analyzers/gather/gather.h"
 #include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/analyzers/gather/node_snapshot.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
@@ -400,6 +401,56 @@ TEST_F(FakeSlurm, MissingSrunIsAClearError) {
   const Ran r = gather_cli({"run", "--slurm", "4242", "-o", (root_ / "g").string()});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("srun not found on PATH"), std::string::npos) << r.err;
+}
+
+// Stacks of live ranks travel as evidence files (a fake collector: no eu-stack or gdb needed).
+class FakeStacks final : public hang::StackCollector {
+ public:
+  Result<std::string> collect(int pid) override {
+    ++calls;
+    return std::string("#0  0x0000000000401000 fake_frame_of_") + std::to_string(pid) + "\n";
+  }
+  int calls = 0;
+};
+
+TEST(Snapshot, StacksOfLiveRanksTravelAsEvidence) {
+  const auto root = scratch("stacks");
+  synth::SynthOptions o;
+  o.ranks = 2;
+  o.steps = 3;
+  o.local_host = true;
+  o.live_pid = int(::getpid());  // this test process: alive
+  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
+  hang::SystemProcessTable processes;
+  FakeStacks stacks;
+  NodeSnapshotOptions opts;
+  opts.stacks = true;
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* out = ::open_memstream(&buf, &len);
+  auto summary = write_node_snapshot(root / "run", out, processes, stacks, opts);
+  std::fclose(out);
+  const std::vector<uint8_t> stream(buf, buf + len);
+  std::free(buf);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->recorders, 2);
+  EXPECT_EQ(summary->processes, 1);  // both ranks name one pid: one process, one capture
+  EXPECT_EQ(stacks.calls, 1);
+  std::string stack_text;
+  nlohmann::json manifest;
+  auto r = format::decode_snapshot(stream, "s", [&](std::string_view name, std::span<const uint8_t> bytes) {
+    const std::string text(bytes.begin(), bytes.end());
+    if (name.starts_with("evidence/rank00000-snapshot-")) stack_text = text;
+    if (name == "snapshot.json") manifest = nlohmann::json::parse(text);
+    return Status{};
+  });
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_NE(stack_text.find("fake_frame_of_" + std::to_string(::getpid())), std::string::npos);
+  ASSERT_EQ(manifest["processes"].size(), 1u);
+  EXPECT_EQ(manifest["processes"][0]["alive"], "alive");
+  EXPECT_EQ(manifest["processes"][0]["state"], "runnable");
+  EXPECT_EQ(manifest["processes"][0]["ranks"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(manifest["boot_id"], analyzers::this_boot_id());
 }
 
 TEST(Snapshot, LeavesOtherHostsRecordersToThem) {

@@ -6,10 +6,12 @@
 #include "rankscope/analyzers/gather/gather.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -120,9 +122,25 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
   record.job_id = o.job_id;
   record.run_dir = o.run_dir;
   record.deadline_s = o.deadline_s;
+  // Decoding is independent per node (its own folder): spread over the cores. Merging is not (a
+  // name two nodes send goes to the first): in node order, after.
+  std::vector<format::SnapshotDecodeResult> decoded(targets.size());
+  std::atomic<size_t> next{0};
+  auto decode_some = [&] {
+    for (size_t i; (i = next++) < targets.size();)
+      if (!commands[i].out.empty())
+        decoded[i] = format::unpack_snapshot(commands[i].out, fmt::format("node {}", targets[i].host),
+                                             o.out_dir / format::kGatheredHostsDir / targets[i].host, o.limits);
+  };
+  std::vector<std::thread> workers;
+  const size_t threads = std::min<size_t>(targets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(decode_some);
+  decode_some();
+  for (auto& w : workers) w.join();
+
   std::map<std::string, std::string> owner;  // entry name -> the node whose copy DIR uses
   for (size_t i = 0; i < targets.size(); ++i) {
-    const auto& c = commands[i];
+    auto& c = commands[i];
     format::GatheredNode node;
     node.host = targets[i].host;
     node.seconds = c.seconds;
@@ -130,18 +148,18 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
     record.stream_bytes += c.out.size();
     node.reason = why_unanswered(c, o.deadline_s);
     if (!c.out.empty()) {
-      // Whatever arrived is decoded, even from a node that failed: whole entries are kept.
-      const fs::path host_dir = o.out_dir / format::kGatheredHostsDir / node.host;
-      auto decoded = format::unpack_snapshot(c.out, fmt::format("node {}", node.host), host_dir, o.limits);
-      node.files = int(decoded.entries);
-      node.bytes = decoded.bytes;
-      node.answered = decoded.status.ok() && node.reason.empty();
-      if (!decoded.status.ok()) node.reason = node.reason.empty() ? decoded.status.message() : node.reason + "; " + decoded.status.message();
-      merge_node(o.out_dir, node.host, decoded.names, owner, record.problems);
-      node.ranks = manifest_ranks(host_dir, node.snapshot_host);
+      // Whatever arrived was decoded, even from a node that failed: whole entries are kept.
+      const auto& d = decoded[i];
+      node.files = int(d.entries);
+      node.bytes = d.bytes;
+      node.answered = d.status.ok() && node.reason.empty();
+      if (!d.status.ok()) node.reason = node.reason.empty() ? d.status.message() : node.reason + "; " + d.status.message();
+      merge_node(o.out_dir, node.host, d.names, owner, record.problems);
+      node.ranks = manifest_ranks(o.out_dir / format::kGatheredHostsDir / node.host, node.snapshot_host);
     } else if (node.reason.empty()) {
       node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
     }
+    std::vector<uint8_t>().swap(c.out);  // the stream is on disk now
     record.nodes.push_back(std::move(node));
   }
 

@@ -51,6 +51,17 @@ constexpr const char* kGatherHelp =
     "  --max-parallel N       nodes asked at once (default 256)\n\n"
     "exit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
 
+constexpr const char* kHangdoctorGatherHelp =
+    "\nA job on many nodes (each node keeps its recorders on its own disk):\n"
+    "  hangdoctor RUN_DIR --slurm JOBID [--gather-dir DIR] [--deadline SECONDS] [--remote-rankscope PATH]\n"
+    "  hangdoctor RUN_DIR --hosts FILE --exec 'ssh {host}' [same options]\n"
+    "RUN_DIR is the run directory as the nodes see it. Every node runs `rankscope snapshot RUN_DIR` (the\n"
+    "rankscope beside this hangdoctor, or --remote-rankscope), in parallel; nodes silent at the deadline\n"
+    "(default 20 s) are stopped and reported unreachable with their ranks. The streams are unpacked into\n"
+    "--gather-dir (kept) or a temporary folder, then diagnosed; process states (frozen, dead) come from\n"
+    "each node's /proc. --stacks takes native stacks on the nodes. `hangdoctor DIR` on a kept gather\n"
+    "diagnoses it again (as of the gather).\n";
+
 struct GatherFlags {
   std::string slurm_job, hosts_file, exec_template, remote_rankscope, out_dir;
   double deadline_s = 20;
@@ -194,6 +205,12 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     if ((a == "--json" || a == "--wait" || a == "--stuck-after") && i + 1 < args.size()) rest.push_back(args[++i]);
     else if (!a.empty() && a[0] != '-' && !run_dir_at) run_dir_at = rest.size() - 1;
   }
+  for (const std::string_view a : args)
+    if (a == "--help" || a == "-h") {
+      const int rc = hang::run_hangdoctor(args, env);
+      std::fputs(kHangdoctorGatherHelp, env.out);
+      return rc;
+    }
   if (!f.any()) {
     if (!gather_dir.empty() || !f.exec_template.empty())
       return std::fprintf(env.err, "hangdoctor: --gather-dir and --exec go with --slurm JOBID or --hosts FILE\n"), 2;

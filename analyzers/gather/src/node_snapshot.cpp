@@ -1,8 +1,8 @@
 // node_snapshot.cpp — builds a node's snapshot: which files, which process states, in which order.
 //
 // The manifest comes first so a reader learns the node and its processes before any recorder; it
-// can be written first because every recorder is read (its identity: host, pid, boot id) before
-// the stream starts. Recorders are copied once with pread: the reader downstream checks each
+// can be written first because every recorder's header (its identity: host, pid, rank) is read
+// before the stream starts. Recorders are copied once with pread: the reader downstream checks each
 // seqlocked section, so a copy taken mid-update is marked torn there, not here.
 #include "rankscope/analyzers/gather/node_snapshot.h"
 
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process_liveness.h"
-#include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/flight_identity.h"
 #include "rankscope/format/nccl_plugin_run.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/snapshot_stream.h"
@@ -134,16 +134,17 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
       summary.skipped.push_back(fmt::format("{}: a name the stream cannot carry", f.name));
       continue;
     }
-    auto snap = format::read_flight_recorder(f.path);
-    if (snap.ok()) {
-      if (!o.all_hosts && snap->host != host) {
-        summary.skipped.push_back(fmt::format("{}: written on host {}", f.name, snap->host));
+    // The header alone says who wrote it (one 4 KiB read); the whole file is read once, to ship it.
+    auto id = format::read_flight_identity(f.path);
+    if (id.ok()) {
+      if (!o.all_hosts && id->host != host) {
+        summary.skipped.push_back(fmt::format("{}: written on host {}", f.name, id->host));
         continue;
       }
-      auto& p = procs[{snap->host, snap->pid}];
-      p.host = snap->host;
-      p.pid = snap->pid;
-      if (snap->rank >= 0 && !snap->nccl_plugin) p.ranks.push_back(snap->rank);
+      auto& p = procs[{id->host, id->pid}];
+      p.host = id->host;
+      p.pid = id->pid;
+      if (id->rank >= 0 && std::find(p.ranks.begin(), p.ranks.end(), id->rank) == p.ranks.end()) p.ranks.push_back(id->rank);
     }
     // An unreadable recorder still travels: the reader downstream says what is wrong with it.
     ++summary.recorders;
