@@ -189,6 +189,7 @@ case $scenario in
     expect '.gather.nodes_asked == 4 and .gather.nodes_answered == 4' "all four nodes answered"
     head -1 "$work/diagnosis.txt" | grep -q '4 of 4 nodes' || fail "first line does not say 4 of 4 nodes answered"
     expect '.verdict == "hang" and .culprit_ranks == [9]' "rank 9 the one lagging rank"
+    expect '.culprits == [{"rank": 9, "host": "n3"}] and .node_findings == []' "rank 9 on n3 the culprit, no node finding"
     expect_rank 9 n3 running
     expect '.ranks[] | select(.rank == 9) | .alive == true' "rank 9 alive (checked on n3)"
     ;;
@@ -199,6 +200,7 @@ case $scenario in
     kill -KILL "$pid"
     poll_until "$job" '.kind == "rank_dead"' 90
     expect '.verdict == "crash" and .culprit_ranks == [6]' "rank 6 the dead rank"
+    expect '.culprits == [{"rank": 6, "host": "n2"}]' "rank 6 on n2 the culprit"
     expect_rank 6 n2 dead
     expect '.ranks[] | select(.rank == 6) | .alive == false' "rank 6's process gone (checked on n2)"
     ;;
@@ -210,6 +212,7 @@ case $scenario in
     kill -STOP "$pid"
     poll_until "$job" '.kind == "rank_frozen"' 90
     expect '.verdict == "hang" and .culprit_ranks == [13]' "rank 13 the frozen rank"
+    expect '.culprits == [{"rank": 13, "host": "n4"}] and .node_findings == []' "rank 13 on n4 the culprit, no node finding"
     expect_rank 13 n4 frozen
     expect '.ranks[] | select(.rank == 13) | .os_state == "stopped"' "rank 13 stopped (SIGSTOP)"
     ;;
@@ -221,10 +224,12 @@ case $scenario in
     stopped_pids+=("${node_pids[@]}")
     kill -STOP "${node_pids[@]}"
     poll_until "$job" '[.ranks[] | select(.state == "frozen") | .rank] == [4, 5, 6, 7]' 90
-    expect '.verdict == "hang" and .culprit_ranks == [4, 5, 6, 7]' "ranks 4-7 the culprits"
+    expect '.verdict == "hang" and (.culprit_ranks | sort) == [4, 5, 6, 7]' "ranks 4-7 the culprits"
     for r in 4 5 6 7; do expect_rank "$r" n2 frozen; done
-    # One node problem, not four culprits: the headline names the node.
-    expect '.headline | test("n2")' "the headline naming node n2"
+    # One node problem, not four culprits: the headline and the node findings name the node.
+    expect '.headline | test("node n2")' "the headline naming node n2"
+    expect '.node_findings | length == 1 and .[0].host == "n2" and .[0].ranks == [4, 5, 6, 7] and
+            .[0].state == "frozen" and .[0].os_state == "stopped"' "one node finding: n2, ranks 4-7 stopped"
     ;;
   slurmd_stopped_n4)
     submit_training srun
