@@ -25,6 +25,9 @@ ctld_port=${RANKSCOPE_SLURM_PORT:-16817}
 mount_point=/scratch
 
 die() { echo "slurm-cluster: $*" >&2; exit 1; }
+# die_with_log LOG MESSAGE: dies with the log's last lines (a CI run shows why without the files).
+die_with_log() { die "$2; the end of $1:
+$(tail -n 15 "$1" 2>/dev/null)"; }
 
 # Why this machine cannot run the cluster, or nothing when it can.
 why_not() {
@@ -98,7 +101,7 @@ start_node() {
   local dir=$1 node=$2
   # The node's own name and /scratch; slurmd daemonizes inside the namespace, and so do its job steps.
   unshare -m -u --propagation private sh -c "hostname $node && mount --bind '$dir/node/$node' $mount_point && \
-    exec slurmd -N $node -f '$dir/slurm.conf'" || die "slurmd $node did not start (see $dir/log/slurmd-$node.log)"
+    exec slurmd -N $node -f '$dir/slurm.conf'" || die_with_log "$dir/log/slurmd-$node.log" "slurmd $node did not start"
 }
 
 idle_nodes() { sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l; }
@@ -116,20 +119,20 @@ start() {
   export SLURM_CONF=$dir/slurm.conf
   munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" --pid-file="$dir/run/munged.pid" \
     --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" --force ||
-    die "munged did not start (see $dir/log/munged.log)"
-  slurmctld -f "$SLURM_CONF" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+    die_with_log "$dir/log/munged.log" "munged did not start"
+  slurmctld -f "$SLURM_CONF" || die_with_log "$dir/log/slurmctld.log" "slurmctld did not start"
   local node
   for node in "${nodes[@]}"; do start_node "$dir" "$node"; done
   # The node namespaces, so that stop can find every process left in them (job steps included).
   for node in "${nodes[@]}"; do
     local pid_file=$dir/run/slurmd-$node.pid
     for _ in $(seq 50); do [[ -s $pid_file ]] && break; sleep 0.1; done
-    [[ -s $pid_file ]] || die "slurmd $node wrote no pid file (see $dir/log/slurmd-$node.log)"
+    [[ -s $pid_file ]] || die_with_log "$dir/log/slurmd-$node.log" "slurmd $node wrote no pid file"
     readlink "/proc/$(cat "$pid_file")/ns/mnt" >>"$dir/run/node-namespaces"
   done
   local waited=0
   until [[ $(idle_nodes) -eq ${#nodes[@]} ]]; do
-    ((waited++ < 300)) || die "4 idle nodes not reached in 30 s: $(sinfo -h -N 2>&1 | tr '\n' ' ')"
+    ((waited++ < 300)) || die_with_log "$dir/log/slurmctld.log" "4 idle nodes not reached in 30 s: $(sinfo -h -N 2>&1 | tr '\n' ' ')"
     sleep 0.1
   done
   echo "export SLURM_CONF=$SLURM_CONF"
