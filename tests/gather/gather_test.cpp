@@ -234,6 +234,36 @@ TEST(Gather, SilentNodeIsUnreachableWithItsRanksWithinTheDeadline) {
   EXPECT_TRUE(rec->nodes[0].answered && rec->nodes[2].answered);
 }
 
+// Two silent nodes: run.json's hosts (gpt2-train writes every rank's) say whose ranks are whose.
+TEST(Gather, SilentNodesGetTheirRanksFromRunJsonHosts) {
+  const auto root = scratch("two_silent");
+  synth::SynthOptions o;
+  o.ranks = 6;
+  o.steps = 3;
+  o.ranks_per_host = 2;  // run.json: synth-node0 holds ranks 0-1, synth-node1 2-3, synth-node2 4-5
+  ASSERT_TRUE(synth::write_synthetic_run(root / "local", o).ok());
+  const std::vector<std::string> hosts = {"synth-node0", "synth-node1", "synth-node2"};
+  for (int h = 0; h < 3; ++h) {
+    const auto dir = root / hosts[size_t(h)] / "run";
+    std::filesystem::create_directories(dir);
+    if (h == 0) std::filesystem::copy_file(root / "local/run.json", dir / "run.json");
+    for (int r = 2 * h; r < 2 * h + 2; ++r)
+      std::filesystem::copy_file(format::flight_recorder_path(root / "local", r), format::flight_recorder_path(dir, r));
+  }
+  write_file(root / "synth-node1" / "fail", "");
+  write_file(root / "synth-node2" / "sleep", "");
+  GatherOptions go;
+  go.out_dir = root / "g";
+  go.deadline_s = 1.5;
+  auto rec = gather_nodes(fake_targets(root, hosts, /*all_hosts=*/true), go);  // recorders name synth hosts
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->answered(), 1);
+  EXPECT_EQ(rec->ranks_missing, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(rec->nodes[1].missing_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(rec->nodes[2].missing_ranks, (std::vector<int>{4, 5}));
+  EXPECT_NE(rec->nodes[2].reason.find("deadline"), std::string::npos);
+}
+
 TEST(Gather, FailingLauncherIsRecordedWithWhatItSaid) {
   const auto root = scratch("fail");
   make_split_run(root, {"n1", "n2"}, 4, "");

@@ -47,7 +47,8 @@ constexpr const char* kGatherHelp =
     "  -o DIR                 where to unpack (empty, or an earlier gather, which is replaced)\n"
     "  --deadline SECONDS     nodes not done by then are stopped and reported unreachable (default 20)\n"
     "  --remote-rankscope P   the rankscope binary on the nodes (default: this one's absolute path)\n"
-    "  --stacks               nodes also capture native stacks of their live ranks\n"
+    "  --stacks               nodes also capture native stacks of their live ranks (at most 8 a node;\n"
+    "                         the deadline becomes 60 s unless given)\n"
     "  --max-parallel N       nodes asked at once (default 256)\n\n"
     "exit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
 
@@ -62,9 +63,12 @@ constexpr const char* kHangdoctorGatherHelp =
     "each node's /proc. --stacks takes native stacks on the nodes. `hangdoctor DIR` on a kept gather\n"
     "diagnoses it again (as of the gather).\n";
 
+constexpr double kStacksDeadlineS = 60;
+
 struct GatherFlags {
   std::string slurm_job, hosts_file, exec_template, remote_rankscope, out_dir;
   double deadline_s = 20;
+  bool deadline_given = false;
   int max_parallel = 256;
   bool stacks = false;
   bool any() const { return !slurm_job.empty() || !hosts_file.empty(); }
@@ -92,7 +96,7 @@ Parsed parse_gather_flag(Args args, size_t& i, GatherFlags& f, std::FILE* err) {
       std::fprintf(err, "%.*s needs a positive number, got '%.*s'\n", int(a.size()), a.data(), int(v.size()), v.data());
       return Parsed::kBad;
     }
-    if (a == "--deadline") f.deadline_s = x;
+    if (a == "--deadline") f.deadline_s = x, f.deadline_given = true;
     else f.max_parallel = int(x);
     return Parsed::kTaken;
   }
@@ -125,11 +129,13 @@ Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string
                                          const fs::path& out_dir) {
   RS_ASSIGN_OR_RETURN(auto targets, targets_for(f, run_dir, default_remote));
   GatherOptions o;
+  // Stacks take up to seconds a process (eu-stack, else gdb, each under a time limit): without a
+  // deadline of the user's, give them one that fits a node of 8 captures.
+  o.deadline_s = f.stacks && !f.deadline_given ? kStacksDeadlineS : f.deadline_s;
   o.out_dir = out_dir;
   o.run_dir = run_dir;
   o.launcher = f.slurm_job.empty() ? "exec" : "slurm";
   o.job_id = f.slurm_job;
-  o.deadline_s = f.deadline_s;
   o.max_parallel = f.max_parallel;
   return gather_nodes(targets, o);
 }

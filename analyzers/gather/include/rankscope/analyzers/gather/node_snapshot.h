@@ -24,7 +24,7 @@ namespace rankscope::gather {
 
 struct NodeSnapshotOptions {
   bool stacks = false;           // capture native stacks of live ranks (eu-stack, else gdb)
-  int max_stacks = 64;           // at most this many processes get a stack capture
+  int max_stacks = 8;            // processes captured (each up to 30 s: eu-stack, then gdb, time-limited)
   bool all_hosts = false;        // also ship recorders written on other hosts
   uint64_t max_evidence_file_bytes = 1 << 20;  // older or larger evidence files stay behind
   int max_evidence_files = 64;
