@@ -6,7 +6,8 @@
 # it), a fault, and `hangdoctor /scratch/run --slurm JOB --json` run from the head, outside every node.
 #
 # Scenarios: lagging_rank_n3 sigkill_rank_n2 sigstop_rank_n4 node_stopped_n2 slurmd_stopped_n4
-# (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input). Exit 0 pass, 1 fail, 77 skipped.
+# (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input).
+# Exit 0 pass, 1 fail, 77 skipped.
 # Is not: the cluster (scripts/slurm-cluster.sh) nor the fixture (cluster_fixture.sh). Faults are
 # injected from the head through /proc (the nodes share this machine's pid namespace): that is the
 # test's hand, not evidence; hangdoctor sees the nodes only through srun.
