@@ -15,6 +15,9 @@ packages=(
 # library itself is dlopen'ed at run time when present, so programs built here run without it.
 # Headless Chromium renders the HTML report in its test; optional for the demo.
 if [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
+# The four-node Slurm of the multi-node tests (scripts/slurm-cluster.sh, tests/slurm/; jq reads
+# hangdoctor's JSON there); RANKSCOPE_NO_SLURM=1 leaves them out (those tests then skip).
+if [[ "${RANKSCOPE_NO_SLURM:-0}" != 1 ]]; then packages+=(slurmctld slurmd slurm-client munge jq); fi
 
 missing=()
 for p in "${packages[@]}"; do

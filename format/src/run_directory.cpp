@@ -7,6 +7,7 @@
 
 #include "rankscope/format/nccl_plugin_run.h"
 #include "rankscope/format/run_directory_layout.h"
+#include "flight_recorder_batch.h"
 
 namespace rankscope::format {
 
@@ -31,11 +32,17 @@ Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const 
   run.dir = dir;
   int max_rank = -1;
   size_t entries = 0;
+  std::vector<int> event_ranks;  // from the listing: no stat per rank later (16K ranks)
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     ++entries;
-    for (std::string_view ext : {".flight", ".events"})
-      if (auto r = rank_of_file(entry.path(), ext)) max_rank = std::max(max_rank, *r);
+    if (auto r = rank_of_file(entry.path(), ".flight")) max_rank = std::max(max_rank, *r);
+    if (auto r = rank_of_file(entry.path(), ".events")) {
+      max_rank = std::max(max_rank, *r);
+      // Only the name event_stream_path gives (rank00005.events, not rank5.events) is the stream.
+      if (entry.path().filename() == event_stream_path(dir, *r).filename()) event_ranks.push_back(*r);
+    }
   }
+  std::sort(event_ranks.begin(), event_ranks.end());
   if (ec) return io_error(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
   // No probe recorders but the NCCL profiler plugin's: a job run with NCCL_PROFILER_PLUGIN.
   if (max_rank < 0 && has_nccl_plugin_files(dir)) return open_nccl_plugin_run(dir, options);
@@ -57,13 +64,16 @@ Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const 
 
   run.world_size = run.metadata ? run.metadata->world_size : max_rank + 1;
   run.ranks.resize(size_t(std::max(run.world_size, 0)));
+  std::vector<std::filesystem::path> flight_files;
+  if (options.read_flight_recorders)
+    for (int r = 0; r < run.world_size; ++r) flight_files.push_back(flight_recorder_path(dir, r));
+  std::vector<Result<FlightRecorderSnapshot>> snaps = read_flight_recorders(flight_files);
   for (int r = 0; r < run.world_size; ++r) {
     RankFiles& rf = run.ranks[size_t(r)];
     rf.rank = r;
-    const auto events = event_stream_path(dir, r);
-    if (std::filesystem::exists(events, ec)) rf.events_path = events;
+    if (std::binary_search(event_ranks.begin(), event_ranks.end(), r)) rf.events_path = event_stream_path(dir, r);
     if (!options.read_flight_recorders) continue;
-    auto snap = read_flight_recorder(flight_recorder_path(dir, r));
+    Result<FlightRecorderSnapshot>& snap = snaps[size_t(r)];
     if (snap.ok()) {
       if (snap->rank != r)
         run.problems.push_back(fmt::format("rank {}: its flight recorder says rank {}", r, snap->rank));

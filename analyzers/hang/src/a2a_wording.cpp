@@ -40,11 +40,11 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& f) {
                                         c.range.empty() ? "" : fmt::format(" (called from {})", c.range));
   const uint64_t row = m.row_elements;
   if (m.sender >= 0 && m.sent && m.expected) {
-    d.headline = fmt::format("DESYNC: the counts of {} disagree: rank {} sends {} to rank {}, which expects {} from it.",
-                             where, m.sender, amount(*m.sent, row), m.receiver, amount(*m.expected, row));
+    d.headline = fmt::format("DESYNC: the counts of {} disagree: {} sends {} to {}, which expects {} from it.", where,
+                             who(d, {m.sender}), amount(*m.sent, row), who(d, {m.receiver}), amount(*m.expected, row));
   } else if (m.sender >= 0) {
-    d.headline = fmt::format("DESYNC: the counts of {} disagree: rank {} sends {} to rank {} than rank {} expects.", where,
-                             m.sender, difference_text(m.difference, row), m.receiver, m.receiver);
+    d.headline = fmt::format("DESYNC: the counts of {} disagree: {} sends {} to {} than rank {} expects.", where,
+                             who(d, {m.sender}), difference_text(m.difference, row), who(d, {m.receiver}), m.receiver);
   } else {
     d.headline = fmt::format("DESYNC: the counts of {} disagree: its members send {} in total than they expect; the pairs "
                              "could not be located.",
@@ -65,7 +65,7 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& f) {
                    "swaps them): check the rank that expected a different count.";
   if (!f.waiters.empty())
     d.explanation += fmt::format(" {} {} {} still inside it.", f.waiters.size() == 1 ? "Rank" : "Ranks",
-                                 compress_ranks(f.waiters), f.waiters.size() == 1 ? "is" : "are");
+                                 ranks_on_hosts(d, f.waiters), f.waiters.size() == 1 ? "is" : "are");
 }
 
 }  // namespace rankscope::hang

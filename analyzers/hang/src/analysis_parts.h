@@ -112,4 +112,8 @@ std::string nccl_call_note(const RankView& v, int64_t reference_ns);
 std::string nccl_p2p_note(const RankView& v);
 std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankView>& views);
 
+// node_findings.cpp. Node problems (diagnosis.h NodeFinding) over a report whose ranks and
+// culprits are filled; `waited_for`: ranks some live rank waits for. Empty with one host.
+std::vector<NodeFinding> find_node_problems(const Diagnosis& d, const std::vector<int>& waited_for);
+
 }  // namespace rankscope::hang

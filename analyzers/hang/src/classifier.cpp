@@ -61,6 +61,7 @@ class Classifier {
   bool none_started(const std::string& comm, uint64_t seq) const;
   void set_collective(const std::string& comm, uint64_t seq);
   void fill_ranks();
+  void find_nodes();
   std::string progress_on(const std::string& comm) const;
 
   const format::RunDirectory& run_;
@@ -161,6 +162,7 @@ Diagnosis Classifier::run() {
     }
   }
   fill_ranks();
+  find_nodes();
   if (d_.collective) {
     facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
     facts_.progress = progress_on(d_.collective->comm);
@@ -466,6 +468,31 @@ void Classifier::blame_least_progress() {
     // own computation, not waiting for anyone.
     d_.kind = Kind::kStuckInCompute;
   }
+}
+
+// Several ranks of one host in trouble together: one node finding, and every one of them a culprit
+// (the classifier may have named only the first of them missing from the innermost collective).
+void Classifier::find_nodes() {
+  d_.hosts = count_hosts(d_.ranks);
+  if (d_.hosts < 2 || (d_.verdict != Verdict::kHang && d_.verdict != Verdict::kCrash)) return;
+  const WaitGraph g = build_wait_graph(views_, groups_);
+  std::vector<int> waited_for;
+  for (const auto& e : g.edges) waited_for.push_back(e.absent);
+  d_.nodes = find_node_problems(d_, waited_for);
+  if (d_.nodes.size() != 1) return;
+  const NodeFinding& n = d_.nodes.front();
+  for (int r : n.ranks)
+    if (std::find(d_.culprit_ranks.begin(), d_.culprit_ranks.end(), r) == d_.culprit_ranks.end()) d_.culprit_ranks.push_back(r);
+  // The collective to name is one that ranks of other hosts wait in for the node, not one the
+  // node's own ranks wait in for each other.
+  std::optional<WaitEdge> best;
+  for (const auto& e : g.edges) {
+    if (std::find(n.ranks.begin(), n.ranks.end(), e.absent) == n.ranks.end() || host_of(d_, e.waiter) == n.host) continue;
+    if (!best || innermost_rank(groups_, e.comm) < innermost_rank(groups_, best->comm) ||
+        (e.comm == best->comm && e.seq < best->seq))
+      best = e;
+  }
+  if (best && d_.kind != Kind::kMissingGradient) set_collective(best->comm, best->seq);
 }
 
 // "ranks 0,2-7: #57; rank 1: #56": the last collective each member issued on `comm` (next seq - 1,

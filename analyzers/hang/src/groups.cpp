@@ -1,5 +1,6 @@
 // groups.cpp — which ranks form which communicator, innermost first.
 #include <algorithm>
+#include <unordered_map>
 
 #include "analysis_parts.h"
 
@@ -17,20 +18,22 @@ int role_order(const std::string& name) {
 
 std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::vector<RankView>& views) {
   std::vector<GroupView> groups;
+  // Group name -> index in `groups`, and whether run.json lists it: at 16K ranks there are
+  // thousands of groups, and every rank names three.
+  std::unordered_map<std::string, std::pair<size_t, bool>> index;
   if (run.metadata)
-    for (const auto& g : run.metadata->groups) groups.push_back({g.name, g.ranks});
+    for (const auto& g : run.metadata->groups)
+      if (index.try_emplace(g.name, groups.size(), true).second) groups.push_back({g.name, g.ranks});
   // Communicators only the recorders know (run.json missing, or a program that did not list them).
   for (const auto& v : views) {
     if (!v.readable()) continue;
     for (const auto& c : v.snap->comms) {
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const GroupView& g) { return g.name == c.name; });
-      if (it == groups.end()) {
-        groups.push_back({c.name, {}});
-        it = groups.end() - 1;
-      } else if (run.metadata && run.metadata->group(c.name)) {
-        continue;  // run.json is authoritative (it also lists ranks whose recorder is missing)
-      }
-      if (std::find(it->ranks.begin(), it->ranks.end(), v.rank) == it->ranks.end()) it->ranks.push_back(v.rank);
+      auto [it, fresh] = index.try_emplace(c.name, groups.size(), false);
+      if (fresh) groups.push_back({c.name, {}});
+      if (it->second.second) continue;  // run.json is authoritative (it also lists ranks whose recorder is missing)
+      std::vector<int>& ranks = groups[it->second.first].ranks;
+      // Views come in rank order: a rank already listed is the last one (no quadratic search).
+      if (ranks.empty() || ranks.back() != v.rank) ranks.push_back(v.rank);
     }
   }
   std::stable_sort(groups.begin(), groups.end(), [](const GroupView& a, const GroupView& b) {

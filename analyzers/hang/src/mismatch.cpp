@@ -32,6 +32,16 @@ std::string field_value(const format::CollectiveSnapshot& r, std::string_view fi
 
 constexpr std::string_view kFields[] = {"op", "dtype", "count", "bytes", "range"};
 
+// field_value(a, f) == field_value(b, f) without building the text: at 16K ranks the scan compares
+// millions of records, and only the one disagreement found needs words.
+bool same_field(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, std::string_view field) {
+  if (field == "op") return a.op == b.op;
+  if (field == "dtype") return a.dtype == b.dtype;
+  if (field == "count") return a.count == b.count;
+  if (field == "bytes") return a.bytes == b.bytes;
+  return a.range == b.range;
+}
+
 // The same position in the rank's previous step: does this record repeat it? nullopt: unknown.
 std::optional<bool> repeats_previous_step(const format::CommSnapshot& c, const format::CollectiveSnapshot& rec) {
   if (rec.step < 1) return std::nullopt;
@@ -88,8 +98,7 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
           const bool all_named = std::all_of(recs.begin(), recs.end(), [](auto* x) { return !x->range.empty(); });
           if (!with_call_site || !all_named) continue;
         }
-        const std::string first = field_value(*recs[0], f);
-        if (std::any_of(recs.begin(), recs.end(), [&](auto* x) { return field_value(*x, f) != first; })) {
+        if (std::any_of(recs.begin(), recs.end(), [&](auto* x) { return !same_field(*x, *recs[0], f); })) {
           field = f;
           break;
         }

@@ -23,6 +23,22 @@ nlohmann::json render_json(const Diagnosis& d) {
   j["verdict"] = std::string(verdict_name(d.verdict));
   j["kind"] = d.kind == Kind::kNone ? json(nullptr) : json(std::string(kind_name(d.kind)));
   j["culprit_ranks"] = d.culprit_ranks;
+  json culprits = json::array();
+  for (int r : d.culprit_ranks) culprits.push_back({{"rank", r}, {"host", host_of(d, r)}});
+  j["culprits"] = std::move(culprits);
+  j["hosts"] = d.hosts;
+  json nodes = json::array();
+  for (const auto& n : d.nodes) {
+    json x = {{"host", n.host},
+              {"ranks", n.ranks},
+              {"host_ranks", n.host_ranks},
+              {"state", std::string(rank_state_name(n.state))},
+              {"cause", n.cause}};
+    if (n.os_state != OsRunState::kUnknown) x["os_state"] = std::string(os_run_state_name(n.os_state));
+    if (n.state == RankState::kDead) x["liveness"] = std::string(analyzers::liveness_name(n.alive));
+    nodes.push_back(std::move(x));
+  }
+  j["node_findings"] = std::move(nodes);
   j["collective"] = d.collective ? collective_json(*d.collective) : json(nullptr);
   json ranks = json::array();
   for (const auto& r : d.ranks) {

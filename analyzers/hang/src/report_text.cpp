@@ -109,6 +109,10 @@ std::string render_text(const Diagnosis& d) {
                        human_seconds(x.bound_s), x.basis);
   }
 
+  for (const auto& n : d.nodes)
+    out += fmt::format("  Node {}: ranks {} of its {} ranks {} ({}).\n", n.host, compress_ranks(n.ranks), n.host_ranks.size(),
+                       n.cause, rank_state_name(n.state));
+
   // Ranks grouped by identical state, culprits first, in rank order within a group.
   std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;
   for (const auto& r : d.ranks) {
@@ -122,7 +126,7 @@ std::string render_text(const Diagnosis& d) {
   for (const auto& [key, g] : groups) {
     std::vector<int> ranks;
     for (const auto* r : g) ranks.push_back(r->rank);
-    const std::string label = fmt::format("{} {}:", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks));
+    const std::string label = fmt::format("{}:", who(d, ranks));
     out += fmt::format("  {:<14} {}{}{}\n", label, key.substr(1), group_suffix(d, g), key[0] == '0' ? "   <- culprit" : "");
   }
 

@@ -17,10 +17,6 @@ const RankReport* find_rank(const Diagnosis& d, int rank) {
   return nullptr;
 }
 
-std::string who(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", compress_ranks(ranks));
-}
-
 // "it is in forward/embed at step 2, idle 31 s" for one or several culprits.
 std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
   std::map<std::pair<std::string, int64_t>, std::vector<int>> places;
@@ -35,7 +31,7 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
   std::string out;
   for (const auto& [place, ranks] : places) {
     const std::string subject = places.size() == 1 ? (culprits.size() == 1 ? "it is" : "they are")
-                                                   : fmt::format("{} {}", who(ranks), ranks.size() == 1 ? "is" : "are");
+                                                   : fmt::format("{} {}", who(d, ranks), ranks.size() == 1 ? "is" : "are");
     if (!out.empty()) out += "; ";
     // Jobs recorded by the NCCL profiler plugin have no steps (step -1): no "at step" then.
     const std::string at = place.second >= 0 ? fmt::format(" at step {}", place.second) : "";
@@ -55,13 +51,13 @@ double max_waited(const Diagnosis& d, const std::vector<int>& ranks) {
 std::string waiters_sentence(const Diagnosis& d, const WordingFacts& f) {
   if (f.waiters.empty() || !d.collective) return "";
   const bool one = f.waiters.size() == 1;
-  return fmt::format(" {} {} {} in that {} {}.", one ? "Rank" : "Ranks", compress_ranks(f.waiters),
+  return fmt::format(" {} {} {} in that {} {}.", one ? "Rank" : "Ranks", ranks_on_hosts(d, f.waiters),
                      one ? "waits" : "wait", format::short_op_name(d.collective->op),
                      how_long(d, max_waited(d, f.waiters), "since"));
 }
 
 // Ranks waiting somewhere else than the verdict's collective: downstream of the same cause.
-std::string downstream_sentence(const Diagnosis& d, const WordingFacts& f) {
+std::string downstream_text(const Diagnosis& d, const WordingFacts& f) {
   std::map<std::string, std::vector<int>> at;
   for (const auto& r : d.ranks) {
     if (r.state != RankState::kWaiting || !r.waiting) continue;
@@ -70,15 +66,15 @@ std::string downstream_sentence(const Diagnosis& d, const WordingFacts& f) {
   }
   if (at.empty()) return "";
   std::string parts;
-  for (const auto& [where, ranks] : at) parts += fmt::format("{}{} in {}", parts.empty() ? "" : "; ", who(ranks), where);
+  for (const auto& [where, ranks] : at) parts += fmt::format("{}{} in {}", parts.empty() ? "" : "; ", who(d, ranks), where);
   return fmt::format(" Also waiting: {}.", parts);
 }
 
-std::string values_text(const Mismatch& m) {
+std::string values_text(const Diagnosis& d, const Mismatch& m) {
   std::map<std::string, std::vector<int>> by_value;
   for (const auto& [r, v] : m.values_by_rank) by_value[v].push_back(r);
   std::string out;
-  for (const auto& [v, ranks] : by_value) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", who(ranks), v);
+  for (const auto& [v, ranks] : by_value) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", who(d, ranks), v);
   return out;
 }
 
@@ -88,7 +84,7 @@ void word_mismatch(Diagnosis& d, const WordingFacts& f) {
   std::vector<int> healthy;
   for (const auto& [r, v] : m.values_by_rank)
     if (std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r) == d.culprit_ranks.end()) healthy.push_back(r);
-  const std::string culprit = who(d.culprit_ranks);
+  const std::string culprit = who(d, d.culprit_ranks);
   const std::string value = d.culprit_ranks.empty() ? "" : m.values_by_rank.at(d.culprit_ranks.front());
   const std::string healthy_value = healthy.empty() ? "" : m.values_by_rank.at(healthy.front());
   if (m.field == "issued") {
@@ -97,19 +93,19 @@ void word_mismatch(Diagnosis& d, const WordingFacts& f) {
                                       : r->waiting ? fmt::format(" and waits in {} #{} on {}", format::short_op_name(r->waiting->op), r->waiting->seq, r->waiting->comm)
                                                    : fmt::format(" and is in {}", r->range);
     d.headline = fmt::format("DESYNC: {} issued {} collectives on {}{}, while ranks {} wait in {}: it left one out.",
-                             culprit, value, c.comm, doing, compress_ranks(f.waiters), collective_phrase(c));
+                             culprit, value, c.comm, doing, ranks_on_hosts(d, f.waiters), collective_phrase(c));
   } else if (m.field == "range") {
     d.headline = fmt::format("DESYNC: {} called {} #{} on {} from {} where ranks {} called it from {}: it skipped or added a "
                              "collective ({}).",
-                             culprit, format::short_op_name(c.op), c.seq, c.comm, value, compress_ranks(healthy),
+                             culprit, format::short_op_name(c.op), c.seq, c.comm, value, ranks_on_hosts(d, healthy),
                              healthy_value, collective_phrase(c));
   } else {
     d.headline = fmt::format("DESYNC: {} called {} #{} on {} with {} {} where ranks {} used {}.", culprit,
-                             format::short_op_name(c.op), c.seq, c.comm, m.field, value, compress_ranks(healthy),
+                             format::short_op_name(c.op), c.seq, c.comm, m.field, value, ranks_on_hosts(d, healthy),
                              healthy_value);
   }
   d.explanation = fmt::format("Ranks disagree on the {} of collective #{} on {} ({}). The majority is taken as healthy.",
-                              m.field, c.seq, c.comm, values_text(m));
+                              m.field, c.seq, c.comm, values_text(d, m));
   d.explanation += f.later;
   if (f.ambiguous)
     d.explanation += " It is a tie that the ranks' previous steps could not break: either side may be at fault.";
@@ -124,7 +120,8 @@ void word_frozen(Diagnosis& d, const WordingFacts& f) {
     const RankReport* r = find_rank(d, c);
     if (!r) continue;
     const std::string wchan = r->wchan.empty() ? "" : fmt::format(", in kernel function {}", r->wchan);
-    states += fmt::format("{}rank {}'s process is frozen ({}{}): no thread runs", states.empty() ? "" : "; ", c,
+    const std::string on = d.hosts >= 2 && !r->host.empty() ? " on " + r->host : "";
+    states += fmt::format("{}rank {}'s process{} is frozen ({}{}): no thread runs", states.empty() ? "" : "; ", c, on,
                           os_run_state_name(r->os_state), wchan);
   }
   const RankReport* first = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
@@ -149,10 +146,11 @@ void word_frozen(Diagnosis& d, const WordingFacts& f) {
       break;
     default: break;
   }
-  d.explanation = fmt::format("Its process still exists on this host but does not run, so its heartbeat stopped while the "
+  const std::string host = d.hosts >= 2 && first && !first->host.empty() ? first->host : "this host";
+  d.explanation = fmt::format("Its process still exists on {} but does not run, so its heartbeat stopped while the "
                               "others kept beating. {}",
-                              why) +
-                  downstream_sentence(d, f);
+                              host, why) +
+                  downstream_text(d, f);
 }
 
 // The culprit's host went on while its GPU fell behind: it enqueued the collective (or waits for
@@ -161,7 +159,7 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   const CollectiveRef& c = *d.collective;
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
-  const std::string culprits = who(d.culprit_ranks);
+  const std::string culprits = who(d, d.culprit_ranks);
   // The peers whose devices reached it wait for the culprits; a culprit's host returned, it does not.
   WordingFacts peers = f;
   std::erase_if(peers.waiters, [&](int w) {
@@ -187,7 +185,7 @@ void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
                   (no_peer_reached ? "No member's device started it, and each records device starts, so this is not a "
                                      "network or peer problem. "
                                    : "The peers' devices reached the collective and wait for it. ") +
-                  "Look at the GPU (nvidia-smi, compute-sanitizer), not at the network." + downstream_sentence(d, f);
+                  "Look at the GPU (nvidia-smi, compute-sanitizer), not at the network." + downstream_text(d, f);
 }
 
 // One process (or every rank equally far) stuck in its own work: nobody to lag behind.
@@ -199,11 +197,11 @@ void word_stuck_alone(Diagnosis& d) {
   if (r && !r->range.empty()) {
     // Producers without step markers (the NCCL plugin's NVTX ranges) leave the step at -1.
     const std::string at_step = r->step >= 0 ? fmt::format(" at step {}", r->step) : "";
-    d.headline = fmt::format("HANG: rank {} is stuck in {} in {}{} {}{}; no collective is open and no rank is "
+    d.headline = fmt::format("HANG: {} is stuck in {} in {}{} {}{}; no collective is open and no rank is "
                              "ahead of it.",
-                             r->rank, what, r->range, at_step, how_long(d, r->range_s, "for"), recompute);
+                             who(d, {r->rank}), what, r->range, at_step, how_long(d, r->range_s, "for"), recompute);
   } else {
-    d.headline = fmt::format("HANG: {} {} stuck in {}{}; no collective is open; {}.", who(d.culprit_ranks),
+    d.headline = fmt::format("HANG: {} {} stuck in {}{}; no collective is open; {}.", who(d, d.culprit_ranks),
                              d.culprit_ranks.size() == 1 ? "is" : "are", what, recompute, whereabouts(d, d.culprit_ranks));
   }
   d.explanation = host ? "Nothing waits in a collective and no peer is ahead: the job is stuck in host work (data "
@@ -217,6 +215,8 @@ void word_stuck_alone(Diagnosis& d) {
 }
 
 }  // namespace
+
+std::string downstream_sentence(const Diagnosis& d, const WordingFacts& f) { return downstream_text(d, f); }
 
 std::string human_bytes(uint64_t b) {
   if (b < 1024) return fmt::format("{} B", b);
@@ -257,8 +257,8 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
     idle = std::max(idle, r.idle_s);
   }
   const std::string missing_note =
-      missing.empty() ? "" : fmt::format(" {} have no readable flight recorder.", who(missing));
-  const std::string culprits = who(d.culprit_ranks);
+      missing.empty() ? "" : fmt::format(" {} have no readable flight recorder.", who(d, missing));
+  const std::string culprits = who(d, d.culprit_ranks);
   const std::string waiters = waiters_sentence(d, f);
   switch (d.verdict) {
     case Verdict::kFinished:
@@ -304,13 +304,13 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                     "this host, so whether it died or froze cannot be checked from here; run hangdoctor on "
                                     "that host to tell. Whoever needs it waits forever.",
                                     culprits, r->host.empty() ? "an unknown host" : r->host) +
-                        downstream_sentence(d, f) + missing_note;
+                        downstream_text(d, f) + missing_note;
         break;
       }
       d.headline = fmt::format("CRASH: {} died{}{}, {} ago{}.{}", culprits, how, where,
                                human_seconds(r ? r->heartbeat_age_s : 0), blocked, waiters);
       d.explanation = fmt::format("{} stopped while the others kept their heartbeat; whoever needs it waits forever.", culprits) +
-                      downstream_sentence(d, f) + missing_note;
+                      downstream_text(d, f) + missing_note;
       break;
     }
     case Verdict::kHang: {
@@ -322,7 +322,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
       } else if (d.kind == Kind::kStuckInCollective) {
         const CollectiveRef& c = *d.collective;
         const std::string members = f.waiters.size() == 1
-                                        ? fmt::format("rank {}, the only member of {},", compress_ranks(f.waiters), c.comm)
+                                        ? fmt::format("rank {}, the only member of {},", ranks_on_hosts(d, f.waiters), c.comm)
                                         : fmt::format("all {} ranks in {}", f.waiters.size(), c.comm);
         const std::string waited = how_long(d, max_waited(d, f.waiters), "for");
         if (f.none_started) {
@@ -334,13 +334,13 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
           d.explanation = "Every member enqueued the collective and none completed it, so no rank lagged. No record says "
                           "it started: a kernel before it that never ends (the GPU behind its host) and a collective "
                           "stuck in the interconnect or the collective library look the same here." +
-                          downstream_sentence(d, f);
+                          downstream_text(d, f);
         } else {
           d.headline = fmt::format("HANG: {} entered {} and none finished, {}; no rank is to blame.", members,
                                    collective_phrase(c), waited);
           d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
                           "interconnect, the collective library or a device fault." +
-                          downstream_sentence(d, f);
+                          downstream_text(d, f);
         }
       } else if (!d.collective && (d.kind == Kind::kStuckInCompute || d.kind == Kind::kHostStall)) {
         word_stuck_alone(d);
@@ -355,7 +355,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
         d.headline = fmt::format("HANG: {} never launched {}: the gradient of {} never arrived; {}.{}", culprits,
                                  collective_phrase(*d.collective), grads, where, waiters);
         d.explanation = "Its backward pass is over but these gradients were never reported ready, so their DDP bucket "
-                        "was never reduced there." + downstream_sentence(d, f);
+                        "was never reduced there." + downstream_text(d, f);
       } else {
         const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
         const RankReport* only = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
@@ -374,7 +374,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                         (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
                                                       "pipeline, the file system or the host, not at the network."
                                                     : "") +
-                        downstream_sentence(d, f);
+                        downstream_text(d, f);
       }
       if (f.forming) {
         std::vector<int> running;
@@ -386,7 +386,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                              ? " The hang is still forming: other ranks made progress recently, but a peer already waits."
                              : fmt::format(" The hang is still forming: {} still run work that does not need {} yet, and "
                                            "will wait too at their next collective with {}.",
-                                           who(running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
+                                           who(d, running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
       }
       d.explanation += missing_note;
       if (!d.time_basis.empty()) d.explanation += " " + d.time_basis;
@@ -395,6 +395,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
   }
   if (f.all_gone)
     d.explanation += " Every rank's process is gone (the job was killed or aborted): this is their state when they died.";
+  if (d.verdict == Verdict::kHang || d.verdict == Verdict::kCrash) word_node(d, f);
 }
 
 }  // namespace rankscope::hang

@@ -126,6 +126,19 @@ struct Detection {
   std::string basis;       // what the bound rests on, in words: "longest 52.0 ms of 1 step x10, floor 3 s"
 };
 
+// A node problem (issue 25): most or all ranks of one host in the same bad state at once (frozen
+// alike, dead alike, or all lagging), while ranks of other hosts wait on them. Said once for the
+// node rather than once per rank. Only where the run spans more than one host.
+struct NodeFinding {
+  std::string host;
+  std::vector<int> ranks;       // the node's ranks in the shared state (culprits)
+  std::vector<int> host_ranks;  // every rank the run places on this host
+  RankState state = RankState::kRunning;
+  OsRunState os_state = OsRunState::kUnknown;  // kFrozen: what the kernel says; else kUnknown
+  Liveness alive = Liveness::kUnknown;         // kDead: gone, or unknown (heartbeat only)
+  std::string cause;            // the shared cause in words: "stopped (SIGSTOP or SIGTSTP)", ...
+};
+
 struct Diagnosis {
   Verdict verdict = Verdict::kHealthy;
   Kind kind = Kind::kNone;
@@ -146,7 +159,12 @@ struct Diagnosis {
   std::string time_basis;                    // what that bound rests on, one sentence ("" for live recorders)
   std::string recompute;                     // run.json training.recompute, as words ("" unknown)
   std::optional<Detection> detection;        // why stuck (absent when healthy or finished)
+  int hosts = 0;                             // distinct hosts among the ranks (0: none known)
+  std::vector<NodeFinding> nodes;            // node problems; empty with one host
 };
+
+// The host of `rank` as the report knows it ("" unknown).
+const std::string& host_of(const Diagnosis& d, int rank);
 
 // 0 healthy or finished, 1 a problem was found.
 int exit_code(const Diagnosis& d);

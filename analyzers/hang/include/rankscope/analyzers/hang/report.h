@@ -24,6 +24,11 @@
 // which do not record when they were written: stuck_for_s, waited_s and idle_s are "at least") and
 // time_basis (the sentence saying what the bound rests on, null for run directories); detection.by
 // "dump" when dumps with a pending collective were read.
+// Added within version 2 (issue 25, across hosts): culprits[] {rank, host} (culprit_ranks with their
+// hosts), hosts (distinct hosts among the ranks) and node_findings[] {host, ranks, host_ranks, state,
+// cause, os_state (frozen), liveness (dead)}: most or all ranks of one host in the same state while
+// other hosts' ranks wait on them (empty with one host). With one node finding its ranks are all
+// in culprit_ranks and the headline names the node ("HANG: node n4: ranks 12-15 all stopped ...").
 #pragma once
 
 #include <string>
