@@ -362,6 +362,42 @@ INSTANTIATE_TEST_SUITE_P(Streams, HostileNode,
                                            Hostile{"length_past_end", "truncated"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A node cut off mid-stream has sent its manifest (first in the stream) but not every recorder: the
+// ranks it names without a recorder are its missing ranks, not ranks it sent, and they are not
+// handed to another silent node (the Slurm bad_streams test found both).
+TEST(Gather, ACutOffNodeKeepsItsOwnMissingRanks) {
+  bool saw_a_lost_recorder = false;
+  for (int percent : {30, 50, 70, 85}) {
+    const auto root = scratch("cut_off_" + std::to_string(percent));
+    make_split_run(root, {"n1", "n2", "n3"}, 6, "");
+    auto stream = good_stream(root / "n2");
+    stream.resize(stream.size() * size_t(percent) / 100);
+    std::ofstream(root / "n2" / "stream", std::ios::binary).write(reinterpret_cast<const char*>(stream.data()), long(stream.size()));
+    const std::string junk = "not a snapshot\n";
+    std::ofstream(root / "n3" / "stream", std::ios::binary) << junk;
+    GatherOptions o;
+    o.out_dir = root / "g";
+    auto rec = gather_nodes(fake_targets(root, {"n1", "n2", "n3"}), o);
+    ASSERT_TRUE(rec.ok()) << rec.status().message();
+    const auto& n2 = rec->nodes[1];
+    const auto& n3 = rec->nodes[2];
+    ASSERT_FALSE(n2.answered);
+    ASSERT_FALSE(n3.answered);
+    std::error_code ec;
+    for (int r : n2.ranks) EXPECT_TRUE(std::filesystem::exists(format::flight_recorder_path(o.out_dir, r), ec)) << r;
+    for (int r : n2.missing_ranks) EXPECT_FALSE(std::filesystem::exists(format::flight_recorder_path(o.out_dir, r), ec)) << r;
+    std::vector<int> n2_all = n2.ranks;
+    n2_all.insert(n2_all.end(), n2.missing_ranks.begin(), n2.missing_ranks.end());
+    std::sort(n2_all.begin(), n2_all.end());
+    if (n2_all.empty()) continue;  // the cut fell before the manifest: nothing to check here
+    EXPECT_EQ(n2_all, (std::vector<int>{2, 3})) << percent << "%";
+    EXPECT_EQ(n3.missing_ranks, (std::vector<int>{4, 5})) << percent << "%";
+    EXPECT_TRUE(n3.ranks.empty());
+    saw_a_lost_recorder = saw_a_lost_recorder || !n2.missing_ranks.empty();
+  }
+  EXPECT_TRUE(saw_a_lost_recorder) << "no cut kept the manifest and lost a recorder: the test checked nothing";
+}
+
 TEST(Gather, OutputFolderAndHostNamesAreChecked) {
   const auto root = scratch("checks");
   write_file(root / "precious" / "notes.txt", "mine");

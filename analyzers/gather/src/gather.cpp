@@ -155,7 +155,17 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
       node.answered = d.status.ok() && node.reason.empty();
       if (!d.status.ok()) node.reason = node.reason.empty() ? d.status.message() : node.reason + "; " + d.status.message();
       merge_node(o.out_dir, node.host, d.names, owner, record.problems);
-      node.ranks = manifest_ranks(o.out_dir / format::kGatheredHostsDir / node.host, node.snapshot_host);
+      const fs::path host_dir = o.out_dir / format::kGatheredHostsDir / node.host;
+      node.ranks = manifest_ranks(host_dir, node.snapshot_host);
+      if (!node.answered) {
+        // The manifest comes first in a stream, so a node cut off later names ranks whose recorders
+        // never came: those are its missing ranks, not ranks it sent.
+        std::vector<int> arrived;
+        std::error_code ec;
+        for (int r : node.ranks)
+          (fs::exists(format::flight_recorder_path(host_dir, r), ec) ? arrived : node.missing_ranks).push_back(r);
+        node.ranks = std::move(arrived);
+      }
     } else if (node.reason.empty()) {
       node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
     }
@@ -169,11 +179,14 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
     std::error_code ec;
     for (int r = 0; r < record.world_size; ++r)
       if (!fs::exists(format::flight_recorder_path(o.out_dir, r), ec)) record.ranks_missing.push_back(r);
-    std::vector<format::GatheredNode*> silent;
+    std::set<int> placed;  // missing ranks a failed node's manifest already claims
+    for (const auto& n : record.nodes) placed.insert(n.missing_ranks.begin(), n.missing_ranks.end());
+    std::vector<format::GatheredNode*> silent;  // failed nodes that said nothing of their ranks
     for (auto& n : record.nodes)
-      if (!n.answered && n.ranks.empty()) silent.push_back(&n);
+      if (!n.answered && n.ranks.empty() && n.missing_ranks.empty()) silent.push_back(&n);
     std::vector<int> unplaced;
     for (int r : record.ranks_missing) {
+      if (placed.count(r)) continue;
       format::GatheredNode* home = nullptr;
       if (size_t(r) < meta->hosts.size())
         for (auto* n : silent)
