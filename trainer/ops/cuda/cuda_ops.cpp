@@ -19,6 +19,21 @@ namespace gpt2::cuda {
 rankscope::Status to_status(cudaError_t e, const char* what) { return cuda_status(e, what); }
 
 void die_in_op(const rankscope::Status& status, const char* op) {
+  if (status.code() == rankscope::StatusCode::kOutOfMemory) {
+    // Not a broken kernel: the run asked for more than the device has. The sticky-error advice
+    // would mislead; say what to change and exit 2 as for a bad setting (never abort, no core).
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaGetLastError();
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    std::fprintf(stderr,
+                 "rankscope cuda ops: %s: out of GPU memory: %s\n  %.2f GiB free of %.2f GiB on the device\n"
+                 "  hint: a smaller --batch (keep the global batch with --grad-accum), --attention flash, or "
+                 "--recompute 2\n",
+                 op, status.to_string().c_str(), free_bytes / double(1 << 30), total_bytes / double(1 << 30));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(2);
+  }
   std::fprintf(stderr,
                "rankscope cuda ops: %s failed: %s\n  hint: CUDA errors are sticky; rerun with "
                "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find the kernel, or --device cpu\n",
@@ -88,13 +103,44 @@ ShardParams CudaOps::shard_params(const VocabShardMap& s) {
 
 void* CudaOps::alloc(size_t bytes) {
   void* p = nullptr;
-  const size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;  // cudaMalloc aligns to 256
+  const size_t rounded = bytes == 0 ? kAllocGranularity
+                                    : (bytes + kAllocGranularity - 1) / kAllocGranularity * kAllocGranularity;
   RS_CUDA_OP_MUST(cudaMalloc(&p, rounded));
   RS_CUDA_OP_MUST(cudaMemsetAsync(p, 0, rounded, stream_));
   allocations_[p] = rounded;
   allocated_bytes_ += rounded;
   if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;
   return p;
+}
+
+// What scratch() will have grown to once a step of this shape has run (memory_estimate.h), slot by
+// slot as the ops below and in cuda_ops_gemm.cpp / cuda_ops_attention.cpp ask for it. The cuBLASLt
+// workspace is not counted: create() allocated it, so the device's free memory already excludes it.
+size_t CudaOps::workspace_bytes(const WorkspaceShape& s) const {
+  const size_t N = size_t(s.B) * size_t(s.T), C = size_t(s.C), Cl = size_t(s.Cl), Fl = 4 * Cl;
+  const size_t Vl = size_t(s.Vl);
+  size_t total = 0;
+  if (s.attention == AttentionKind::kNaive) {
+    const size_t heads = N * Cl;                 // (B,NH,T,hs) floats
+    total += 2 * 4 * heads * sizeof(float);      // kAttentionHeads (q,k,v,y) + kAttentionGrads (dq,dk,dv,dy)
+  }
+  const bool bf16_gemms = options_.precision != CudaPrecision::kFp32 || s.activations == ActType::kBF16;
+  if (bf16_gemms) {
+    const size_t widest = std::max({Vl, Fl, 3 * Cl, C});
+    // kGemmB: the weights (wte (Vl,C) the largest), and fp32 activations as the weight-gradient GEMM's B.
+    size_t b_span = Vl * C;
+    size_t a_span = 0;
+    if (s.activations == ActType::kF32) {
+      a_span = N * widest;                     // kGemmA: fp32 activations (the logits' gradient the largest)
+      b_span = std::max(b_span, N * std::max(C, Fl));
+    }
+    total += (a_span + b_span) * 2;            // bf16
+  }
+  const size_t widest_bias = std::max({Fl, 3 * Cl, C});
+  total += sizeof(float) * std::max(column_sums_scratch_floats(int(N), int(widest_bias)),
+                                    layernorm_backward_scratch_floats(int(N), int(C)));  // kPartials
+  total += embedding_backward_scratch_bytes(int(N), int(Vl));                           // kEmbeddingSort
+  return total;
 }
 
 void CudaOps::release(void* ptr) {

@@ -39,6 +39,9 @@ class CudaOps final : public Ops {
   CudaMemoryStats memory() const;
 
   void* alloc(size_t bytes) override;
+  size_t alloc_granularity() const override { return kAllocGranularity; }
+  size_t workspace_bytes(const WorkspaceShape& shape) const override;
+  AllocationStats allocation_stats() const override { return {allocated_bytes_, peak_allocated_bytes_}; }
   void release(void* ptr) override;
   void fill_zero(void* ptr, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
@@ -151,13 +154,15 @@ class CudaOps final : public Ops {
   // The fused AdamW's chunk table as last uploaded; uploaded again only when the segments change.
   std::vector<char> adamw_chunks_host_;
   size_t adamw_chunk_count_ = 0;
+  static constexpr size_t kAllocGranularity = 256;  // cudaMalloc's alignment; alloc() rounds to it
   std::unordered_map<void*, size_t> allocations_;
   size_t allocated_bytes_ = 0;
   size_t peak_allocated_bytes_ = 0;
 };
 
 // Fatal error inside an op (the Ops interface has no Status): prints the status with its
-// breadcrumb and a hint, then aborts.
+// breadcrumb and a hint, then aborts; out of memory instead says so with the device's free memory
+// and what to change, and exits 2.
 [[noreturn]] void die_in_op(const rankscope::Status& status, const char* op);
 
 }  // namespace gpt2::cuda
