@@ -31,7 +31,7 @@ libs=(librankscope-nccl.so librankscope-nvtx.so)
 # The `gpu`-labelled test binaries (tests/gpu/CMakeLists.txt) and the probe's GPU tests.
 gpu_tests=(cuda_probe_test gemm_plan_test cuda_ops_test cuda_flash_attention_test cuda_fused_layernorm_test
            cuda_gemm_gelu_test cuda_classifier_test cuda_model_test cuda_kernel_ranges_test nccl_comm_test
-           nccl_bootstrap_test)
+           nccl_bootstrap_test cuda_weight_mirror_test)
 
 if [ "$do_build" = 1 ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \

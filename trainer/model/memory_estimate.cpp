@@ -124,8 +124,9 @@ Result<MemoryEstimate> estimate_training_memory(const GPT2::Options& o, const Op
     return rankscope::invalid_argument(fmt::format("batch {} / seq len {}: nothing to estimate", o.batch, o.seq_len));
   if (o.moe.enabled()) RS_RETURN_IF_ERROR(o.moe.validate(o.ep.ep_size));
   MemoryEstimate e;
+  const size_t parameters = ParameterSet::count_numel(c, o.tp, o.moe, o.ep);
   AllocationTally params(ops.alloc_granularity());
-  params.add(ParameterSet::count_numel(c, o.tp, o.moe, o.ep) * sizeof(float));
+  params.add(parameters * sizeof(float));
   e.weights = params.total();
   e.gradients = params.total();
   e.optimizer_state = 2 * params.total();  // AdamW m and v
@@ -144,6 +145,7 @@ Result<MemoryEstimate> estimate_training_memory(const GPT2::Options& o, const Op
   shape.Vl = c.padded_vocab_size(o.tp.tp_size) / o.tp.tp_size;
   shape.attention = o.attention;
   shape.activations = o.activations;
+  shape.parameters = parameters;
   e.backend_workspace = ops.workspace_bytes(shape);
   return e;
 }

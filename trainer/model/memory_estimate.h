@@ -26,7 +26,7 @@ struct MemoryEstimate {
   size_t optimizer_state = 0;    // AdamW m and v, fp32
   size_t activations = 0;        // GPT2::create's buffers (GPT2::activation_bytes), incl. attention's
   size_t moe_scratch = 0;        // MoE layers' grow-only scratch after one step, balanced routing
-  size_t backend_workspace = 0;  // the backend's own scratch and workspace (Ops::workspace_bytes)
+  size_t backend_workspace = 0;  // the backend's scratch, incl. a bf16 weight mirror (Ops::workspace_bytes)
   size_t total() const {
     return weights + gradients + optimizer_state + activations + moe_scratch + backend_workspace;
   }

@@ -69,6 +69,7 @@ class Ops {
   // The shape of one rank's model, for the backend's own scratch (split heads, casts, partials).
   struct WorkspaceShape {
     int B = 0, T = 0, C = 0, Cl = 0, NHl = 0, Vl = 0;  // Cl, NHl, Vl: this TP rank's share
+    size_t parameters = 0;  // ParameterSet::total_numel (a backend may mirror the weights)
     AttentionKind attention = AttentionKind::kNaive;
     ActType activations = ActType::kF32;
   };

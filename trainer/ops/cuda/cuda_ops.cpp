@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cuda_bf16.h>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -58,6 +59,7 @@ CudaOps::~CudaOps() {
   gemm_.reset();
   for (auto& buf : scratch_) cudaFree(buf.ptr);
   for (auto& [ptr, bytes] : allocations_) cudaFree(ptr);
+  cudaFree(weight_mirror_.copy);
   cudaFree(owned_count_);
   cudaFree(sum_result_);
   cudaFree(sum_partials_);
@@ -135,6 +137,7 @@ size_t CudaOps::workspace_bytes(const WorkspaceShape& s) const {
       b_span = std::max(b_span, N * std::max(C, Fl));
     }
     total += (a_span + b_span) * 2;            // bf16
+    total += s.parameters * 2;                 // the bf16 weight mirror AdamW refreshes
   }
   const size_t widest_bias = std::max({Fl, 3 * Cl, C});
   total += sizeof(float) * std::max(column_sums_scratch_floats(int(N), int(widest_bias)),
@@ -151,12 +154,49 @@ void CudaOps::release(void* ptr) {
     allocations_.erase(it);
   }
   RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));  // no op of ours may still use it
+  if (ptr == weight_mirror_.base) {
+    RS_CUDA_OP_MUST(cudaFree(weight_mirror_.copy));
+    weight_mirror_ = WeightMirror{};
+  }
   RS_CUDA_OP_MUST(cudaFree(ptr));
 }
 
-void CudaOps::fill_zero(void* ptr, size_t bytes) { RS_CUDA_OP_MUST(cudaMemsetAsync(ptr, 0, bytes, stream_)); }
+// --- the bf16 weight mirror (cuda_ops.h) ---
+
+const void* CudaOps::mirrored_bf16(const float* p, int64_t span) const {
+  const WeightMirror& m = weight_mirror_;
+  if (!m.valid || p < m.base || span < 0 || p + span > m.base + m.count) return nullptr;
+  return static_cast<const __nv_bfloat16*>(m.copy) + (p - m.base);
+}
+
+void CudaOps::refresh_weight_mirror(const float* params, size_t count) {
+  WeightMirror& m = weight_mirror_;
+  if (m.base != params || m.count < count) {
+    RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
+    RS_CUDA_OP_MUST(cudaFree(m.copy));
+    m = WeightMirror{};
+    RS_CUDA_OP_MUST(cudaMalloc(&m.copy, count * sizeof(__nv_bfloat16)));
+    m.base = params;
+    m.count = count;
+  }
+  RS_CUDA_OP_MUST(launch_cast_to_bf16(static_cast<__nv_bfloat16*>(m.copy), params, m.count, stream_));
+  m.valid = true;
+}
+
+void CudaOps::invalidate_weight_mirror(const void* dst, size_t bytes) {
+  WeightMirror& m = weight_mirror_;
+  const char* lo = static_cast<const char*>(dst);
+  const char* base = reinterpret_cast<const char*>(m.base);
+  if (m.valid && lo < base + m.count * sizeof(float) && lo + bytes > base) m.valid = false;
+}
+
+void CudaOps::fill_zero(void* ptr, size_t bytes) {
+  invalidate_weight_mirror(ptr, bytes);
+  RS_CUDA_OP_MUST(cudaMemsetAsync(ptr, 0, bytes, stream_));
+}
 
 void CudaOps::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  invalidate_weight_mirror(dst, bytes);
   RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
   // The caller may reuse host_src as soon as we return.
   RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
@@ -168,6 +208,7 @@ void CudaOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
 }
 
 void CudaOps::copy(void* dst, const void* src, size_t bytes) {
+  invalidate_weight_mirror(dst, bytes);
   RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
@@ -306,6 +347,12 @@ void CudaOps::adamw_update_segments(float* params, const float* grads, float* m,
   const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(t)));
   RS_CUDA_OP_MUST(launch_adamw_chunks(params, grads, m, v, static_cast<const AdamWChunk*>(*table), chunks.size(), lr,
                                       beta1, beta2, eps, weight_decay, bc1, bc2, stream_));
+  // One cast of all the weights per step, instead of one per weight per GEMM call.
+  if (bf16_gemms_seen_) {
+    size_t covered = 0;
+    for (size_t i = 0; i < n_segments; i++) covered = std::max(covered, segments[i].offset + segments[i].numel);
+    refresh_weight_mirror(params, covered);
+  }
 }
 
 rankscope::Status CudaOps::sum_impl(double* result, const float* x, size_t n, bool squares) {
