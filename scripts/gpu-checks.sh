@@ -173,7 +173,7 @@ memcheck() {
   echo "memcheck exit $?"
   grep -c "ncclInitKernelsForDevice" "$W/logs/memcheck-full.log" | sed 's/^/NCCL probe reports (ignored): /'
   awk '/^========= (Invalid|Program hit|Uninitialized|Race)/ {block=$0; keep=1; next}
-       /^=========\s*$/ {if (keep && block !~ /ncclInitKernelsForDevice/) print block; keep=0; next}
+       /^=========[ \t]*$/ {if (keep && block !~ /ncclInitKernelsForDevice/) print block; keep=0; next}
        keep {block = block "\n" $0}' "$W/logs/memcheck-full.log" | head -40
   tail -3 "$W/logs/memcheck-full.log"
 }
