@@ -30,6 +30,7 @@
 #include "model/adamw.h"
 #include "model/gpt2.h"
 #include "attention_step_timing.h"
+#include "model/memory_estimate.h"
 #include "ops/cuda/cuda_backend.h"
 #include "rankscope/probe/plugins.h"
 #include "rankscope/probe/probe.h"
@@ -194,6 +195,9 @@ int main(int argc, char** argv) {
                                : largest_batch(ops, *config, args.seq, n_params * sizeof(float), variant);
   const int T = args.seq;
 
+  // The trainer's up-front estimate (issue 23), printed beside what was measured so a GPU run
+  // checks the CUDA backend's workspace_bytes() too.
+  const auto estimate = gpt2::estimate_training_memory(options_for(*config, B, T, variant), ops);
   auto model_r = GPT2::create(options_for(*config, B, T, variant), ops, nullptr);
   if (!model_r.ok()) {
     std::fprintf(stderr, "model: %s\n", model_r.status().to_string().c_str());
@@ -275,6 +279,11 @@ int main(int argc, char** argv) {
                 attention.layers, gpt2::bench::attention_step_flops(attention) / (*attention_ms * 1e-3) / 1e12);
   } else {
     std::printf("  attention alone: n/a (%s)\n", attention_ms.status().to_string().c_str());
+  }
+  if (estimate.ok()) {
+    std::printf("  memory estimate: %.2f GiB allocated by the model + %.2f GiB backend scratch (measured: %.2f + %.2f)\n",
+                gib(estimate->total() - estimate->backend_workspace), gib(estimate->backend_workspace),
+                gib(mem.peak_allocated_bytes), gib(mem.scratch_bytes));
   }
   return 0;
 }

@@ -14,6 +14,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kIo: return "i/o error";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOutOfMemory: return "out of memory";
   }
   return "unknown";
 }

@@ -175,6 +175,28 @@ TEST_P(CudaFusedLayerNorm, Bf16LayerNormBackwardMatchesTheCpuInFp32) {
   EXPECT_TRUE(all_close(g_db.host(), want_db, 1e-4 * std::max(1.0, max_abs(want_db)), 0)) << "dbias";
 }
 
+// fp32: the same sums in another order (per-warp channel sums, then warps, then chunks): 1e-5.
+TEST_P(CudaFusedLayerNorm, Fp32LayerNormBackwardMatchesTheCpu) {
+  const Shape s = GetParam();
+  const size_t nc = static_cast<size_t>(s.N) * s.C;
+  std::vector<float> inp = random_floats(nc, 31);
+  for (float& x : inp) x += 0.5f;
+  const std::vector<float> dout = random_floats(nc, 32), dinp0 = random_floats(nc, 33);
+  const std::vector<float> weight = random_floats(s.C, 34, 0.2f), dw0 = random_floats(s.C, 35), db0 = random_floats(s.C, 36);
+  std::vector<float> ln(nc), mean(s.N), rstd(s.N), bias(s.C, 0.0f);
+  cpu_->layernorm_forward(ln.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), s.N, s.C);
+  std::vector<float> want_dinp = dinp0, want_dw = dw0, want_db = db0;
+  cpu_->layernorm_backward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(), weight.data(),
+                           mean.data(), rstd.data(), s.N, s.C);
+  Buffer<float> g_inp(*gpu_, inp), g_dout(*gpu_, dout), g_dinp(*gpu_, dinp0), g_weight(*gpu_, weight),
+      g_mean(*gpu_, mean), g_rstd(*gpu_, rstd), g_dw(*gpu_, dw0), g_db(*gpu_, db0);
+  gpu_->layernorm_backward(g_dinp.get(), g_dw.get(), g_db.get(), g_dout.get(), g_inp.get(), g_weight.get(),
+                           g_mean.get(), g_rstd.get(), s.N, s.C);
+  EXPECT_TRUE(all_close(g_dinp.host(), want_dinp, 1e-5 * std::max(1.0, max_abs(want_dinp)), 1e-5)) << "dinp";
+  EXPECT_TRUE(all_close(g_dw.host(), want_dw, 1e-5 * std::max(1.0, max_abs(want_dw)), 1e-5)) << "dweight";
+  EXPECT_TRUE(all_close(g_db.host(), want_db, 1e-5 * std::max(1.0, max_abs(want_db)), 1e-5)) << "dbias";
+}
+
 TEST_P(CudaFusedLayerNorm, Bf16ResidualAndAccumulateMatchTheCpu) {
   const Shape s = GetParam();
   const size_t n = static_cast<size_t>(s.N) * s.C;
@@ -191,7 +213,7 @@ TEST_P(CudaFusedLayerNorm, Bf16ResidualAndAccumulateMatchTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaFusedLayerNorm,
                          ::testing::Values(Shape{3, 7}, Shape{5, 33}, Shape{64, 768}, Shape{17, 1000},
-                                           Shape{300, 1600}),
+                                           Shape{300, 1600}, Shape{1000, 768}, Shape{65, 8000}),
                          [](const ::testing::TestParamInfo<Shape>& p) {
                            return "N" + std::to_string(p.param.N) + "_C" + std::to_string(p.param.C);
                          });

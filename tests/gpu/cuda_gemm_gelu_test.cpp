@@ -13,9 +13,12 @@
 //   bf16 fused vs composed or CPU where the composed path rounds twice (the
 //   pre-activation is stored in bf16 before GELU / GELU' reads it; GELU' <= 1.13): 1e-2, 2e-2
 //   fp32 gradients (dweight, dbias) from bf16 activations vs CPU:                1e-4, 1e-4
+//   bf16 fused pre-GELU (acc + bias inside cuBLASLt's epilogue) vs CPU: 2^-8 * (|acc| + |bias| +
+//   |pre|) per element, since the epilogue may round an operand before the sum cancels
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -112,7 +115,29 @@ TEST_P(CudaGemmGeluTest, FusedForwardMatchesComposedAndCpu) {
 
   EXPECT_TRUE(all_close(fused_pre.host(), comp_pre.host(), atol1(), rtol1())) << "pre_gelu: fused vs composed";
   EXPECT_TRUE(all_close(fused_out.host(), comp_out.host(), atol2(), rtol2())) << "out: fused vs composed";
-  EXPECT_TRUE(all_close(fused_pre.host(), pre_c, atol1(), rtol1())) << "pre_gelu vs CPU";
+  if (!bf16()) {
+    EXPECT_TRUE(all_close(fused_pre.host(), pre_c, atol1(), rtol1())) << "pre_gelu vs CPU";
+  } else {
+    // Issue 23 (-0.1396 where the CPU says -0.1328): with N(0,1) biases, pre = acc + bias often
+    // cancels, so bf16 rounding inside the epilogue (of acc, or of the bias to the output type)
+    // is an error relative to |acc| + |bias|, not to |pre|. Bound per element: one half-ulp of
+    // each operand and of the result; a misread bias (fp32 read as bf16) would exceed it by far.
+    std::vector<float> acc_c(kN * kOC);
+    cpu_->matmul_forward(acc_c.data(), inp.data(), w.data(), nullptr, kN, kC, kOC);
+    const auto got = fused_pre.host();
+    size_t worst = 0;
+    double worst_ratio = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+      const double bound = 1e-6 + std::ldexp(1.0, -8) * (std::fabs(acc_c[i]) + std::fabs(bias[i % kOC]) +
+                                                           std::fabs(pre_c[i]));
+      const double ratio = std::fabs(double(got[i]) - pre_c[i]) / bound;
+      if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+    }
+    EXPECT_LE(worst_ratio, 1.0) << "pre_gelu vs CPU beyond the epilogue's rounding: element " << worst << " got "
+                                << got[worst] << " want " << pre_c[worst] << " (acc " << acc_c[worst] << ", bias "
+                                << bias[worst % kOC] << ")";
+    std::printf("  bf16 fused pre-GELU vs CPU: worst error %.2f of the operand-rounding bound\n", worst_ratio);
+  }
   EXPECT_TRUE(all_close(fused_out.host(), out_c, atol2(), rtol2())) << "out vs CPU";
 }
 

@@ -25,6 +25,8 @@ class Bf16EmulatingOps final : public Ops {
 
   void* alloc(size_t bytes) override { return cpu_->alloc(bytes); }
   void release(void* ptr) override { cpu_->release(ptr); }
+  size_t alloc_granularity() const override { return cpu_->alloc_granularity(); }
+  AllocationStats allocation_stats() const override { return cpu_->allocation_stats(); }
   void fill_zero(void* ptr, size_t bytes) override { cpu_->fill_zero(ptr, bytes); }
   void copy_from_host(void* dst, const void* src, size_t bytes) override { cpu_->copy_from_host(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }

@@ -63,6 +63,26 @@ class Ops {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
 
+  // --- memory accounting (model/memory_estimate.h: the estimate before the first step) ---
+  // alloc() rounds every request up to a multiple of this (a request of 0 takes one unit).
+  virtual size_t alloc_granularity() const { return 64; }
+  // The shape of one rank's model, for the backend's own scratch (split heads, casts, partials).
+  struct WorkspaceShape {
+    int B = 0, T = 0, C = 0, Cl = 0, NHl = 0, Vl = 0;  // Cl, NHl, Vl: this TP rank's share
+    size_t parameters = 0;  // ParameterSet::total_numel (a backend may mirror the weights)
+    AttentionKind attention = AttentionKind::kNaive;
+    ActType activations = ActType::kF32;
+  };
+  // Bytes the backend will hold outside alloc() once a step of this shape has run (0 for the CPU,
+  // whose scratch is transient host memory).
+  virtual size_t workspace_bytes(const WorkspaceShape&) const { return 0; }
+  // alloc() minus release() now, and its high-water mark; zeros where a backend does not count.
+  struct AllocationStats {
+    size_t in_use = 0;
+    size_t peak = 0;
+  };
+  virtual AllocationStats allocation_stats() const { return {}; }
+
   // --- embedding (vocab-parallel) ---
   // out (N,C) = wte_local[local row of ids[n]] where this shard owns ids[n], else 0. Foreign ids are
   // masked arithmetically (no per-token branch). Returns how many of the N ids this shard owns.

@@ -49,10 +49,20 @@ std::vector<int> local_shape(const std::vector<int>& full, TpSplit split, int tp
 
 }  // namespace
 
-ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops,
-                           const MoeConfig& moe, const ExpertParallel& ep)
-    : config_(config), tp_(tp), moe_(moe), ep_(ep), ops_(ops),
-      padded_vocab_(config.padded_vocab_size(tp.tp_size)) {
+// The HF-named list of one TP (and EP) rank's tensors and their offsets in the flat buffers;
+// nothing allocated, so memory_estimate.h can count a model before building it.
+namespace {
+
+struct ParameterLayout {
+  std::vector<ParamInfo> infos;
+  std::vector<int> block_first;  // index of h.l.ln_1.weight
+  int lnf_weight = 0;
+  size_t total_numel = 0;
+};
+
+ParameterLayout lay_out_parameters(const ModelConfig& config, const TensorParallel& tp, const MoeConfig& moe,
+                                   const ExpertParallel& ep, int padded_vocab) {
+  ParameterLayout out;
   const int C = config.channels;
   int key = 0;  // index in the EP=1 layout
   auto add = [&](std::string name, int layer, std::vector<int> full, TpSplit split, int init_key) {
@@ -60,26 +70,26 @@ ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, 
     info.name = std::move(name);
     info.layer = layer;
     info.full_shape = full;
-    info.local_shape = local_shape(full, split, tp.tp_size, padded_vocab_);
+    info.local_shape = local_shape(full, split, tp.tp_size, padded_vocab);
     info.split = split;
     info.weight_decay = full.size() == 2;
     info.init_key = init_key;
     info.numel = 1;
     for (int d : info.local_shape) info.numel *= static_cast<size_t>(d);
     // Keep every tensor 16-float aligned so GEMMs and vector loops start on a cache line.
-    info.offset = total_numel_;
-    total_numel_ += (info.numel + 15) / 16 * 16;
-    infos_.push_back(std::move(info));
+    info.offset = out.total_numel;
+    out.total_numel += (info.numel + 15) / 16 * 16;
+    out.infos.push_back(std::move(info));
   };
-  add("wte.weight", -1, {padded_vocab_, C}, TpSplit::kVocabRows, key++);
+  add("wte.weight", -1, {padded_vocab, C}, TpSplit::kVocabRows, key++);
   add("wpe.weight", -1, {config.max_seq_len, C}, TpSplit::kReplicated, key++);
-  const int E = moe_.experts, local = moe_.enabled() ? E / ep_.ep_size : 0;
-  const int first_expert = ep_.ep_rank * local;
+  const int E = moe.experts, local = moe.enabled() ? E / ep.ep_size : 0;
+  const int first_expert = ep.ep_rank * local;
   constexpr const char* kExpertSuffix[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
   const std::vector<int> expert_shapes[] = {{4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
   for (int l = 0; l < config.num_layers; l++) {
-    block_first_.push_back(static_cast<int>(infos_.size()));
-    const bool moe_block = moe_.is_moe_block(l);
+    out.block_first.push_back(static_cast<int>(out.infos.size()));
+    const bool moe_block = moe.is_moe_block(l);
     const int dense_params = moe_block ? static_cast<int>(BlockParam::kFcW) : static_cast<int>(BlockParam::kCount);
     for (int p = 0; p < dense_params; p++) {
       add(fmt::format("h.{}.{}", l, kBlockSpecs[p].suffix), l,
@@ -92,16 +102,35 @@ ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, 
       for (int q = 0; q < static_cast<int>(ExpertParam::kCount); q++) {
         add(fmt::format("h.{}.mlp.experts.{}.{}", l, g, kExpertSuffix[q]), l, expert_shapes[q],
             TpSplit::kReplicated, key + g * static_cast<int>(ExpertParam::kCount) + q);
-        infos_.back().expert = true;
+        out.infos.back().expert = true;
       }
     }
     key += E * static_cast<int>(ExpertParam::kCount);
   }
-  lnf_weight_ = static_cast<int>(infos_.size());
+  out.lnf_weight = static_cast<int>(out.infos.size());
   add("ln_f.weight", -1, {C}, TpSplit::kReplicated, key++);
   add("ln_f.bias", -1, {C}, TpSplit::kReplicated, key++);
+  return out;
+}
+
+}  // namespace
+
+ParameterSet::ParameterSet(const ModelConfig& config, const TensorParallel& tp, Ops& ops,
+                           const MoeConfig& moe, const ExpertParallel& ep)
+    : config_(config), tp_(tp), moe_(moe), ep_(ep), ops_(ops),
+      padded_vocab_(config.padded_vocab_size(tp.tp_size)) {
+  ParameterLayout layout = lay_out_parameters(config, tp, moe, ep, padded_vocab_);
+  infos_ = std::move(layout.infos);
+  block_first_ = std::move(layout.block_first);
+  lnf_weight_ = layout.lnf_weight;
+  total_numel_ = layout.total_numel;
   params_ = static_cast<float*>(ops_.alloc(total_numel_ * sizeof(float)));
   grads_ = static_cast<float*>(ops_.alloc(total_numel_ * sizeof(float)));
+}
+
+size_t ParameterSet::count_numel(const ModelConfig& config, const TensorParallel& tp, const MoeConfig& moe,
+                                 const ExpertParallel& ep) {
+  return lay_out_parameters(config, tp, moe, ep, config.padded_vocab_size(tp.tp_size)).total_numel;
 }
 
 int ParameterSet::block_index(int layer, BlockParam p) const {

@@ -86,6 +86,9 @@ class ParameterSet {
   const std::vector<ParamInfo>& infos() const { return infos_; }
   size_t count() const { return infos_.size(); }
   size_t total_numel() const { return total_numel_; }
+  // total_numel() of a set built with these arguments, without allocating (memory_estimate.h).
+  static size_t count_numel(const ModelConfig& config, const TensorParallel& tp, const MoeConfig& moe = {},
+                            const ExpertParallel& ep = {});
   int index_of(std::string_view name) const;  // -1 when unknown
 
   // Layout indices that hold for dense and MoE models alike.

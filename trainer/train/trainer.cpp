@@ -28,6 +28,7 @@
 #include "metrics_log.h"
 #include "model/adamw.h"
 #include "model/gpt2.h"
+#include "model/memory_estimate.h"
 #include "ops/cpu/cpu_moe_ops.h"
 #include "ops/cuda/cuda_moe_backend.h"
 #include "ops/cpu/cpu_ops.h"
@@ -57,6 +58,9 @@ using rankscope::probe::Probe;
 using rankscope::probe::ScopedRange;
 using Clock = std::chrono::steady_clock;
 
+// Device memory the up-front check leaves unclaimed: the caching of cudaMalloc's own pools,
+// NCCL's buffers and cuBLASLt's algorithm workspaces, which the estimate does not count.
+constexpr size_t kDeviceMemoryHeadroomBytes = size_t{768} << 20;
 constexpr const char* kDefaultTrainShard = "tinyshakespeare/tiny_shakespeare_train.bin";
 constexpr const char* kDefaultValShard = "tinyshakespeare/tiny_shakespeare_val.bin";
 
@@ -132,6 +136,7 @@ class Trainer {
   Status setup_probe(const std::vector<std::string>& hosts);
   Status setup_device(const std::vector<std::string>& hosts);
   rankscope::Result<std::unique_ptr<Communicator>> make_world();
+  Status check_device_memory(const GPT2::Options& mo);
   Status setup_model();
   Status setup_data();
   Status write_run_metadata(const std::vector<std::string>& hosts, const std::vector<std::string>& settings);
@@ -341,6 +346,20 @@ rankscope::Result<std::unique_ptr<Communicator>> Trainer::make_world() {
 #endif
 }
 
+// Memory up front (issue 23): on a GPU, the run's buffers are counted before any is allocated and
+// compared with what the device has free, so a batch that cannot fit stops here with both numbers
+// and what to change instead of failing in the middle of GPT2::create.
+Status Trainer::check_device_memory(const GPT2::Options& mo) {
+  RS_ASSIGN_OR_RETURN(MemoryEstimate estimate, estimate_training_memory(mo, *ops_));
+  if (!plan_.cuda) return {};
+  RS_ASSIGN_OR_RETURN(CudaMemoryStats device, cuda_ops_memory(*ops_));
+  if (leader())
+    fmt::print("memory: needs {:.2f} GiB of {:.2f} GiB free\n", estimate.total() / double(1 << 30),
+               device.device_free_bytes / double(1 << 30));
+  return check_memory_fits(estimate, mo, *ops_, device.device_free_bytes, kDeviceMemoryHeadroomBytes,
+                           fmt::format("cuda device {}", plan_.device_index));
+}
+
 Status Trainer::setup_model() {
   const GroupLayout& L = groups_.layout;
   FullWeights initial;
@@ -368,6 +387,7 @@ Status Trainer::setup_model() {
   mo.seq_len = o_.seq_len;
   mo.moe = o_.moe;
   mo.ep = {L.ep, L.ep_rank(groups_.rank)};
+  RS_RETURN_IF_ERROR(check_device_memory(mo));
   RS_ASSIGN_OR_RETURN(model_, GPT2::create(mo, *ops_, L.tp > 1 ? groups_.tp.get() : nullptr,
                                            groups_.ep.get(), moe_ops_.get()));
   if (from_file) {
@@ -639,8 +659,10 @@ static int train_once(TrainOptions options, Bootstrap& boot) {
     fmt::print(stderr, "gpt2-train: rank {}: {}\n", boot.rank(), s.to_string());
     if (trainer.probe()) trainer.probe()->mark_aborted();
     std::fflush(stderr);
-    boot.abort_job(1);
-    return 1;
+    // Out of memory is a wrong setting, not a crash: exit 2 as for a bad flag (the message says what to change).
+    const int code = s.code() == rankscope::StatusCode::kOutOfMemory ? 2 : 1;
+    boot.abort_job(code);
+    return code;
   }
   return 0;
 }

@@ -14,14 +14,33 @@ namespace gpt2 {
 namespace cpu {
 
 void* CpuOps::alloc(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);
+  std::lock_guard<std::mutex> lock(allocations_mutex_);
+  allocation_sizes_[p] = rounded;
+  stats_.in_use += rounded;
+  if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
   return p;
 }
-void CpuOps::release(void* ptr) { std::free(ptr); }
+void CpuOps::release(void* ptr) {
+  if (ptr == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(allocations_mutex_);
+    auto it = allocation_sizes_.find(ptr);
+    if (it != allocation_sizes_.end()) {
+      stats_.in_use -= it->second;
+      allocation_sizes_.erase(it);
+    }
+  }
+  std::free(ptr);
+}
+Ops::AllocationStats CpuOps::allocation_stats() const {
+  std::lock_guard<std::mutex> lock(allocations_mutex_);
+  return stats_;
+}
 void CpuOps::fill_zero(void* ptr, size_t bytes) { std::memset(ptr, 0, bytes); }
 void CpuOps::copy_from_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuOps::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }

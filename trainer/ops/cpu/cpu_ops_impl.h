@@ -4,6 +4,9 @@
 // Is not: public; the rest of the trainer sees only make_cpu_ops() (cpu_ops.h).
 #pragma once
 
+#include <mutex>
+#include <unordered_map>
+
 #include "model/ops.h"
 
 namespace gpt2::cpu {
@@ -18,6 +21,8 @@ class CpuOps final : public Ops {
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  size_t alloc_granularity() const override { return kAlignment; }
+  AllocationStats allocation_stats() const override;
 
   int64_t embedding_lookup(ActPtr out, const int* ids, const float* wte_local, int N, int C,
                            const VocabShardMap& shard) override;
@@ -71,6 +76,14 @@ class CpuOps final : public Ops {
   double sum_squares(const float* x, size_t n) override;
   void scale(float* x, float s, size_t n) override;
   double sum(const float* x, size_t n) override;
+
+ private:
+  static constexpr size_t kAlignment = 64;
+  // Sizes of live allocations, for allocation_stats() (memory_estimate_test checks the estimate
+  // against them). Not on any per-step path: the model allocates up front.
+  mutable std::mutex allocations_mutex_;
+  std::unordered_map<void*, size_t> allocation_sizes_;
+  AllocationStats stats_;
 };
 
 // Local columns of a vocab shard that are real tokens (global id < V). For both shardings the real

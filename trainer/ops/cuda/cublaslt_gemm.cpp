@@ -71,14 +71,15 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const GemmCall& ca
   const uint32_t align_a = alignment_of(call.b, cm.batch, cm.stride_a, in_bytes);
   const uint32_t align_b = alignment_of(call.a, cm.batch, cm.stride_b, in_bytes);
   const uint32_t align_c = alignment_of(call.c, cm.batch, cm.stride_c, out_bytes);
-  const uint32_t align_bias = has_bias ? alignment_of(ep.bias, 1, 0, sizeof(float)) : 256u;
+  const size_t bias_bytes = ep.bias_bf16 ? 2 : 4;
+  const uint32_t align_bias = has_bias ? alignment_of(ep.bias, 1, 0, bias_bytes) : 256u;
   const uint32_t align_aux = has_aux ? alignment_of(ep.aux, 1, 0, out_bytes) : 256u;
   const GemmEpilogueKind kind = ep.kind == GemmEpilogueKind::kBias && !has_bias ? GemmEpilogueKind::kNone : ep.kind;
   std::vector<int64_t> key = {cm.m,       cm.n,      cm.k,       cm.trans_a, cm.trans_b, cm.lda,
                               cm.ldb,     cm.ldc,    cm.batch,   cm.stride_a, cm.stride_b, cm.stride_c,
                               has_bias, static_cast<int64_t>(call.operands), align_a, align_b, align_c,
                               align_bias, call.out_bf16, static_cast<int64_t>(kind), has_aux ? ep.aux_ld : 0,
-                              align_aux};
+                              align_aux, has_bias && ep.bias_bf16};
   auto found = cache_.find(key);
   if (found != cache_.end()) return &found->second;
 
@@ -98,9 +99,10 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const GemmCall& ca
                                                    sizeof(epilogue)));
   }
   if (has_bias) {
-    // fp32 bias with a bf16 output: cuBLASLt's table allows it for fp32 compute; if some version
-    // does not, the heuristic refuses and the caller falls back to a separate bias kernel.
-    const cudaDataType_t bias_type = CUDA_R_32F;
+    // cublasLt.h: the bias has the output's type. An fp32 bias with a bf16 output is refused by
+    // the heuristic (the caller then adds it with a kernel) or, where accepted, handled in bf16;
+    // CudaOps passes the weight mirror's bf16 bias for bf16 outputs when it has one.
+    const cudaDataType_t bias_type = ep.bias_bf16 ? CUDA_R_16BF : CUDA_R_32F;
     RS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                    &bias_type, sizeof(bias_type)));
   }

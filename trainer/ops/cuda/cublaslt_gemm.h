@@ -33,7 +33,8 @@ enum class GemmOperands { kFp32, kBf16 };
 enum class GemmEpilogueKind { kNone, kBias, kGeluAuxBias, kDGelu };
 struct GemmEpilogue {
   GemmEpilogueKind kind = GemmEpilogueKind::kNone;
-  const float* bias = nullptr;  // fp32 always (kBias, kGeluAuxBias)
+  const void* bias = nullptr;   // kBias, kGeluAuxBias: fp32, or bf16 when bias_bf16
+  bool bias_bf16 = false;       // cuBLASLt's bias type is the output's (bf16 out: a bf16 bias, e.g. the weight mirror's)
   void* aux = nullptr;          // same element type as the output (kGeluAuxBias writes, kDGelu reads)
   int64_t aux_ld = 0;           // elements; cuBLASLt wants a multiple of 8
 };

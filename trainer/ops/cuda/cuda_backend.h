@@ -20,7 +20,9 @@
 //   communicator (trainer/comm/nccl/nccl_communicator.h), created with cuda_ops_stream(*ops) so that
 //   collectives are ordered after the ops that produced their input.
 // Errors inside an op (the Ops interface returns void) are fatal: the op prints the CUDA error with
-// its breadcrumb and a hint, then aborts — a CUDA error leaves the context unusable anyway.
+// its breadcrumb and a hint, then aborts — a CUDA error leaves the context unusable anyway. Out of
+// memory is the exception: a clear message and exit 2 (the trainer's up-front estimate,
+// model/memory_estimate.h, normally stops such a run before the first allocation).
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,9 @@
 
 namespace gpt2::cuda {
 
-// Ok for cudaSuccess; otherwise kInternal naming the call, the error string and the error name.
+// Ok for cudaSuccess; otherwise kInternal naming the call, the error string and the error name
+// (kOutOfMemory for cudaErrorMemoryAllocation and CUBLAS_STATUS_ALLOC_FAILED: a setting to change,
+// not a bug, and gpt2-train exits 2 for it).
 rankscope::Status cuda_status(cudaError_t error, const char* what);
 rankscope::Status cublas_status(cublasStatus_t status, const char* what);
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cuda_bf16.h>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -19,6 +20,21 @@ namespace gpt2::cuda {
 rankscope::Status to_status(cudaError_t e, const char* what) { return cuda_status(e, what); }
 
 void die_in_op(const rankscope::Status& status, const char* op) {
+  if (status.code() == rankscope::StatusCode::kOutOfMemory) {
+    // Not a broken kernel: the run asked for more than the device has. The sticky-error advice
+    // would mislead; say what to change and exit 2 as for a bad setting (never abort, no core).
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaGetLastError();
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    std::fprintf(stderr,
+                 "rankscope cuda ops: %s: out of GPU memory: %s\n  %.2f GiB free of %.2f GiB on the device\n"
+                 "  hint: a smaller --batch (keep the global batch with --grad-accum), --attention flash, or "
+                 "--recompute 2\n",
+                 op, status.to_string().c_str(), free_bytes / double(1 << 30), total_bytes / double(1 << 30));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(2);
+  }
   std::fprintf(stderr,
                "rankscope cuda ops: %s failed: %s\n  hint: CUDA errors are sticky; rerun with "
                "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find the kernel, or --device cpu\n",
@@ -43,6 +59,7 @@ CudaOps::~CudaOps() {
   gemm_.reset();
   for (auto& buf : scratch_) cudaFree(buf.ptr);
   for (auto& [ptr, bytes] : allocations_) cudaFree(ptr);
+  cudaFree(weight_mirror_.copy);
   cudaFree(owned_count_);
   cudaFree(sum_result_);
   cudaFree(sum_partials_);
@@ -88,13 +105,45 @@ ShardParams CudaOps::shard_params(const VocabShardMap& s) {
 
 void* CudaOps::alloc(size_t bytes) {
   void* p = nullptr;
-  const size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;  // cudaMalloc aligns to 256
+  const size_t rounded = bytes == 0 ? kAllocGranularity
+                                    : (bytes + kAllocGranularity - 1) / kAllocGranularity * kAllocGranularity;
   RS_CUDA_OP_MUST(cudaMalloc(&p, rounded));
   RS_CUDA_OP_MUST(cudaMemsetAsync(p, 0, rounded, stream_));
   allocations_[p] = rounded;
   allocated_bytes_ += rounded;
   if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;
   return p;
+}
+
+// What scratch() will have grown to once a step of this shape has run (memory_estimate.h), slot by
+// slot as the ops below and in cuda_ops_gemm.cpp / cuda_ops_attention.cpp ask for it. The cuBLASLt
+// workspace is not counted: create() allocated it, so the device's free memory already excludes it.
+size_t CudaOps::workspace_bytes(const WorkspaceShape& s) const {
+  const size_t N = size_t(s.B) * size_t(s.T), C = size_t(s.C), Cl = size_t(s.Cl), Fl = 4 * Cl;
+  const size_t Vl = size_t(s.Vl);
+  size_t total = 0;
+  if (s.attention == AttentionKind::kNaive) {
+    const size_t heads = N * Cl;                 // (B,NH,T,hs) floats
+    total += 2 * 4 * heads * sizeof(float);      // kAttentionHeads (q,k,v,y) + kAttentionGrads (dq,dk,dv,dy)
+  }
+  const bool bf16_gemms = options_.precision != CudaPrecision::kFp32 || s.activations == ActType::kBF16;
+  if (bf16_gemms) {
+    const size_t widest = std::max({Vl, Fl, 3 * Cl, C});
+    // kGemmB: the weights (wte (Vl,C) the largest), and fp32 activations as the weight-gradient GEMM's B.
+    size_t b_span = Vl * C;
+    size_t a_span = 0;
+    if (s.activations == ActType::kF32) {
+      a_span = N * widest;                     // kGemmA: fp32 activations (the logits' gradient the largest)
+      b_span = std::max(b_span, N * std::max(C, Fl));
+    }
+    total += (a_span + b_span) * 2;            // bf16
+    total += s.parameters * 2;                 // the bf16 weight mirror AdamW refreshes
+  }
+  const size_t widest_bias = std::max({Fl, 3 * Cl, C});
+  total += sizeof(float) * std::max(column_sums_scratch_floats(int(N), int(widest_bias)),
+                                    layernorm_backward_scratch_floats(int(N), int(C)));  // kPartials
+  total += embedding_backward_scratch_bytes(int(N), int(Vl));                           // kEmbeddingSort
+  return total;
 }
 
 void CudaOps::release(void* ptr) {
@@ -105,12 +154,49 @@ void CudaOps::release(void* ptr) {
     allocations_.erase(it);
   }
   RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));  // no op of ours may still use it
+  if (ptr == weight_mirror_.base) {
+    RS_CUDA_OP_MUST(cudaFree(weight_mirror_.copy));
+    weight_mirror_ = WeightMirror{};
+  }
   RS_CUDA_OP_MUST(cudaFree(ptr));
 }
 
-void CudaOps::fill_zero(void* ptr, size_t bytes) { RS_CUDA_OP_MUST(cudaMemsetAsync(ptr, 0, bytes, stream_)); }
+// --- the bf16 weight mirror (cuda_ops.h) ---
+
+const void* CudaOps::mirrored_bf16(const float* p, int64_t span) const {
+  const WeightMirror& m = weight_mirror_;
+  if (!m.valid || p < m.base || span < 0 || p + span > m.base + m.count) return nullptr;
+  return static_cast<const __nv_bfloat16*>(m.copy) + (p - m.base);
+}
+
+void CudaOps::refresh_weight_mirror(const float* params, size_t count) {
+  WeightMirror& m = weight_mirror_;
+  if (m.base != params || m.count < count) {
+    RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
+    RS_CUDA_OP_MUST(cudaFree(m.copy));
+    m = WeightMirror{};
+    RS_CUDA_OP_MUST(cudaMalloc(&m.copy, count * sizeof(__nv_bfloat16)));
+    m.base = params;
+    m.count = count;
+  }
+  RS_CUDA_OP_MUST(launch_cast_to_bf16(static_cast<__nv_bfloat16*>(m.copy), params, m.count, stream_));
+  m.valid = true;
+}
+
+void CudaOps::invalidate_weight_mirror(const void* dst, size_t bytes) {
+  WeightMirror& m = weight_mirror_;
+  const char* lo = static_cast<const char*>(dst);
+  const char* base = reinterpret_cast<const char*>(m.base);
+  if (m.valid && lo < base + m.count * sizeof(float) && lo + bytes > base) m.valid = false;
+}
+
+void CudaOps::fill_zero(void* ptr, size_t bytes) {
+  invalidate_weight_mirror(ptr, bytes);
+  RS_CUDA_OP_MUST(cudaMemsetAsync(ptr, 0, bytes, stream_));
+}
 
 void CudaOps::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  invalidate_weight_mirror(dst, bytes);
   RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
   // The caller may reuse host_src as soon as we return.
   RS_CUDA_OP_MUST(cudaStreamSynchronize(stream_));
@@ -122,6 +208,7 @@ void CudaOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
 }
 
 void CudaOps::copy(void* dst, const void* src, size_t bytes) {
+  invalidate_weight_mirror(dst, bytes);
   RS_CUDA_OP_MUST(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
@@ -260,6 +347,12 @@ void CudaOps::adamw_update_segments(float* params, const float* grads, float* m,
   const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(t)));
   RS_CUDA_OP_MUST(launch_adamw_chunks(params, grads, m, v, static_cast<const AdamWChunk*>(*table), chunks.size(), lr,
                                       beta1, beta2, eps, weight_decay, bc1, bc2, stream_));
+  // One cast of all the weights per step, instead of one per weight per GEMM call.
+  if (bf16_gemms_seen_) {
+    size_t covered = 0;
+    for (size_t i = 0; i < n_segments; i++) covered = std::max(covered, segments[i].offset + segments[i].numel);
+    refresh_weight_mirror(params, covered);
+  }
 }
 
 rankscope::Status CudaOps::sum_impl(double* result, const float* x, size_t n, bool squares) {

@@ -39,6 +39,9 @@ class CudaOps final : public Ops {
   CudaMemoryStats memory() const;
 
   void* alloc(size_t bytes) override;
+  size_t alloc_granularity() const override { return kAllocGranularity; }
+  size_t workspace_bytes(const WorkspaceShape& shape) const override;
+  AllocationStats allocation_stats() const override { return {allocated_bytes_, peak_allocated_bytes_}; }
   void release(void* ptr) override;
   void fill_zero(void* ptr, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
@@ -155,13 +158,31 @@ class CudaOps final : public Ops {
   // The fused AdamW's chunk table as last uploaded; uploaded again only when the segments change.
   std::vector<char> adamw_chunks_host_;
   size_t adamw_chunk_count_ = 0;
+  // The bf16 copy of the master weights that bf16 GEMMs read instead of casting the fp32 weight on
+  // every call: refreshed by one cast kernel at the end of each AdamW update, invalidated by any
+  // copy or fill into the weights (init, checkpoint load), which sends GEMMs back to per-call casts
+  // until the next update.
+  struct WeightMirror {
+    const float* base = nullptr;  // the params buffer AdamW updated
+    size_t count = 0;             // floats covered
+    void* copy = nullptr;         // __nv_bfloat16[count]
+    bool valid = false;
+  };
+  // The mirror's bf16 view of `p` when it lies in the valid mirrored range, else null.
+  const void* mirrored_bf16(const float* p, int64_t span) const;
+  void refresh_weight_mirror(const float* params, size_t count);
+  void invalidate_weight_mirror(const void* dst, size_t bytes);
+  WeightMirror weight_mirror_;
+  bool bf16_gemms_seen_ = false;  // a mirror is kept only once some GEMM ran in bf16
+  static constexpr size_t kAllocGranularity = 256;  // cudaMalloc's alignment; alloc() rounds to it
   std::unordered_map<void*, size_t> allocations_;
   size_t allocated_bytes_ = 0;
   size_t peak_allocated_bytes_ = 0;
 };
 
 // Fatal error inside an op (the Ops interface has no Status): prints the status with its
-// breadcrumb and a hint, then aborts.
+// breadcrumb and a hint, then aborts; out of memory instead says so with the device's free memory
+// and what to change, and exits 2.
 [[noreturn]] void die_in_op(const rankscope::Status& status, const char* op);
 
 }  // namespace gpt2::cuda

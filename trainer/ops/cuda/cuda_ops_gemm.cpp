@@ -46,6 +46,13 @@ rankscope::Result<bool> CudaOps::try_gemm(const RowMajorGemm& g, ConstActPtr a, 
   call.c = c.data();
   call.out_bf16 = c.type() == ActType::kBF16;
   call.epilogue = epilogue;
+  // A bf16 output takes a bf16 bias in cuBLASLt's epilogue: the mirror's, once AdamW made one.
+  if (call.out_bf16 && epilogue.bias != nullptr && !epilogue.bias_bf16) {
+    if (const void* bias16 = mirrored_bf16(static_cast<const float*>(epilogue.bias), g.N)) {
+      call.epilogue.bias = bias16;
+      call.epilogue.bias_bf16 = true;
+    }
+  }
   call.alpha = alpha;
   call.beta = beta;
   const bool bf16_operands = options_.precision != CudaPrecision::kFp32 || a.type() == ActType::kBF16 ||
@@ -61,6 +68,7 @@ rankscope::Result<bool> CudaOps::try_gemm(const RowMajorGemm& g, ConstActPtr a, 
                      Scratch slot) -> rankscope::Result<const void*> {
     if (p.type() == ActType::kBF16) return p.data();
     const int64_t span = stored_span(rows, cols, ld, g.batch, stride);
+    if (const void* mirrored = mirrored_bf16(p.f32(), span)) return mirrored;  // a weight, cast after AdamW
     RS_ASSIGN_OR_RETURN(void* p16, scratch(slot, sizeof(__nv_bfloat16) * span));
     RS_CUDA_CHECK(launch_cast_to_bf16(static_cast<__nv_bfloat16*>(p16), p.f32(), span, stream_));
     return static_cast<const void*>(p16);
@@ -70,6 +78,7 @@ rankscope::Result<bool> CudaOps::try_gemm(const RowMajorGemm& g, ConstActPtr a, 
   RS_ASSIGN_OR_RETURN(call.b, as_bf16(b, g.trans_b ? g.N : g.K, g.trans_b ? g.K : g.N, g.ldb, g.stride_b,
                                       Scratch::kGemmB));
   call.operands = GemmOperands::kBf16;
+  bf16_gemms_seen_ = true;
   return gemm_->try_run(call, stream_);
 }
 

@@ -21,6 +21,7 @@ enum class StatusCode {
   kUnsupported,      // a well-formed file of a schema version outside the readable range
   kIo,               // the operating system said no (open, mmap, write)
   kInternal,         // a bug of ours
+  kOutOfMemory,      // the run needs more (device) memory than there is; gpt2-train exits 2
 };
 
 const char* status_code_name(StatusCode code);
@@ -55,6 +56,7 @@ inline Status corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m
 inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status io_error(std::string m) { return {StatusCode::kIo, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status out_of_memory(std::string m) { return {StatusCode::kOutOfMemory, std::move(m)}; }
 
 // A value or the Status explaining why there is none.
 template <class T>

@@ -8,9 +8,14 @@
 // dinp += in place: that is the fused residual + LayerNorm backward (dinp is the residual stream's
 // gradient, so no separate add runs). The parameter gradients (dweight, dbias) are reduced over rows
 // in two fixed-order stages (per-chunk partials, then one thread per channel over the chunks), so
-// they are bit-reproducible — no float atomics.
+// they are bit-reproducible — no float atomics. The backward is one fused kernel per chunk of rows
+// (input gradient and per-chunk parameter partials, 16-byte loads where aligned) plus the reduce.
 // Is not: a Welford or register-cached variant (rows are re-read from L1/L2 between the passes).
 #include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "ops/cuda/kernels/device_util.cuh"
 #include "ops/cuda/kernels/element_type.cuh"
@@ -130,9 +135,94 @@ __global__ void layernorm_param_reduce_kernel(float* dweight, float* dbias, cons
   dbias[c] += db;
 }
 
+// V consecutive elements of one row: one 16-byte load or store when V > 1 (the caller checked
+// alignment and C % V == 0), else one element.
+template <class T, int V>
+__device__ __forceinline__ void load_vec(T (&v)[V], const T* p) {
+  if constexpr (V == 1) {
+    v[0] = p[0];
+  } else {
+    static_assert(sizeof(T) * V == 16, "a vector is 16 bytes");
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    memcpy(v, &raw, sizeof(raw));
+  }
+}
+template <class T, int V>
+__device__ __forceinline__ void store_vec(T* p, const T (&v)[V]) {
+  if constexpr (V == 1) {
+    p[0] = v[0];
+  } else {
+    uint4 raw;
+    memcpy(&raw, v, sizeof(raw));
+    *reinterpret_cast<uint4*>(p) = raw;
+  }
+}
+
+// The whole LayerNorm backward of a chunk of kRowsPerChunk rows in one block (issue 23: one kernel
+// instead of dinp + partials, each row's dout and inp read twice from L2 instead of four times):
+// each warp takes rows r0+warp, r0+warp+warps, ...; per row it forms the two row sums, accumulates
+// dweight/dbias for its lane's channels in its own shared-memory slice (no atomics: each lane owns
+// channels (lane + 32k)*V .. +V-1), then adds the input gradient into dinp. At the end the block
+// sums its warps' slices in warp order into partial (chunk, 2, C) = [sum dy*norm | sum dy], which
+// layernorm_param_reduce_kernel adds in chunk order: bit-reproducible like the kernels above.
+template <class T, int V>
+__global__ void layernorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
+                                                const float* weight, const float* mean, const float* rstd,
+                                                int N, int C) {
+  extern __shared__ float warp_sums[];  // (warps, 2, C)
+  const int warps = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int i = threadIdx.x; i < warps * 2 * C; i += blockDim.x) warp_sums[i] = 0.0f;
+  __syncthreads();
+  float* dw_sum = warp_sums + static_cast<size_t>(warp) * 2 * C;
+  float* db_sum = dw_sum + C;
+  const int r0 = blockIdx.x * kRowsPerChunk;
+  const int r1 = min(r0 + kRowsPerChunk, N);
+  for (int row = r0 + warp; row < r1; row += warps) {
+    const size_t at = static_cast<size_t>(row) * C;
+    const float m = mean[row], r = rstd[row];
+    float a = 0.0f, b = 0.0f;
+    for (int c0 = lane * V; c0 < C; c0 += kWarp * V) {
+      T x[V], dy[V];
+      load_vec<T, V>(x, inp + at + c0);
+      load_vec<T, V>(dy, dout + at + c0);
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const float d = to_f32(dy[k]), norm = (to_f32(x[k]) - m) * r, dnorm = weight[c0 + k] * d;
+        a += dnorm;
+        b += dnorm * norm;
+        dw_sum[c0 + k] += d * norm;
+        db_sum[c0 + k] += d;
+      }
+    }
+    const float dnorm_mean = warp_sum(a) / C, dnorm_norm_mean = warp_sum(b) / C;
+    for (int c0 = lane * V; c0 < C; c0 += kWarp * V) {
+      T x[V], dy[V], dx[V];
+      load_vec<T, V>(x, inp + at + c0);
+      load_vec<T, V>(dy, dout + at + c0);
+      load_vec<T, V>(dx, dinp + at + c0);
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const float norm = (to_f32(x[k]) - m) * r;
+        dx[k] = from_f32<T>(to_f32(dx[k]) +
+                            (weight[c0 + k] * to_f32(dy[k]) - dnorm_mean - norm * dnorm_norm_mean) * r);
+      }
+      store_vec<T, V>(dinp + at + c0, dx);
+    }
+  }
+  __syncthreads();
+  float* p = partial + static_cast<size_t>(blockIdx.x) * 2 * C;
+  for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < warps; w++) sum += warp_sums[static_cast<size_t>(w) * 2 * C + i];
+    p[i] = sum;
+  }
+}
+
 int chunks_for(int N) { return (N + kRowsPerChunk - 1) / kRowsPerChunk; }
 
 constexpr int kRowBlock = 256;  // threads per block of the one-warp-per-row kernels
+constexpr size_t kFusedBackwardWarps = 4;  // warps per block of layernorm_backward_fused_kernel
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 unsigned row_blocks(int N) { return (N + kRowBlock / kWarp - 1) / (kRowBlock / kWarp); }
 
 template <class T>
@@ -158,12 +248,30 @@ cudaError_t layernorm_backward_t(T* dinp, float* dweight, float* dbias, const T*
                                  const float* weight, const float* mean, const float* rstd, int N, int C,
                                  float* scratch, cudaStream_t stream) {
   if (N == 0) return cudaSuccess;
-  layernorm_dinp_kernel<T><<<row_blocks(N), kRowBlock, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, N, C);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
   const int chunks = chunks_for(N);
-  dim3 grid(chunks, (C + kRowBlock - 1) / kRowBlock);
-  layernorm_param_partials_kernel<T><<<grid, kRowBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, N, C);
+  // As many warps per block as their (2, C) shared-memory slices allow within the default 48 KiB.
+  const size_t slice_bytes = 2 * static_cast<size_t>(C) * sizeof(float);
+  const int warps = static_cast<int>(std::min<size_t>(kFusedBackwardWarps, (48u << 10) / slice_bytes));
+  cudaError_t e = cudaSuccess;
+  if (warps >= 1) {
+    constexpr int kVec = 16 / sizeof(T);
+    const bool vectors = C % kVec == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp);
+    const size_t smem = warps * slice_bytes;
+    if (vectors) {
+      layernorm_backward_fused_kernel<T, kVec><<<chunks, warps * kWarp, smem, stream>>>(dinp, scratch, dout, inp,
+                                                                                      weight, mean, rstd, N, C);
+    } else {
+      layernorm_backward_fused_kernel<T, 1><<<chunks, warps * kWarp, smem, stream>>>(dinp, scratch, dout, inp,
+                                                                                   weight, mean, rstd, N, C);
+    }
+  } else {
+    // Rows too wide for one warp's slice (C > 6144): the separate input- and parameter-gradient kernels.
+    layernorm_dinp_kernel<T><<<row_blocks(N), kRowBlock, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, N, C);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    dim3 grid(chunks, (C + kRowBlock - 1) / kRowBlock);
+    layernorm_param_partials_kernel<T><<<grid, kRowBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, N, C);
+  }
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   layernorm_param_reduce_kernel<<<(C + kRowBlock - 1) / kRowBlock, kRowBlock, 0, stream>>>(dweight, dbias,
