@@ -43,13 +43,18 @@ rankscope::Result<std::unique_ptr<CublasLtGemm>> CublasLtGemm::create(size_t wor
   return g;
 }
 
-CublasLtGemm::~CublasLtGemm() {
+void CublasLtGemm::drop_plans() {
   for (auto& [key, plan] : cache_) {
     if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
     if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
     if (plan.c) cublasLtMatrixLayoutDestroy(plan.c);
     if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
   }
+  cache_.clear();
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  drop_plans();
   if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
 }
@@ -160,6 +165,9 @@ rankscope::Result<CublasLtGemm::Plan*> CublasLtGemm::plan_for(const GemmCall& ca
   }
   plan.refused = found_count == 0;
   if (!plan.refused) plan.algo = result.algo;
+  // MoE expert GEMMs have a new row count nearly every step, so the key space is unbounded: past the
+  // cap the cache starts over (a dense model's few dozen shapes never reach it).
+  if (cache_.size() >= kMaxCachedPlans) drop_plans();
   return &cache_.emplace(std::move(key), plan).first->second;
 }
 

@@ -78,7 +78,10 @@ class CublasLtGemm {
     bool refused = false;  // the heuristic found no algorithm
   };
   CublasLtGemm() = default;
+  // The returned plan lives until the next call (the cache may be dropped when full).
   rankscope::Result<Plan*> plan_for(const GemmCall& call);
+  void drop_plans();
+  static constexpr size_t kMaxCachedPlans = 1024;
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
