@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
     {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
+    {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -93,18 +93,21 @@
     sec.appendChild(ul);
   }
 
-  // A run imported from Nsight Systems (rankscope import-nsys): where each rank came from and how
-  // its clock was placed, first among the tables.
+  // A run imported from Nsight Systems or PyTorch profiler traces (rankscope import-nsys,
+  // import-kineto): where each rank came from and how its clock was placed, first among the tables.
   function provenance(src) {
-    if (!src || src.kind !== 'nsys' || !src.ranks) return;
+    if (!src || (src.kind !== 'nsys' && src.kind !== 'kineto') || !src.ranks) return;
+    var kineto = src.kind === 'kineto';
     var s = document.getElementById('summary');
-    s.textContent += ' · imported from Nsight Systems (' + src.ranks.length + ' exports)';
+    s.textContent += kineto ? ' · imported from PyTorch profiler (Kineto) traces (' + src.ranks.length + ' files' +
+        (src.ranks.length && src.ranks[0].producer ? '; ' + src.ranks[0].producer : '') + ')'
+      : ' · imported from Nsight Systems (' + src.ranks.length + ' exports)';
     var ranks = src.ranks.length > 64 ? src.ranks.slice(0, 64) : src.ranks;
     table('Provenance' + (src.ranks.length > 64 ? ': the first 64 of ' + src.ranks.length + ' ranks' : ''),
       ['rank', 'file', 'host', 'nsys', 'schema', 'offset ms', 'error ms', 'alignment', 'rank from', 'steps from'],
       ranks.map(function (r) {
         var a = r.alignment || {};
-        return [r.rank, String(r.file).split('/').pop(), r.host, r.nsys_version, r.schema_version, fmt(a.offset_ms, 3),
+        return [r.rank, String(r.file).split('/').pop(), r.host, kineto ? r.producer : r.nsys_version, kineto ? '' : r.schema_version, fmt(a.offset_ms, 3),
           a.residual_ms < 0 ? '?' : fmt(a.residual_ms, 3), a.method, r.identity, r.steps_from];
       }));
   }
