@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 struct Run {
   int rc = -1;
-  double seconds = 0, peak_mb = 0;
+  double seconds = 0, cpu_seconds = 0, peak_mb = 0;
 };
 
 Run run(const std::vector<std::string>& argv) {
@@ -53,6 +53,8 @@ Run run(const std::vector<std::string>& argv) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   r.peak_mb = double(ru.ru_maxrss) / 1024.0;
+  // CPU time as well: on a shared machine the wall time says more about the neighbours.
+  r.cpu_seconds = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   return r;
 }
 
@@ -176,7 +178,8 @@ int main(int argc, char** argv) {
   int rc = 0;
   for (const char* kind : {"plain", "gzip"}) {
     const Run r = run({rankscope, "import-kineto", (dir / kind).string(), "-o", (dir / fmt::format("run-{}", kind)).string(), "-q"});
-    std::printf("  import-kineto %-5s: %.2f s, peak RSS %.0f MB (rc %d)\n", kind, r.seconds, r.peak_mb, r.rc);
+    std::printf("  import-kineto %-5s: %.2f s wall, %.2f s CPU, peak RSS %.0f MB (rc %d)\n", kind, r.seconds, r.cpu_seconds,
+                r.peak_mb, r.rc);
     if (r.rc != 0) rc = 1;
   }
   fs::remove_all(dir);

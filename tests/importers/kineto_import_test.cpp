@@ -1,7 +1,7 @@
 // kineto_import_test.cpp — issue 26: PyTorch profiler (Kineto) traces imported as a run directory.
 //
 // Fixtures (tests/fixtures/kineto/, written by make_fixtures.py there): a two-rank NCCL job with
-// two process groups whose rank 1 loads data 6 ms longer; a trace without distributedInfo; a
+// two process groups (named on the NCCL kernels' args) whose rank 1 loads data 6 ms longer; a trace without distributedInfo; a
 // truncated gzip; an unterminated JSON; hostile input. Then the real pair from an H100
 // (shared/data/real-gpu/kineto-gloo-2ranks), skipped when that folder is absent.
 #include <unistd.h>
@@ -74,7 +74,9 @@ TEST(KinetoImport, NcclJobWithTwoGroups) {
   EXPECT_EQ(meta->program, "rankscope import-kineto");
   std::vector<std::string> groups;
   for (const auto& g : meta->groups) groups.push_back(g.name);
-  EXPECT_EQ(groups, (std::vector<std::string>{"nccl0", "nccl1", "world"}));
+  // Named by the process groups their kernels carry (default_pg, dp), whatever each rank's stream ids.
+  EXPECT_EQ(groups, (std::vector<std::string>{"default_pg", "dp", "world"}));
+  for (const auto& g : meta->groups) EXPECT_EQ(g.ranks, (std::vector<int>{0, 1})) << g.name;
   EXPECT_EQ(meta->extra["source"]["kind"], "kineto");
 
   // Kernels belong to the range of their launch, whichever API launched them; NCCL kernels too.
@@ -84,6 +86,16 @@ TEST(KinetoImport, NcclJobWithTwoGroups) {
   EXPECT_EQ(ranges.at("nvjet_tst_256x128_64x4_1x2_h_bz_TNN"), "backward");
   EXPECT_EQ(ranges.at("Memcpy HtoD (Pageable -> Device)"), "data");
   EXPECT_EQ(ranges.at("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), "backward");
+
+  // Sizes from "In msg nelems" x dtype.
+  auto stream1 = format::read_event_stream(format::event_stream_path(run, 1));
+  ASSERT_TRUE(stream1.ok());
+  std::map<std::string, uint64_t> bytes_by_comm;
+  for (const auto& step : stream1->steps) {
+    for (const auto& c : step.collectives) bytes_by_comm[std::string(stream1->name(c.comm_id))] = c.bytes;
+  }
+  EXPECT_EQ(bytes_by_comm["default_pg"], 1048576u * 4);
+  EXPECT_EQ(bytes_by_comm["dp"], 4096u * 4);
 
   // Skew: rank 1 is late at the all-reduce inside backward because of its data range.
   auto report = analyzers::analyze_skew(run);

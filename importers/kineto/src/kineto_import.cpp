@@ -44,8 +44,8 @@ struct RankChoice {
   size_t trace = 0;
   int rank = -1;
   std::string identity;
-  std::vector<std::vector<nsys::NcclKernelTimes>> streams;  // by communicator ordinal
-  std::vector<uint32_t> nccl_stream_ids;                     // by NCCL ordinal
+  std::vector<std::vector<nsys::NcclKernelTimes>> streams;  // by communicator index (alignment)
+  std::map<uint32_t, uint32_t> comm_of_stream;              // NCCL stream -> communicator index
 };
 
 }  // namespace
@@ -130,12 +130,16 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     summary.warnings.push_back(fmt::format("{} of {} ranks have no trace", world - int(choices.size()), world));
   }
 
-  // --- communicators: one per NCCL stream ordinal, then one per host backend -------------------
-  size_t max_nccl = 0;
+  // --- communicators: one per NCCL process group (named by its kernels' args), else per NCCL
+  // stream ordinal (first kernel first, as nsys imports do), then one per host backend -----------
+  std::map<std::string, std::string> named_groups;  // pg name -> description
+  std::vector<std::map<uint32_t, std::vector<nsys::NcclKernelTimes>>> nccl_by_stream(traces.size());
+  std::vector<std::vector<uint32_t>> anonymous_streams(traces.size());  // by first kernel
+  size_t max_anonymous = 0;
   std::set<std::string> backends;
   for (size_t i = 0; i < traces.size(); ++i) {
     const KinetoTrace& t = traces[i];
-    std::map<uint32_t, std::vector<nsys::NcclKernelTimes>> by_stream;
+    auto& by_stream = nccl_by_stream[i];
     for (const nsys::GpuOp& op : t.rows.ops) {
       if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(t.rows.pool[op.short_name])) {
         by_stream[op.stream].push_back({op.start, op.end, nsys::nccl_op_from_name(t.rows.pool[op.short_name])});
@@ -144,15 +148,40 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     std::vector<std::pair<int64_t, uint32_t>> first;
     for (auto& [stream, v] : by_stream) {
       std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
-      first.emplace_back(v.front().start, stream);
+      if (auto g = t.nccl_stream_groups.find(stream); g != t.nccl_stream_groups.end()) named_groups.emplace(g->second.name, g->second.desc);
+      else first.emplace_back(v.front().start, stream);
     }
     std::sort(first.begin(), first.end());
-    for (const auto& [at, stream] : first) choices[i].streams.push_back(std::move(by_stream[stream]));
-    max_nccl = std::max(max_nccl, choices[i].streams.size());
+    for (const auto& f : first) anonymous_streams[i].push_back(f.second);
+    max_anonymous = std::max(max_anonymous, first.size());
     for (const HostAnnotation& h : t.host_annotations) backends.insert(h.backend);
   }
   std::vector<std::string> comm_names;
-  for (size_t k = 0; k < max_nccl; ++k) comm_names.push_back(fmt::format("nccl{}", k));
+  std::map<std::string, uint32_t> comm_of_group;
+  std::set<std::string> descriptions;
+  for (const auto& [name, desc] : named_groups) {
+    comm_of_group[name] = uint32_t(comm_names.size());
+    comm_names.push_back(desc.empty() || !descriptions.insert(desc).second ? "pg" + name : desc);
+  }
+  for (size_t k = 0; k < max_anonymous; ++k) comm_names.push_back(fmt::format("nccl{}", k));
+  const size_t nccl_comms = comm_names.size();
+  for (size_t i = 0; i < traces.size(); ++i) {
+    RankChoice& c = choices[i];
+    c.streams.resize(nccl_comms);
+    for (auto& [stream, v] : nccl_by_stream[i]) {
+      auto g = traces[i].nccl_stream_groups.find(stream);
+      uint32_t comm = 0;
+      if (g != traces[i].nccl_stream_groups.end()) {
+        comm = comm_of_group.at(g->second.name);
+      } else {
+        const auto& anon = anonymous_streams[i];
+        comm = uint32_t(comm_of_group.size() + size_t(std::find(anon.begin(), anon.end(), stream) - anon.begin()));
+      }
+      c.comm_of_stream[stream] = comm;
+      c.streams[comm] = std::move(v);
+    }
+  }
+  nccl_by_stream.clear();
   const std::vector<std::string> backend_list(backends.begin(), backends.end());
   size_t group_count = 0;
   for (const KinetoTrace& t : traces) group_count = std::max(group_count, t.groups.size());
@@ -165,13 +194,12 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
   for (size_t i = 0; i < traces.size(); ++i) {
     KinetoTrace& t = traces[i];
     RankChoice& c = choices[i];
-    c.streams.resize(max_nccl);
-    for (size_t k = 0; k < max_nccl; ++k) {
+    for (size_t k = 0; k < nccl_comms; ++k) {
       if (!c.streams[k].empty()) comm_members[k].push_back(c.rank);
     }
     std::sort(t.host_annotations.begin(), t.host_annotations.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     for (size_t b = 0; b < backend_list.size(); ++b) {
-      const uint32_t comm = uint32_t(max_nccl + b);
+      const uint32_t comm = uint32_t(nccl_comms + b);
       std::vector<nsys::NcclKernelTimes> times;
       uint64_t seq = 0;
       for (const HostAnnotation& h : t.host_annotations) {
@@ -254,6 +282,7 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     plan.run_id = run_id;
     plan.comm_names = comm_names;
     plan.comm_members = comm_members;
+    plan.comm_of_stream = c.comm_of_stream;
     plan.run_dir = run_dir;
     errors[j] = nsys::build_rank(info, t.rows, plan, rank_options, prov);
     t.rows = nsys::ProcessRows{};  // this rank is written: its rows are not needed any more

@@ -31,16 +31,28 @@ struct Scalar {
 // The fields of the event being read; reset per event.
 struct EventFields {
   std::string name, cat, ph;
+  std::string pg_name, pg_desc, dtype;  // NCCL kernels: the collective's metadata
+  double in_nelems = -1;
   double ts = 0, dur = 0, pid = 0, tid = 0, correlation = 0, stream = 0, device = 0;
   bool has_ts = false, has_dur = false, has_pid = false, has_tid = false, has_correlation = false, has_stream = false,
        has_device = false, wrong_type = false;
   void reset() {
-    name.clear(), cat.clear(), ph.clear();
+    name.clear(), cat.clear(), ph.clear(), pg_name.clear(), pg_desc.clear(), dtype.clear();
+    in_nelems = -1;
     has_ts = has_dur = has_pid = has_tid = has_correlation = has_stream = has_device = wrong_type = false;
   }
 };
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Bytes per element of record_param_comms' "dtype" (c10 scalar type names); 0 when unknown.
+double element_bytes(std::string_view dtype) {
+  if (dtype == "Float" || dtype == "Int" || dtype == "UInt32") return 4;
+  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short") return 2;
+  if (dtype == "Double" || dtype == "Long" || dtype == "UInt64") return 8;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || starts_with(dtype, "Float8")) return 1;
+  return 0;
+}
 
 class Handler : public nlohmann::json_sax<json> {
  public:
@@ -196,7 +208,14 @@ class Handler : public nlohmann::json_sax<json> {
   }
 
   void args_field(const Scalar& v) {
+    if (v.kind == Scalar::kString) {
+      if (field_ == "Process Group Name") ev_.pg_name = v.text->substr(0, 128);
+      else if (field_ == "Process Group Description") ev_.pg_desc = v.text->substr(0, 128);
+      else if (field_ == "dtype") ev_.dtype = v.text->substr(0, 32);
+      return;
+    }
     if (v.kind != Scalar::kNumber) return;
+    if (field_ == "In msg nelems") ev_.in_nelems = v.number;
     if (field_ == "correlation") ev_.correlation = v.number, ev_.has_correlation = true;
     else if (field_ == "stream") ev_.stream = v.number, ev_.has_stream = true;
     else if (field_ == "device") ev_.device = v.number, ev_.has_device = true;
@@ -254,6 +273,13 @@ class Handler : public nlohmann::json_sax<json> {
       op.device = id_in_range(device) ? uint32_t(device) : 0;
       op.name = op.short_name = intern(ev_.name.empty() ? cat : ev_.name);
       op.kind = cat == "kernel" ? nsys::GpuOpKind::kKernel : cat == "gpu_memcpy" ? nsys::GpuOpKind::kMemcpy : nsys::GpuOpKind::kMemset;
+      if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(ev_.name)) {
+        if (!ev_.pg_name.empty()) out_.nccl_stream_groups.try_emplace(op.stream, ProcessGroupInfo{ev_.pg_name, ev_.pg_desc, "nccl", {}});
+        const double element = element_bytes(ev_.dtype);
+        if (ev_.in_nelems >= 0 && ev_.in_nelems < 1e15 && element > 0) {
+          out_.rows.collective_bytes[uint32_t(out_.rows.ops.size())] = uint64_t(ev_.in_nelems * element);
+        }
+      }
       out_.rows.ops.push_back(op);
       return;
     }

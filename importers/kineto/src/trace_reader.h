@@ -6,7 +6,8 @@
 // ranges, `nccl:*` annotations as the NCCL domain, `gloo:*`/`mpi:*`/`ucc:*` annotations as host
 // collectives, `cuda_runtime` and `cuda_driver` calls with a correlation id as launches, and
 // `kernel`, `gpu_memcpy`, `gpu_memset` as GPU ops; plus `distributedInfo`, `baseTimeNanoseconds`
-// and the version keys. Every other event (cpu_op, flows, python stacks) is dropped as it is read,
+// and the version keys. NCCL kernels' process group and message size (their "Process Group Name",
+// "In msg nelems", "dtype" args) name their communicator and give the collective's bytes. Every other event (cpu_op, flows, python stacks) is dropped as it is read,
 // so memory holds these compact rows (a few percent of the text), never the document.
 // Never throws or crashes on bad input: an event with a field of the wrong type, a time out of
 // range, a negative duration or a missing field is dropped and counted; a file that ends early
@@ -62,6 +63,9 @@ struct KinetoTrace {
   // rows, in trace ns; thread ids are (process key | thread ordinal), see process_key
   nsys::ProcessRows rows;
   std::vector<HostAnnotation> host_annotations;
+  // The process group of each NCCL stream, from its kernels' "Process Group Name"/"Description"
+  // args (Kineto copies record_param_comms' metadata onto the kernel); first one seen per stream.
+  std::map<uint32_t, ProcessGroupInfo> nccl_stream_groups;
   uint64_t process_key = 0;   // pid of the main thread << 24
   uint64_t main_gtid = 0;     // the thread with the ProfilerStep#N annotations
   int64_t profiler_steps = 0;

@@ -146,6 +146,7 @@ struct ProcessRows {
   std::vector<RuntimeRow> runtime;
   std::vector<GpuOp> ops;
   std::vector<HostCollective> host_collectives;
+  std::unordered_map<uint32_t, uint64_t> collective_bytes;  // by index into ops (NCCL kernels whose size is known)
   int64_t max_ts = INT64_MIN;     // latest timestamp of the export (closes open ranges, as nsys does)
 };
 

@@ -402,8 +402,11 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
       const auto& v = by_stream[order[k].second];
       for (uint64_t s = 0; s < v.size(); ++s) {
         const GpuOp& op = rows.ops[v[s]];
-        Coll c{v[s], k, s, op.start, nccl_op_from_name(pool[op.short_name]), nccl_dtype_from_name(pool[op.short_name]), 0, kNone,
-               op.start, op.end, op.short_name, 0};
+        const auto named = plan.comm_of_stream.find(order[k].second);
+        const uint32_t comm = named != plan.comm_of_stream.end() ? named->second : k;
+        const auto bytes = rows.collective_bytes.find(v[s]);
+        Coll c{v[s], comm, s, op.start, nccl_op_from_name(pool[op.short_name]), nccl_dtype_from_name(pool[op.short_name]), 0, kNone,
+               op.start, op.end, op.short_name, bytes != rows.collective_bytes.end() ? bytes->second : 0};
         const uint32_t li = launch_of_op[v[s]];
         if (li != kNone) {
           const Launch& l = launches[li];
