@@ -197,6 +197,32 @@ TEST(KinetoImport, NotATraceAndMissingInputsAreClearErrors) {
   fs::remove_all(dir);
 }
 
+// Chrome's other trace shape (a bare array of events), and distributedInfo written after the events.
+TEST(KinetoImport, BareArrayAndDistributedInfoAfterTheEvents) {
+  const fs::path dir = fresh_dir("shapes");
+  fs::create_directories(dir);
+  const std::string events =
+      R"([{"ph":"X","cat":"user_annotation","name":"ProfilerStep#7","pid":1,"tid":1,"ts":100.0,"dur":50.0},)"
+      R"({"ph":"X","cat":"user_annotation","name":"forward","pid":1,"tid":1,"ts":101.0,"dur":20.0},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":102.0,"dur":1.0,"args":{"correlation":9}},)"
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":103.0,"dur":5.0,"args":{"correlation":9,"stream":7,"device":0}}])";
+  std::ofstream(dir / "worker_rank2.json") << events;
+  std::ofstream(dir / "late.json") << R"({"traceEvents":)" << events
+                                   << R"(,"distributedInfo":{"rank":5,"world_size":6},"baseTimeNanoseconds":1000})";
+  auto a = import_kineto({dir / "worker_rank2.json", dir / "late.json"}, dir / "run");
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_EQ(a->ranks.size(), 2u);
+  EXPECT_EQ(a->ranks[0].rank, 2);
+  EXPECT_EQ(a->ranks[1].rank, 5);
+  EXPECT_EQ(a->world_size, 6);
+  for (const auto& r : a->ranks) {
+    EXPECT_EQ(r.steps, 1);
+    EXPECT_EQ(r.kernels, 1);
+  }
+  EXPECT_EQ(kernel_ranges(dir / "run", 5).at("k"), "forward");
+  fs::remove_all(dir);
+}
+
 TEST(KinetoImport, NeverOverwritesAProbeRun) {
   const fs::path run = fresh_dir("probe");
   fs::create_directories(run);
