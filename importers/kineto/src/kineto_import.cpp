@@ -218,7 +218,16 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
       c.streams.push_back(std::move(times));
     }
   }
-  for (auto& m : comm_members) std::sort(m.begin(), m.end());
+  // distributedInfo's pg_config knows a group's members, also those whose trace is missing.
+  for (const KinetoTrace& t : traces) {
+    for (const ProcessGroupInfo& g : t.groups) {
+      if (auto it = comm_of_group.find(g.name); it != comm_of_group.end() && !g.ranks.empty()) comm_members[it->second] = g.ranks;
+    }
+  }
+  for (auto& m : comm_members) {
+    std::sort(m.begin(), m.end());
+    m.erase(std::unique(m.begin(), m.end()), m.end());
+  }
 
   // --- clocks ---------------------------------------------------------------------------------
   std::vector<nsys::ClockSubject> subjects(order.size());

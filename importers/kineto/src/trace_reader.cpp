@@ -359,7 +359,9 @@ void read_distributed_info(const json& d, KinetoTrace& out) {
     pg.backend = text("backend_config");
     if (g.contains("ranks") && g["ranks"].is_array()) {
       for (const json& r : g["ranks"]) {
-        if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < (1 << 20)) pg.ranks.push_back(int(r.get<int64_t>()));
+        // Captured numbers are doubles (the handler keeps one number type): whole ones in range only.
+        const double v = r.is_number() ? r.get<double>() : -1;
+        if (v >= 0 && v < (1 << 20) && v == std::floor(v)) pg.ranks.push_back(int(v));
       }
     }
     out.groups.push_back(std::move(pg));
