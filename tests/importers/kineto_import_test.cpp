@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
@@ -113,11 +114,24 @@ TEST(KinetoImport, NcclJobWithTwoGroups) {
     }
   }
   EXPECT_TRUE(rank0_waits_in_backward);
-  // The device breakdown adds up to the step.
+  // The finding says so, from the collectives table: who waits, in which collective, inside which range.
+  ASSERT_EQ(top.waiters.size(), 1u) << top.text;
+  EXPECT_EQ(top.waiters_total, 1);
+  EXPECT_EQ(top.waiters[0].rank, 0);
+  EXPECT_EQ(top.waiters[0].range, "backward");
+  EXPECT_GT(top.waiters[0].wait_ms, 5.0);
+  EXPECT_FALSE(top.waiters[0].gpu_idle) << "NCCL: the wait is an NCCL kernel running";
+  EXPECT_NE(top.text.find("rank 0 waits for it"), std::string::npos) << top.text;
+  EXPECT_NE(top.text.find(top.waiters[0].op + " inside backward"), std::string::npos) << top.text;
+  const auto j = analyzers::to_json(*report);
+  EXPECT_EQ(j["findings"][0]["waiters"][0]["rank"], 0);
+  EXPECT_EQ(j["findings"][0]["waiters"][0]["range"], "backward");
+  // The device breakdown adds up to the step; the data range's HtoD copy is memcpy, not compute.
   for (const auto& r : report->ranks) {
     ASSERT_TRUE(r.device.has_value()) << "rank " << r.rank;
     const auto& d = *r.device;
-    EXPECT_NEAR(d.compute_ms + d.transfer_ms + d.idle_ms, d.step_ms, 0.05 * d.step_ms);
+    EXPECT_GT(d.memcpy_ms, 0.0) << "rank " << r.rank;
+    EXPECT_NEAR(d.compute_ms + d.transfer_ms + d.memcpy_ms + d.idle_ms, d.step_ms, 0.05 * d.step_ms);
   }
   fs::remove_all(run);
 }
@@ -273,10 +287,21 @@ TEST(KinetoRealPair, Rank1DataIsTheStragglerAndRank0WaitsInBackward) {
     }
   }
   EXPECT_GT(rank0_wait_in_backward, 20.0);
+  // The finding names the waiter, the collective and its range; on Gloo the wait is GPU idle.
+  ASSERT_FALSE(top.waiters.empty()) << top.text;
+  EXPECT_EQ(top.waiters[0].rank, 0);
+  EXPECT_EQ(top.waiters[0].range, "backward");
+  EXPECT_NEAR(top.waiters[0].wait_ms, rank0_wait_in_backward, 1e-9);
+  EXPECT_TRUE(top.waiters[0].gpu_idle);
+  EXPECT_NE(top.text.find("rank 0 waits for it"), std::string::npos) << top.text;
+  EXPECT_NE(top.text.find(top.waiters[0].op + " inside backward"), std::string::npos) << top.text;
+  EXPECT_NE(top.text.find("GPU sits idle"), std::string::npos) << top.text;
+  EXPECT_GT(report->ranks[0].idle_collective_wait_ms, 20.0);
+  EXPECT_LE(report->ranks[0].idle_collective_wait_ms, report->ranks[0].idle_ms);
   for (const auto& r : report->ranks) {
     ASSERT_TRUE(r.device.has_value());
     const auto& d = *r.device;
-    EXPECT_NEAR(d.compute_ms + d.transfer_ms + d.idle_ms, d.step_ms, 0.05 * d.step_ms) << "rank " << r.rank;
+    EXPECT_NEAR(d.compute_ms + d.transfer_ms + d.memcpy_ms + d.idle_ms, d.step_ms, 0.05 * d.step_ms) << "rank " << r.rank;
   }
   fs::remove_all(run);
 }
