@@ -64,6 +64,14 @@ TEST(SkewAnalyzer, LateArrivalNamesTheRankTheRangeAndTheCost) {
   EXPECT_NE(top.text.find("rank 1 arrives last at tp0 allreduce after forward/block0/mlp by 18.0 ms median"),
             std::string::npos) << top.text;
   EXPECT_NE(top.text.find("its forward/block0/mlp takes 18.0 ms longer than its peers'"), std::string::npos) << top.text;
+  // Who waits for it, where: tp0 is ranks 0 and 1, so rank 0, in the all-reduce inside the mlp range (a CPU
+  // run: no device breakdown, so the wait is not called GPU idle).
+  ASSERT_EQ(top.waiters.size(), 1u) << top.text;
+  EXPECT_EQ(top.waiters[0].rank, 0);
+  EXPECT_EQ(top.waiters[0].range, "forward/block0/mlp");
+  EXPECT_NEAR(top.waiters[0].wait_ms, 18.0, 0.01);
+  EXPECT_FALSE(top.waiters[0].gpu_idle);
+  EXPECT_NE(top.text.find("rank 0 waits for it 18.0 ms a step in allreduce inside forward/block0/mlp"), std::string::npos) << top.text;
 
   // Arrival-based: the fast rank waits, the slow one does not.
   const CollectiveSite* site = site_after(*report, "tp0", "forward/block0/mlp");

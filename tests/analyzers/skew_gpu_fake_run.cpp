@@ -60,7 +60,7 @@ struct Kernel {
 std::vector<Kernel> kernels_of(int rank, const GpuFakeRunSpec& spec) {
   const bool r1 = rank == 1;
   const double nccl_begin = r1 ? 86 : (spec.nccl_overlaps_compute ? 78 : 80);
-  return {
+  std::vector<Kernel> kernels = {
       {"flash_forward_kernel<__nv_bfloat16, 64>", "forward/block0/attn", 7, 2, 12},
       {"flash_forward_kernel<__nv_bfloat16, 64>", "forward/block1/attn", 7, 12, 22},
       {"gelu_forward_kernel<__nv_bfloat16>", "forward/block0/mlp", 7, 22, 37},
@@ -71,6 +71,11 @@ std::vector<Kernel> kernels_of(int rank, const GpuFakeRunSpec& spec) {
       {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "grad_sync", 11, nccl_begin, 92},
       {"adamw_kernel", "optimizer", 7, 94, 97},
   };
+  if (spec.memcpys) {
+    kernels.push_back({"Memcpy HtoD (Pinned -> Device)", "optimizer", 7, 92, 94});
+    kernels.push_back({"[CUDA memset]", "grad_sync", 12, 88, 90});
+  }
+  return kernels;
 }
 
 }  // namespace

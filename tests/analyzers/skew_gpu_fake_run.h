@@ -19,6 +19,9 @@ struct GpuFakeRunSpec {
   int64_t trace_first = 2, trace_last = 3;
   bool nccl_overlaps_compute = false;    // rank 0's NCCL kernel starts 2 ms before the backward kernel ends
   int64_t gelu_starts_early_ns = 0;      // the gelu kernel starts this much before the one it follows ends
+  // Adds a memcpy in the idle gap 92-94 (Kineto's name) and a memset on stream 12 at 88-90 beside the
+  // NCCL kernel (nsys's name): each rank then has memcpy 4, transfer 2 less, idle 2 less.
+  bool memcpys = false;
 };
 
 // What the device timeline of a traced step holds, per rank (ms); see the .cpp for the kernels.

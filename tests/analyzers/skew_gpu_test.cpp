@@ -177,9 +177,42 @@ GpuTracks gpu_tracks(const fs::path& run) {
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"].get<std::string>().rfind("gpu", 0) == 0)
       t.names[e["pid"].get<int>()].insert(e["args"]["name"].get<std::string>());
-    if (e["ph"] == "X" && (e["cat"] == "kernel" || e["cat"] == "nccl")) t.kernels[e["pid"].get<int>()].push_back(e);
+    if (e["ph"] == "X" && (e["cat"] == "kernel" || e["cat"] == "nccl" || e["cat"] == "memcpy")) t.kernels[e["pid"].get<int>()].push_back(e);
   }
   return t;
+}
+
+TEST(SkewGpu, MemcpysAndMemsetsAreTheirOwnClass) {
+  const fs::path dir = testing::fresh_temp_dir("skew-gpu-memcpy");
+  testing::GpuFakeRunSpec spec;
+  spec.memcpys = true;  // a memcpy in the idle gap 92-94, a memset at 88-90 beside the NCCL kernel
+  testing::write_gpu_fake_run(dir, spec);
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  for (int r = 0; r < 2; ++r) {
+    const RankSkew& rs = report->ranks[size_t(r)];
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NEAR(rs.compute_ms, GpuFakeRunFacts::kComputeMs[r], 1e-3);
+    EXPECT_NEAR(rs.memcpy_ms, 4, 1e-3);
+    EXPECT_NEAR(rs.collective_transfer_ms, GpuFakeRunFacts::kTransferMs[r] - 2, 1e-3);
+    EXPECT_NEAR(rs.idle_ms, GpuFakeRunFacts::kIdleMs[r] - 2, 1e-3);
+    EXPECT_NEAR(rs.compute_ms + rs.collective_transfer_ms + rs.memcpy_ms + rs.idle_ms, GpuFakeRunFacts::kStepMs, 1e-3);
+  }
+  const json j = to_json(*report);
+  EXPECT_NEAR(j["ranks"][0]["breakdown_ms"]["memcpy"].get<double>(), 4, 1e-3);
+  EXPECT_NEAR(j["device"]["memcpy_ms"].get<double>(), 4, 1e-3);
+  if (auto violation = testing::schema_violation(j, "skew_report.schema.json")) {
+    EXPECT_EQ(*violation, "");
+  }
+  // The Chrome export's GPU track files them under their own category.
+  const GpuTracks t = gpu_tracks(dir);
+  int memcpy = 0;
+  for (const auto& k : t.kernels.at(0)) memcpy += k["cat"] == "memcpy";
+  EXPECT_EQ(memcpy, 4);  // 2 per traced step
+  // The fixture without them has none.
+  auto plain = analyze_skew(kFixture);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->ranks[0].memcpy_ms, 0.0);
 }
 
 TEST(SkewGpu, ChromeExportHasOneGpuTrackPerRank) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rankscope/nsys/nsys_import.h"
+#include "import_summary_output.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
@@ -36,12 +37,6 @@ constexpr const char* kHelp =
     "Clocks: session start (UTC), refined by the end times of all-reduce/all-gather kernels, which end together\n"
     "on every member; exact with rankscope:sync marks.\n\n"
     "exit status: 0 written, 2 bad arguments or unreadable exports\n";
-
-bool parse_i64(std::string_view v, int64_t& out) {
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && p == v.data() + v.size() && out > 0;
-}
-
 }  // namespace
 
 int import_nsys_command(Args args) {
@@ -75,20 +70,8 @@ int import_nsys_command(Args args) {
       const auto v = value();
       if (!need(v)) return 2;
       options.nvtx_domains.emplace_back(v);
-    } else if (a == "--seq-len" || a == "--batch" || a == "--threads") {
-      const auto v = value();
-      int64_t n = 0;
-      if (!parse_i64(v, n)) {
-        std::fprintf(stderr, "rankscope import-nsys: %s needs a positive number, got '%s'\n", std::string(a).c_str(), std::string(v).c_str());
-        return 2;
-      }
-      if (a == "--seq-len") options.seq_len = n;
-      else if (a == "--batch") options.batch = n;
-      else options.threads = int(std::min<int64_t>(n, 1024));
-    } else if (a == "--no-trace") {
-      options.traces = false;
-    } else if (a == "--quiet" || a == "-q") {
-      quiet = true;
+    } else if (const int common = parse_common_import_option("import-nsys", args, i, options, quiet); common != 0) {
+      if (common < 0) return 2;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "rankscope import-nsys: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
       return 2;
@@ -105,17 +88,7 @@ int import_nsys_command(Args args) {
     std::fprintf(stderr, "rankscope import-nsys: %s\n", summary.status().to_string().c_str());
     return 2;
   }
-  if (!quiet) {
-    std::printf("rankscope import-nsys: %zu ranks of a world of %d written to %s in %.2f s\n", summary->ranks.size(),
-                summary->world_size, out.c_str(), summary->seconds);
-    std::fputs(nsys::provenance_text(nsys::provenance_json(*summary)).c_str(), stdout);
-    for (const auto& r : summary->ranks) {
-      for (const auto& w : r.warnings) std::printf("rank %d: %s\n", r.rank, w.c_str());
-      for (const auto& f : r.flagged) std::printf("rank %d: flagged: %s\n", r.rank, f.c_str());
-      for (const auto& d : r.diagnostics) std::printf("rank %d: nsys diagnostic: %s\n", r.rank, d.c_str());
-    }
-    std::printf("next: rankscope skew %s   (also: scaling, export --chrome, inspect)\n", out.c_str());
-  }
+  if (!quiet) print_import_summary("import-nsys", *summary, out);
   return 0;
 }
 

@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
     {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
+    {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command},
     {"snapshot", "this node's recorders and process states as one stream on stdout (for gather)", rankscope::cli::snapshot_command},
     {"gather", "snapshot every node of a job (--slurm JOBID or --hosts FILE --exec CMD) into one run directory", rankscope::cli::gather_command},
 };

@@ -36,9 +36,10 @@ void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
   const analyzers::DeviceBreakdown& d = s.mean;
   auto pct = [&](double ms) { return d.step_ms > 0 ? 100.0 * ms / d.step_ms : 0.0; };
   std::fprintf(out, "GPU time per step (device timeline: kernel records of steps %lld-%lld, %d rank%s): %.2f ms = "
-               "compute %.2f (%.0f%%) + transfer %.2f (NCCL kernels, %.0f%%) + idle %.2f (GPU waiting for the host, %.0f%%)\n",
+               "compute %.2f (%.0f%%) + transfer %.2f (NCCL kernels, %.0f%%) + memcpy %.2f (memcpys/memsets, %.0f%%) + "
+               "idle %.2f (GPU waiting for the host, %.0f%%)\n",
                (long long)d.first_traced_step, (long long)d.last_traced_step, s.ranks, s.ranks == 1 ? "" : "s", d.step_ms,
-               d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.idle_ms, pct(d.idle_ms));
+               d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.memcpy_ms, pct(d.memcpy_ms), d.idle_ms, pct(d.idle_ms));
   std::fprintf(out, "outside any range: %.2f ms of %.2f ms kernel time (%.0f%%) ran in kernels launched outside every range\n",
                d.outside_ranges_ms, d.kernel_ms, d.kernel_ms > 0 ? 100.0 * d.outside_ranges_ms / d.kernel_ms : 0.0);
   std::fprintf(out, "GPU time by range (kernel ms per step):\n");
@@ -75,16 +76,22 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   std::stable_sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->noncomm_ms_median > b->noncomm_ms_median; });
   const size_t shown = std::min<size_t>(ranks.size(), 16);
   if (r.device) {
-    std::fprintf(out, "\ncompute, wait, transfer and idle: GPU time of the traced steps for ranks with kernel records "
+    std::fprintf(out, "\ncompute, wait, transfer, memcpy and idle: GPU time of the traced steps for ranks with kernel records "
                  "(wait 0: an NCCL kernel waiting for a peer looks like one moving data), host time for the others\n");
   }
-  std::fprintf(out, "\n%6s %9s %9s %9s %9s %9s %9s %9s %6s %6s%s\n", "rank", "median", "p90", "max", "compute", "wait",
-               "transfer", "idle", "rel", "indiv", shown < ranks.size() ? "   (16 slowest)" : "");
+  std::fprintf(out, "\n%6s %9s %9s %9s %9s %9s %9s %9s %9s %6s %6s%s\n", "rank", "median", "p90", "max", "compute", "wait",
+               "transfer", "memcpy", "idle", "rel", "indiv", shown < ranks.size() ? "   (16 slowest)" : "");
   for (size_t i = 0; i < shown; ++i) {
     const auto& x = *ranks[i];
-    std::fprintf(out, "%6d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %6.3f %6.3f\n", x.rank, x.step_ms_median,
-                 x.step_ms_p90, x.step_ms_max, x.compute_ms, x.collective_wait_ms, x.collective_transfer_ms, x.idle_ms,
+    std::fprintf(out, "%6d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %6.3f %6.3f\n", x.rank, x.step_ms_median,
+                 x.step_ms_p90, x.step_ms_max, x.compute_ms, x.collective_wait_ms, x.collective_transfer_ms, x.memcpy_ms, x.idle_ms,
                  x.relative_score, x.individual_score);
+  }
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& x = *ranks[i];
+    if (x.idle_collective_wait_ms <= 0) continue;
+    std::fprintf(out, "rank %d: %.2f ms of its %.2f ms GPU idle is its host waiting in collectives for the last arriver "
+                 "(no NCCL kernels: host collectives such as Gloo)\n", x.rank, x.idle_collective_wait_ms, x.idle_ms);
   }
   for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
 }

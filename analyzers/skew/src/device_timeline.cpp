@@ -12,8 +12,8 @@ constexpr double kNsPerMs = 1e6;
 // The per-step times of a DeviceBreakdown, which means average alike.
 constexpr double DeviceBreakdown::*kTimes[] = {&DeviceBreakdown::step_ms,     &DeviceBreakdown::busy_ms,
                                                &DeviceBreakdown::compute_ms,  &DeviceBreakdown::transfer_ms,
-                                               &DeviceBreakdown::idle_ms,     &DeviceBreakdown::kernel_ms,
-                                               &DeviceBreakdown::outside_ranges_ms};
+                                               &DeviceBreakdown::memcpy_ms,   &DeviceBreakdown::idle_ms,
+                                               &DeviceBreakdown::kernel_ms,   &DeviceBreakdown::outside_ranges_ms};
 
 }  // namespace
 
@@ -23,32 +23,36 @@ DeviceStepTime measure_device_step(std::span<KernelSpan> kernels) {
   struct Edge {
     int64_t t;
     int delta;  // +1 begin, -1 end
-    bool nccl;
+    format::KernelClass kind;
   };
   std::vector<Edge> edges;
   edges.reserve(kernels.size() * 2);
   for (const KernelSpan& k : kernels) {
     if (k.end_ns <= k.begin_ns) continue;
-    edges.push_back({k.begin_ns, +1, k.nccl});
-    edges.push_back({k.end_ns, -1, k.nccl});
+    edges.push_back({k.begin_ns, +1, k.kind});
+    edges.push_back({k.end_ns, -1, k.kind});
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
     return a.t != b.t ? a.t < b.t : a.delta < b.delta;
   });
   DeviceStepTime out;
-  int compute_open = 0, nccl_open = 0;
+  // Open operations by class. A memcpy beside an NCCL kernel books as memcpy: it moves data, while
+  // the NCCL kernel may only be waiting for a peer.
+  int open[3] = {0, 0, 0};
   for (size_t i = 0; i < edges.size(); ++i) {
     const Edge& e = edges[i];
-    (e.nccl ? nccl_open : compute_open) += e.delta;
+    open[size_t(e.kind)] += e.delta;
     if (i + 1 == edges.size()) break;
     const int64_t span = edges[i + 1].t - e.t;
-    if (compute_open > 0) {
+    if (open[size_t(format::KernelClass::kCompute)] > 0) {
       out.compute_ns += span;
-    } else if (nccl_open > 0) {
+    } else if (open[size_t(format::KernelClass::kMemory)] > 0) {
+      out.memcpy_ns += span;
+    } else if (open[size_t(format::KernelClass::kCommunication)] > 0) {
       out.transfer_ns += span;
     }
   }
-  out.busy_ns = out.compute_ns + out.transfer_ns;
+  out.busy_ns = out.compute_ns + out.memcpy_ns + out.transfer_ns;
   return out;
 }
 
@@ -96,6 +100,7 @@ std::optional<DeviceBreakdown> DeviceTimeline::finish(const std::map<int64_t, do
     d.busy_ms += double(s.time.busy_ns) / kNsPerMs;
     d.compute_ms += double(s.time.compute_ns) / kNsPerMs;
     d.transfer_ms += double(s.time.transfer_ns) / kNsPerMs;
+    d.memcpy_ms += double(s.time.memcpy_ns) / kNsPerMs;
     d.idle_ms += frame_ms - double(s.time.busy_ns) / kNsPerMs;
     d.kernel_ms += double(s.kernel_ns) / kNsPerMs;
     d.outside_ranges_ms += double(s.outside_ns) / kNsPerMs;
@@ -119,6 +124,8 @@ void apply_device_breakdown(RankSkew& rank) {
   // The device cannot tell waiting for a peer from moving data: both are an NCCL kernel running.
   rank.collective_wait_ms = 0;
   rank.collective_transfer_ms = d.transfer_ms;
+  rank.memcpy_ms = d.memcpy_ms;
+  if (d.transfer_ms <= 0) rank.idle_collective_wait_ms = std::min(d.idle_ms, rank.host_breakdown.collective_wait_ms);
   rank.idle_ms = d.idle_ms;
 }
 

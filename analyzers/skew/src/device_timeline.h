@@ -3,9 +3,11 @@
 // Why: on a GPU the host returns from a range at launch, so host wall time books the GPU's backlog
 // on whatever call first waits for it (the first collective), and GPU compute reads as transfer.
 // When a step carries kernel records (the capture window, or an nsys import) its breakdown comes
-// from the device instead: compute = time some non-NCCL kernel runs, transfer = time only NCCL
-// kernels run (waiting for peers included: an NCCL kernel runs from when its rank reaches it until
-// the collective ends), idle = the rest of the step (the GPU waited for the host), and kernel time
+// from the device instead: compute = time some compute kernel runs, memcpy = time only memcpys and
+// memsets run beside no compute kernel, transfer = time only NCCL kernels run (waiting for peers
+// included: an NCCL kernel runs from when its rank reaches it until the collective ends), idle = the
+// rest of the step (the GPU waited for the host: on a Gloo job that includes the host collectives'
+// wait, which the caller attributes from the collectives table), and kernel time
 // per range, with the kernels launched outside every range as their own figure.
 //
 // Is: a sweep over one step's kernel intervals (measure_device_step, pure) and a per-rank
@@ -27,19 +29,21 @@
 #include <vector>
 
 #include "rankscope/analyzers/skew/skew_report.h"
+#include "rankscope/format/event_stream.h"
 
 namespace rankscope::analyzers {
 
 // One kernel on the device timeline, in ns on any one clock.
 struct KernelSpan {
   int64_t begin_ns = 0, end_ns = 0;
-  bool nccl = false;  // a communication kernel (its name starts with "nccl")
+  format::KernelClass kind = format::KernelClass::kCompute;  // format::classify_kernel of its name
 };
 
 struct DeviceStepTime {
   int64_t busy_ns = 0;      // union of all kernels
-  int64_t compute_ns = 0;   // some non-NCCL kernel running
-  int64_t transfer_ns = 0;  // NCCL kernels running and no other kernel
+  int64_t compute_ns = 0;   // some compute kernel running
+  int64_t memcpy_ns = 0;    // memcpys/memsets running and no compute kernel
+  int64_t transfer_ns = 0;  // NCCL kernels running and nothing else
 };
 
 // Sweeps the kernels' begin and end points in time order. `kernels` is reordered. Kernels with

@@ -36,8 +36,8 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_kinds_[id] = kind;
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
-  grow(nccl_kernel_, n, false);
-  nccl_kernel_[id] = kind == format::NameKind::kKernel && format::is_communication_kernel(name);
+  grow(kernel_class_, n, format::KernelClass::kCompute);
+  kernel_class_[id] = kind == format::NameKind::kKernel ? format::classify_kernel(name) : format::KernelClass::kCompute;
   grow(expert_of_local_, n, -1);
   if (kind == format::NameKind::kCounter) expert_of_local_[id] = routed_counter_expert(name).value_or(-1);
 }
@@ -201,7 +201,7 @@ void RankScan::on_trace_kernels(int64_t step, std::span<const format::TraceKerne
   kernel_scratch_.clear();
   kernel_keys_scratch_.clear();
   for (const format::TraceKernel& k : kernels) {
-    kernel_scratch_.push_back(KernelSpan{k.begin_ns, k.end_ns, k.name_id < nccl_kernel_.size() && nccl_kernel_[k.name_id]});
+    kernel_scratch_.push_back(KernelSpan{k.begin_ns, k.end_ns, k.name_id < kernel_class_.size() ? kernel_class_[k.name_id] : format::KernelClass::kCompute});
     uint32_t key = DeviceTimeline::kNoRange;
     if (k.range_id != 0 && is_range(k.range_id)) {
       grow(device_range_key_, size_t(k.range_id) + 1, kUnkeyed);

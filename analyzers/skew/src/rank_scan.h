@@ -97,7 +97,7 @@ class RankScan : public format::EventStreamVisitor {
   std::vector<int> expert_of_local_;  // by local counter id: the expert of moe.expert{e}.routed, -1 other
 
   DeviceTimeline device_;
-  std::vector<bool> nccl_kernel_;          // by local kernel name id
+  std::vector<format::KernelClass> kernel_class_;  // by local kernel name id
   std::vector<uint32_t> device_range_key_;  // by local range id; kUnkeyed until first use
   static constexpr uint32_t kUnkeyed = 0xfffffffeu;
   std::vector<KernelSpan> kernel_scratch_;

@@ -24,6 +24,41 @@
 namespace rankscope::analyzers {
 namespace {
 
+// Who waits for `late` at `site`, and where (the site's per-rank median waits): ranks whose wait is
+// at least `floor_ms`, longest first. The text names the first few: "; rank 0 waits for it 29.8 ms a
+// step in all_reduce inside backward (GPU idle: a host collective)".
+void name_waiters(const SkewReport& report, const CollectiveSite& site, int late, double floor_ms, Finding& f) {
+  std::vector<Waiter> all;
+  for (const SiteRank& other : site.ranks) {
+    if (other.rank == late || other.wait_ms < floor_ms) continue;
+    Waiter w{other.rank, other.wait_ms, site.op, site.range, false};
+    if (other.rank >= 0 && size_t(other.rank) < report.ranks.size()) {
+      const RankSkew& rs = report.ranks[size_t(other.rank)];
+      w.gpu_idle = rs.device.has_value() && rs.device->transfer_ms <= 0;
+    }
+    all.push_back(std::move(w));
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Waiter& a, const Waiter& b) { return a.wait_ms > b.wait_ms; });
+  f.waiters_total = int(all.size());
+  if (all.empty()) return;
+  const std::string where = site.range.empty() ? site.op : fmt::format("{} inside {}", site.op, site.range);
+  constexpr size_t kNamed = 3;
+  std::string who;
+  for (size_t i = 0; i < std::min(all.size(), kNamed); ++i) {
+    who += fmt::format("{}rank {} {:.1f} ms", i == 0 ? "" : ", ", all[i].rank, all[i].wait_ms);
+  }
+  if (all.size() > kNamed) who += fmt::format(" and {} more ranks", all.size() - kNamed);
+  const bool one = all.size() == 1;
+  f.text += one ? fmt::format("; rank {} waits for it {:.1f} ms a step in {}", all[0].rank, all[0].wait_ms, where)
+                : fmt::format("; {} wait for it a step in {}", who, where);
+  if (std::all_of(all.begin(), all.end(), [](const Waiter& w) { return w.gpu_idle; })) {
+    f.text += one ? " (its GPU sits idle meanwhile: a host collective, no NCCL kernel)"
+                  : " (their GPUs sit idle meanwhile: a host collective, no NCCL kernel)";
+  }
+  if (all.size() > Finding::kMaxWaiters) all.resize(Finding::kMaxWaiters);
+  f.waiters = std::move(all);
+}
+
 struct Excess {
   std::string range;
   double ms = 0;
@@ -125,6 +160,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
       f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
                            site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
+      name_waiters(report, site, sr.rank, floor_ms, f);
       const SlowdownShape shape = classify_slowdown(report, sr.rank, peers, own_cause);
       f.cls = shape.cls;
       if (shape.cls == "uniform_slowdown") {

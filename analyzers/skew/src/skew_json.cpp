@@ -18,6 +18,7 @@ json device_json(const DeviceBreakdown& d) {
           {"busy_ms", d.busy_ms},
           {"compute_ms", d.compute_ms},
           {"transfer_ms", d.transfer_ms},
+          {"memcpy_ms", d.memcpy_ms},
           {"idle_ms", d.idle_ms},
           {"kernel_ms", d.kernel_ms},
           {"outside_ranges_ms", d.outside_ranges_ms},
@@ -42,7 +43,9 @@ json rank_json(const RankSkew& r) {
                        {"compute", r.compute_ms},
                        {"collective_wait", r.collective_wait_ms},
                        {"collective_transfer", r.collective_transfer_ms},
+                       {"memcpy", r.memcpy_ms},
                        {"idle", r.idle_ms}};
+  if (r.idle_collective_wait_ms > 0) j["breakdown_ms"]["idle_collective_wait"] = r.idle_collective_wait_ms;
   if (r.device) {
     const HostBreakdown& h = r.host_breakdown;
     j["host_breakdown_ms"] = {{"compute", h.compute_ms}, {"collective_wait", h.collective_wait_ms},
@@ -103,6 +106,14 @@ json finding_json(const Finding& f) {
   if (!f.counter.empty()) j["counter"] = f.counter;
   if (!f.cls.empty()) j["class"] = f.cls;
   if (f.slowdown_factor > 0) j["slowdown_factor"] = f.slowdown_factor;
+  if (!f.waiters.empty()) {
+    json w = json::array();
+    for (const Waiter& x : f.waiters) {
+      w.push_back({{"rank", x.rank}, {"op", x.op}, {"range", x.range}, {"wait_ms", x.wait_ms}, {"gpu_idle", x.gpu_idle}});
+    }
+    j["waiters"] = std::move(w);
+    j["waiters_total"] = f.waiters_total;
+  }
   return j;
 }
 

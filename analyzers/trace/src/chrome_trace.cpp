@@ -127,8 +127,9 @@ class RankExporter : public format::EventStreamVisitor {
       lanes[lane].push_back(end);
       const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(lane);
       thread_name(tid, lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane), tid);
-      const bool nccl = format::is_communication_kernel(name(k.name_id));
-      sink_.write({{"ph", "X"}, {"cat", nccl ? "nccl" : "kernel"}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
+      const format::KernelClass kind = format::classify_kernel(name(k.name_id));
+      const char* category = kind == format::KernelClass::kCommunication ? "nccl" : kind == format::KernelClass::kMemory ? "memcpy" : "kernel";
+      sink_.write({{"ph", "X"}, {"cat", category}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
                    {"ts", us(shown_begin)}, {"dur", dur_us(shown_begin, k.end_ns)},
                    {"args", {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},
                              {"step", step}, {"stream", k.stream}, {"overlap_ns", shown_begin - k.begin_ns}}}});

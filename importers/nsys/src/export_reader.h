@@ -127,12 +127,26 @@ struct GpuOp {
   GpuOpKind kind = GpuOpKind::kKernel;
 };
 
+// A collective that only the host saw (no NCCL kernel: Gloo, MPI). nsys exports have none; the
+// Kineto importer fills them from `gloo:all_reduce`-style annotations.
+struct HostCollective {
+  int64_t enqueue = 0, start = 0, end = 0;
+  uint64_t gtid = 0;       // the thread whose open range the collective is booked under
+  uint32_t comm = 0;       // index into RankPlan::comm_names
+  uint64_t seq = 0;        // per communicator
+  uint64_t bytes = 0;
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  format::DataType dtype = format::DataType::kUnknown;
+};
+
 struct ProcessRows {
   std::vector<std::string> pool;  // strings of the rows, index 0 = ""
   std::vector<NvtxRow> nvtx;      // of the chosen processes, ranges and marks
   std::map<std::pair<uint64_t, uint32_t>, std::string> domains;  // (process key, domainId) -> name
   std::vector<RuntimeRow> runtime;
   std::vector<GpuOp> ops;
+  std::vector<HostCollective> host_collectives;
+  std::unordered_map<uint32_t, uint64_t> collective_bytes;  // by index into ops (NCCL kernels whose size is known)
   int64_t max_ts = INT64_MIN;     // latest timestamp of the export (closes open ranges, as nsys does)
 };
 

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "export_reader.h"
+#include "import_job.h"
 #include "rank_builder.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
@@ -27,52 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using format::CollectiveOp;
-
-// Runs fn(i) for i in [0, n) on up to `threads` workers.
-void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) {
-  const size_t workers = std::max<size_t>(1, std::min<size_t>(n, threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency())));
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-}
-
-// The number in "rep_12.sqlite" / "rep_12.nsys-rep.sqlite" / "rank3-node7.sqlite" (the last one
-// before the extensions); nullopt without one.
-std::optional<int> rank_from_file_name(const fs::path& file, std::string* stem_out) {
-  std::string stem = file.filename().string();
-  for (const char* ext : {".sqlite", ".nsys-rep", ".qdrep"}) {
-    if (stem.size() > std::strlen(ext) && stem.compare(stem.size() - std::strlen(ext), std::string::npos, ext) == 0) {
-      stem.resize(stem.size() - std::strlen(ext));
-    }
-  }
-  *stem_out = stem;
-  size_t e = stem.size();
-  while (e > 0 && !std::isdigit(static_cast<unsigned char>(stem[e - 1]))) --e;
-  size_t b = e;
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(stem[b - 1]))) --b;
-  if (b == e || e - b > 7) return std::nullopt;
-  return std::stoi(stem.substr(b, e - b));
-}
-
-bool aligns(CollectiveOp op) {
-  return op == CollectiveOp::kAllReduceSum || op == CollectiveOp::kAllReduceMax || op == CollectiveOp::kAllGather;
-}
-
-// Exact on epoch-sized values (a double would round them to 256 ns).
-int64_t median_of(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(m), v.end());
-  const int64_t hi = v[m];
-  if (v.size() % 2 == 1) return hi;
-  const int64_t lo = *std::max_element(v.begin(), v.begin() + long(m));
-  return lo + (hi - lo) / 2;
-}
 
 struct RankChoice {
   int rank = -1;
@@ -85,21 +40,6 @@ struct RankChoice {
   std::string alignment;
   bool placed = false;
 };
-
-uint32_t fnv1a(std::string_view s, uint32_t h = 2166136261u) {
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
-}
-
-void remove_stale_outputs(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const fs::path p = e.path();
-    if (format::rank_of_file(p, ".events") || format::rank_of_file(p, ".flight") || p.filename() == format::kRunMetadataFile) {
-      fs::remove(p, ec);
-    }
-  }
-}
 
 }  // namespace
 
@@ -159,7 +99,7 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
       c.file = f;
       c.process = best;
       std::string stem;
-      const auto from_name = rank_from_file_name(files[f], &stem);
+      const auto from_name = rank_from_file_name(files[f], {".sqlite", ".nsys-rep", ".qdrep"}, &stem);
       if (scan.info.env_rank) {
         c.rank = *scan.info.env_rank;
         c.identity = fmt::format("{}={} in the recorded environment", scan.info.env_rank_variable, c.rank);
@@ -220,7 +160,6 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   // --- clocks -----------------------------------------------------------------------------------
   // Each rank's own clock: the session start's UTC epoch plus the session timestamp (or the
   // timestamps themselves when exported absolute), or the probe clock its sync marks carry.
-  std::vector<size_t> roots;
   for (size_t i = 0; i < choices.size(); ++i) {
     RankChoice& c = choices[i];
     const ExportScan& scan = **scans[c.file];
@@ -236,89 +175,37 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
       c.matched = int64_t(d.size());
       c.alignment = fmt::format("rankscope:sync marks ({}): the probe clock", d.size());
       c.placed = true;
-      roots.push_back(i);
     }
   }
-  if (roots.empty() && !choices.empty()) {
-    choices[0].placed = true;
-    choices[0].alignment = fmt::format("reference: session start ({})", (**scans[choices[0].file]).absolute_timestamps ? "absolute timestamps" : "UTC epoch");
-    roots.push_back(0);
-  }
-  // Refine: all-reduce and all-gather kernels of one communicator end together on every member
-  // (all-to-all does not: it is pairwise), so the median difference of their end times is the
-  // offset between two ranks. Breadth-first from the reference through shared communicators.
   size_t max_streams = 0;
   for (const RankChoice& c : choices) max_streams = std::max(max_streams, c.process->nccl_streams.size());
-  std::deque<size_t> queue(roots.begin(), roots.end());
-  while (!queue.empty()) {
-    const size_t u = queue.front();
-    queue.pop_front();
-    const RankChoice& cu = choices[u];
-    for (size_t k = 0; k < cu.process->nccl_streams.size(); ++k) {
-      const auto& ku = cu.process->nccl_streams[k];
-      for (size_t v = 0; v < choices.size(); ++v) {
-        RankChoice& cv = choices[v];
-        if (cv.placed || cv.process->nccl_streams.size() <= k) continue;
-        const auto& kv = cv.process->nccl_streams[k];
-        std::vector<int64_t> d;
-        for (size_t s = 0; s < std::min(ku.size(), kv.size()); ++s) {
-          if (!aligns(ku[s].op) || ku[s].op != kv[s].op) continue;
-          d.push_back((ku[s].end + cu.to_own_ns + int64_t(cu.offset_ns)) - (kv[s].end + cv.to_own_ns));
-        }
-        if (d.empty()) continue;
-        const int64_t med = median_of(d);
-        std::vector<int64_t> dev;
-        for (int64_t x : d) dev.push_back(std::abs(x - med));
-        cv.offset_ns = double(med);
-        cv.residual_ns = double(median_of(dev));
-        cv.matched = int64_t(d.size());
-        cv.alignment = fmt::format("end times of {} all-reduce/all-gather kernels matched with rank {} on nccl{}", d.size(), cu.rank, k);
-        cv.placed = true;
-        queue.push_back(v);
-      }
+  std::vector<std::string> comm_names;
+  for (size_t k = 0; k < max_streams; ++k) comm_names.push_back(fmt::format("nccl{}", k));
+  {
+    std::vector<ClockSubject> subjects(choices.size());
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const RankChoice& c = choices[i];
+      subjects[i] = ClockSubject{c.rank, &c.process->nccl_streams, c.to_own_ns, c.offset_ns, c.residual_ns, c.matched, c.alignment, c.placed};
     }
-  }
-  for (RankChoice& c : choices) {
-    if (!c.placed) {
-      c.alignment = "session start only: no all-reduce or all-gather shared with an aligned rank";
-      c.residual_ns = -1;
+    const std::string reference = choices.empty() ? "" : fmt::format("reference: session start ({})",
+        (**scans[choices[0].file]).absolute_timestamps ? "absolute timestamps" : "UTC epoch");
+    align_clocks(subjects, comm_names, "all-reduce/all-gather kernels", reference);
+    for (size_t i = 0; i < choices.size(); ++i) {
+      RankChoice& c = choices[i];
+      c.offset_ns = subjects[i].offset_ns, c.residual_ns = subjects[i].residual_ns, c.matched = subjects[i].matched;
+      c.alignment = subjects[i].alignment, c.placed = subjects[i].placed;
     }
   }
 
   // --- communicators: one per NCCL stream ordinal -----------------------------------------------
-  std::vector<std::string> comm_names;
   std::vector<std::vector<int>> comm_members(max_streams);
-  for (size_t k = 0; k < max_streams; ++k) comm_names.push_back(fmt::format("nccl{}", k));
   for (const RankChoice& c : choices) {
     for (size_t k = 0; k < c.process->nccl_streams.size(); ++k) comm_members[k].push_back(c.rank);
   }
 
   // --- pass 2 -----------------------------------------------------------------------------------
-  std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  if (ec) return io_error(fmt::format("{}: cannot create the run directory: {}", run_dir.string(), ec.message()));
-  for (const auto& f : files) {
-    if (fs::equivalent(f, run_dir, ec)) return invalid_argument("the run directory is one of the exports");
-  }
-  // Only a directory that is empty of runs, or holds an earlier import, is written: a probe's run
-  // directory is never overwritten.
-  if (fs::exists(run_dir / format::kRunMetadataFile)) {
-    auto old = format::read_run_metadata(run_dir);
-    if (!old.ok() || old->program != "rankscope import-nsys") {
-      return invalid_argument(fmt::format("{} holds a run written by {}; import into another directory", run_dir.string(),
-                                          old.ok() ? "'" + old->program + "'" : "another program (its run.json does not read)"));
-    }
-  } else {
-    for (const auto& e : fs::directory_iterator(run_dir, ec)) {
-      if (format::rank_of_file(e.path(), ".events") || format::rank_of_file(e.path(), ".flight")) {
-        return invalid_argument(fmt::format("{} holds rank files but no run.json; import into an empty directory", run_dir.string()));
-      }
-    }
-  }
-  remove_stale_outputs(run_dir);
-  uint32_t h = 2166136261u;
-  for (const auto& f : files) h = fnv1a(fs::absolute(f).string(), h);
-  const std::string run_id = fmt::format("nsys-{:08x}", h);
+  RS_RETURN_IF_ERROR(prepare_run_directory(run_dir, files, "rankscope import-nsys"));
+  const std::string run_id = run_id_of(files, "nsys");
 
   format::RunMetadata meta;
   meta.run_id = run_id;
@@ -396,11 +283,7 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   }
 
   // --- run.json -----------------------------------------------------------------------------------
-  for (size_t k = 0; k < comm_names.size(); ++k) meta.groups.push_back({comm_names[k], comm_members[k]});
-  format::CommGroup all{"world", {}};
-  for (int r = 0; r < world; ++r) all.ranks.push_back(r);
-  meta.groups.push_back(all);
-  meta.hosts.assign(size_t(world), "");
+  fill_job_metadata(meta, comm_names, comm_members, world, options);
   int64_t created = INT64_MAX;
   for (size_t i = 0; i < choices.size(); ++i) {
     meta.hosts[size_t(choices[i].rank)] = summary.ranks[i].host;
@@ -408,8 +291,6 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
     if (scan.info.has_session_start) created = std::min(created, scan.info.utc_epoch_ns);
   }
   meta.created_ns = created == INT64_MAX ? 0 : created;
-  if (options.seq_len > 0) meta.training["seq_len"] = options.seq_len;
-  if (options.batch > 0) meta.training["batch"] = options.batch;
   if (!summary.ranks.empty()) {
     meta.versions["nsys"] = summary.ranks.front().nsys_version;
     meta.versions["nsys_export_schema"] = summary.ranks.front().schema_version;
@@ -429,6 +310,7 @@ nlohmann::json provenance_json(const ImportSummary& s) {
                      {"pid", p.pid},
                      {"nsys_version", p.nsys_version},
                      {"schema_version", p.schema_version},
+                     {"producer", p.producer},
                      {"identity", p.identity},
                      {"session_start_utc_ns", p.session_start_utc_ns},
                      {"alignment", {{"method", p.alignment}, {"offset_ms", p.offset_ms}, {"residual_ms", p.residual_ms}}},
@@ -443,13 +325,17 @@ nlohmann::json provenance_json(const ImportSummary& s) {
                      {"warnings", p.warnings},
                      {"diagnostics", p.diagnostics}});
   }
-  return {{"kind", "nsys"}, {"world_size", s.world_size}, {"ranks", ranks}, {"warnings", s.warnings}};
+  return {{"kind", s.kind}, {"world_size", s.world_size}, {"ranks", ranks}, {"warnings", s.warnings}};
 }
 
 std::string provenance_text(const nlohmann::json& source) {
-  if (!source.is_object() || source.value("kind", "") != "nsys" || !source.contains("ranks")) return "";
+  if (!source.is_object() || !source.contains("ranks") || !source["ranks"].is_array()) return "";
+  const std::string kind = source.value("kind", "");
+  if (kind != "nsys" && kind != "kineto") return "";
+  const bool kineto = kind == "kineto";
   const auto& ranks = source["ranks"];
-  std::string out = fmt::format("imported from Nsight Systems: {} exports\n", ranks.size());
+  std::string out = kineto ? fmt::format("imported from PyTorch profiler (Kineto) traces: {} files\n", ranks.size())
+                           : fmt::format("imported from Nsight Systems: {} exports\n", ranks.size());
   std::string steps_from;
   for (const auto& r : ranks) {
     const std::string s = r.value("steps_from", "");
@@ -457,8 +343,16 @@ std::string provenance_text(const nlohmann::json& source) {
     else if (s != steps_from) steps_from = "differs by rank (see run.json source.ranks)";
   }
   if (!steps_from.empty()) out += fmt::format("steps from {}\n", steps_from);
-  out += fmt::format("{:>5} {:<28} {:<14} {:<14} {:<8} {:>10} {:>9}  {}\n", "rank", "file", "host", "nsys", "schema", "offset_ms",
-                     "error_ms", "alignment; identity");
+  if (kineto) {
+    for (const auto& r : ranks) {
+      if (const std::string p = r.value("producer", ""); !p.empty()) {
+        out += fmt::format("versions (rank {}): {}\n", r.value("rank", -1), p);
+        break;
+      }
+    }
+  }
+  out += fmt::format("{:>5} {:<28} {:<14} {:<14} {:<8} {:>10} {:>9}  {}\n", "rank", "file", "host", kineto ? "" : "nsys",
+                     kineto ? "" : "schema", "offset_ms", "error_ms", "alignment; identity");
   size_t shown = 0;
   for (const auto& r : ranks) {
     if (shown++ == 16) {

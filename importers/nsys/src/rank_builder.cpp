@@ -324,6 +324,17 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
       launch_of_op[oi] = it->second;
     }
   }
+  // Host-only collectives ride the projection sweep as launches without GPU ops, so each gets the
+  // innermost range open on its thread when it was called.
+  std::vector<uint32_t> host_launch(rows.host_collectives.size());
+  for (uint32_t h = 0; h < rows.host_collectives.size(); ++h) {
+    const HostCollective& hc = rows.host_collectives[h];
+    Launch l;
+    l.start = l.end = hc.enqueue;
+    l.gtid = hc.gtid;
+    host_launch[h] = uint32_t(launches.size());
+    launches.push_back(l);
+  }
   std::map<uint64_t, std::vector<uint32_t>> launches_by_thread;
   for (uint32_t i = 0; i < launches.size(); ++i) launches_by_thread[launches[i].gtid].push_back(i);
 
@@ -362,7 +373,7 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
 
   // --- collectives from NCCL kernels, one communicator per stream -------------------------------
   struct Coll {
-    uint32_t op_index;
+    uint32_t op_index;  // the NCCL kernel, kNone for a host collective
     uint32_t comm;   // stream ordinal
     uint64_t seq;
     int64_t enqueue; // session ts
@@ -370,6 +381,9 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
     format::DataType dtype;
     uint64_t launch_gtid;
     uint32_t range;  // innermost kept range (index) or kNone
+    int64_t start = 0, end = 0;  // data movement (the kernel, or the host call)
+    uint32_t signature = 0;      // pool index of the kernel's short name (0 for host collectives)
+    uint64_t bytes = 0;
   };
   std::vector<Coll> colls;
   {
@@ -388,7 +402,11 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
       const auto& v = by_stream[order[k].second];
       for (uint64_t s = 0; s < v.size(); ++s) {
         const GpuOp& op = rows.ops[v[s]];
-        Coll c{v[s], k, s, op.start, nccl_op_from_name(pool[op.short_name]), nccl_dtype_from_name(pool[op.short_name]), 0, kNone};
+        const auto named = plan.comm_of_stream.find(order[k].second);
+        const uint32_t comm = named != plan.comm_of_stream.end() ? named->second : k;
+        const auto bytes = rows.collective_bytes.find(v[s]);
+        Coll c{v[s], comm, s, op.start, nccl_op_from_name(pool[op.short_name]), nccl_dtype_from_name(pool[op.short_name]), 0, kNone,
+               op.start, op.end, op.short_name, bytes != rows.collective_bytes.end() ? bytes->second : 0};
         const uint32_t li = launch_of_op[v[s]];
         if (li != kNone) {
           const Launch& l = launches[li];
@@ -404,6 +422,11 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
         colls.push_back(c);
       }
     }
+  }
+  for (uint32_t h = 0; h < rows.host_collectives.size(); ++h) {
+    const HostCollective& hc = rows.host_collectives[h];
+    colls.push_back(Coll{kNone, hc.comm, hc.seq, hc.enqueue, hc.op, hc.dtype, hc.gtid, launches[host_launch[h]].range,
+                         hc.start, hc.end, 0, hc.bytes});
   }
   prov.collectives = int64_t(colls.size());
 
@@ -434,7 +457,7 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
     std::vector<uint32_t> seq;
     for (uint32_t i : order) {
       const Coll& c = colls[i];
-      seq.push_back(sig_ids.try_emplace({c.comm, uint8_t(c.op), rows.ops[c.op_index].short_name}, uint32_t(sig_ids.size())).first->second);
+      seq.push_back(sig_ids.try_emplace({c.comm, uint8_t(c.op), c.signature}, uint32_t(sig_ids.size())).first->second);
     }
     const size_t period = repeating_period(seq);
     std::optional<uint32_t> marker;
@@ -594,7 +617,6 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
     for (uint32_t n : touched) rec.ranges.push_back(agg[n]);
     for (uint32_t i : step_colls[k]) {
       const Coll& c = colls[i];
-      const GpuOp& op = rows.ops[c.op_index];
       format::CollectiveEvent e{};
       e.comm_id = comm_id(c.comm);
       e.op = uint8_t(c.op);
@@ -603,8 +625,9 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
       e.range_id = c.range != kNone ? range_id(ranges[c.range].name) : 0;
       e.seq = c.seq;
       e.enqueue_ns = own(c.enqueue);
-      e.start_ns = own(op.start);
-      e.end_ns = own(op.end);
+      e.bytes = c.bytes;
+      e.start_ns = own(c.start);
+      e.end_ns = own(c.end);
       rec.collectives.push_back(e);
     }
     writer->write_step(rec);
@@ -654,14 +677,14 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
     for (uint32_t i : step_colls[k]) {
       const Coll& c = colls[i];
       if (c.comm >= slots.size() || slots[c.comm] < 0) continue;
-      const GpuOp& op = rows.ops[c.op_index];
       format::CollectiveDesc desc;
       desc.op = c.op;
       desc.dtype = c.dtype;
+      desc.bytes = c.bytes;
       const uint64_t s = flight->collective_enqueue(slots[c.comm], desc, steps[k].number,
                                                     c.range != kNone ? names.list[ranges[c.range].name] : "", own(c.enqueue));
-      flight->collective_start(slots[c.comm], s, own(op.start));
-      flight->collective_complete(slots[c.comm], s, own(op.end));
+      flight->collective_start(slots[c.comm], s, own(c.start));
+      flight->collective_complete(slots[c.comm], s, own(c.end));
     }
   }
   if (!steps.empty()) flight->set_step(steps.back().number, own(steps.back().begin));

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct RankPlan {
   std::string host;
   std::vector<std::string> comm_names;          // by NCCL stream ordinal (pass 1's order)
   std::vector<std::vector<int>> comm_members;   // world ranks of each
+  // When the producer names each NCCL stream's communicator (Kineto's process-group args): stream
+  // id -> index into comm_names. Empty: the stream's ordinal (first kernel first) is its index.
+  std::map<uint32_t, uint32_t> comm_of_stream;
   std::filesystem::path run_dir;
 };
 

@@ -93,18 +93,21 @@
     sec.appendChild(ul);
   }
 
-  // A run imported from Nsight Systems (rankscope import-nsys): where each rank came from and how
-  // its clock was placed, first among the tables.
+  // A run imported from Nsight Systems or PyTorch profiler traces (rankscope import-nsys,
+  // import-kineto): where each rank came from and how its clock was placed, first among the tables.
   function provenance(src) {
-    if (!src || src.kind !== 'nsys' || !src.ranks) return;
+    if (!src || (src.kind !== 'nsys' && src.kind !== 'kineto') || !src.ranks) return;
+    var kineto = src.kind === 'kineto';
     var s = document.getElementById('summary');
-    s.textContent += ' · imported from Nsight Systems (' + src.ranks.length + ' exports)';
+    s.textContent += kineto ? ' · imported from PyTorch profiler (Kineto) traces (' + src.ranks.length + ' files' +
+        (src.ranks.length && src.ranks[0].producer ? '; ' + src.ranks[0].producer : '') + ')'
+      : ' · imported from Nsight Systems (' + src.ranks.length + ' exports)';
     var ranks = src.ranks.length > 64 ? src.ranks.slice(0, 64) : src.ranks;
     table('Provenance' + (src.ranks.length > 64 ? ': the first 64 of ' + src.ranks.length + ' ranks' : ''),
       ['rank', 'file', 'host', 'nsys', 'schema', 'offset ms', 'error ms', 'alignment', 'rank from', 'steps from'],
       ranks.map(function (r) {
         var a = r.alignment || {};
-        return [r.rank, String(r.file).split('/').pop(), r.host, r.nsys_version, r.schema_version, fmt(a.offset_ms, 3),
+        return [r.rank, String(r.file).split('/').pop(), r.host, kineto ? r.producer : r.nsys_version, kineto ? '' : r.schema_version, fmt(a.offset_ms, 3),
           a.residual_ms < 0 ? '?' : fmt(a.residual_ms, 3), a.method, r.identity, r.steps_from];
       }));
   }
@@ -170,17 +173,17 @@
   function breakdown(data) {
     var ranks = presentRanks(data);
     var bars = rankBars(ranks);
-    var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['idle', 'idle']];
+    var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['memcpy', 'memcpy'], ['idle', 'idle']];
     var onDevice = ranks.some(function (r) { return r.breakdown_ms.source === 'device'; });
     var note = onDevice
-      ? 'mean ms per step; GPU time of the traced steps where a rank has kernel records (transfer = NCCL kernels, idle = GPU waiting for the host), host time otherwise'
+      ? 'mean ms per step; GPU time of the traced steps where a rank has kernel records (transfer = NCCL kernels, memcpy = memcpys/memsets, idle = GPU waiting for the host), host time otherwise'
       : 'mean ms per step; collective wait = time waiting for the last arriver';
     chart(panel('Where each rank spends a step', note + bars.note), {
       type: 'bar',
       data: {
         labels: bars.labels,
         datasets: parts.map(function (p, i) {
-          return { label: p[1], backgroundColor: color(i), data: bars.values(function (r) { return r.breakdown_ms[p[0]]; }) };
+          return { label: p[1], backgroundColor: color(i), data: bars.values(function (r) { return r.breakdown_ms[p[0]] || 0; }) };
         })
       },
       options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per step' } } } }
@@ -204,7 +207,7 @@
     chart(panel('GPU time by range',
       'kernel ms per step, steps ' + d.first_traced_step + '–' + d.last_traced_step + ' (kernel records), mean of ' + d.ranks +
       ' rank' + (d.ranks === 1 ? '' : 's') + '; step ' + fmt(d.step_ms, 1) + ' ms = compute ' + fmt(d.compute_ms, 1) +
-      ' + transfer ' + fmt(d.transfer_ms, 1) + ' + idle ' + fmt(d.idle_ms, 1) + '; ' + fmt(d.outside_ranges_ms, 1) +
+      ' + transfer ' + fmt(d.transfer_ms, 1) + ' + memcpy ' + fmt(d.memcpy_ms || 0, 1) + ' + idle ' + fmt(d.idle_ms, 1) + '; ' + fmt(d.outside_ranges_ms, 1) +
       ' ms in kernels launched outside every range', 1100, 60 + 22 * labels.length), {
       type: 'bar',
       data: { labels: labels, datasets: [{ label: 'kernel ms per step', backgroundColor: color(0), data: values }] },
@@ -375,10 +378,11 @@
     var rows = presentRanks(data);
     var title = 'Ranks';
     if (rows.length > 64) { title = 'Ranks: the 64 slowest of ' + rows.length + ' by straggler score'; rows = slowestFirst(rows).slice(0, 64); }
-    table(title, ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'idle', 'relative score', 'individual score'],
+    table(title, ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'memcpy', 'idle', 'relative score', 'individual score'],
       rows.map(function (r) {
         return [r.rank, r.steps, fmt(r.step_ms.median, 2), fmt(r.step_ms.p90, 2), fmt(r.step_ms.max, 2), fmt(r.breakdown_ms.compute, 2),
-          fmt(r.breakdown_ms.collective_wait, 2), fmt(r.breakdown_ms.collective_transfer, 2), fmt(r.breakdown_ms.idle, 2),
+          fmt(r.breakdown_ms.collective_wait, 2), fmt(r.breakdown_ms.collective_transfer, 2),
+          fmt(r.breakdown_ms.memcpy || 0, 2), fmt(r.breakdown_ms.idle, 2),
           fmt(r.straggler_score.relative, 3), fmt(r.straggler_score.individual, 3)];
       }));
     problems(data.problems);

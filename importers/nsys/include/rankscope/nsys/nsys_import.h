@@ -43,6 +43,7 @@ struct ImportOptions {
 struct RankProvenance {
   int rank = -1;
   std::string file, host, nsys_version, schema_version;
+  std::string producer;          // Kineto imports: the trace's versions ("Kineto schema 1, CUPTI 130001, ...")
   uint32_t pid = 0;
   std::string identity;          // how the rank was found ("MPI_RANKS", "file name 'rep_3'", ...)
   int64_t session_start_utc_ns = 0;
@@ -58,6 +59,7 @@ struct RankProvenance {
 };
 
 struct ImportSummary {
+  std::string kind = "nsys";          // or "kineto" (importers/kineto): run.json source.kind
   int world_size = 0;
   std::vector<RankProvenance> ranks;  // by rank
   std::vector<std::string> warnings;  // job-level
@@ -67,8 +69,8 @@ struct ImportSummary {
 Result<ImportSummary> import_nsys(const std::vector<std::filesystem::path>& files, const std::filesystem::path& run_dir,
                                   const ImportOptions& options = {});
 
-// run.json's "source" object for an import, and its provenance table as text (the header of the
-// reports of an imported run). provenance_text returns "" for a run that was not imported.
+// run.json's "source" object for an import (nsys or Kineto), and its provenance table as text (the
+// header of the reports of an imported run). provenance_text returns "" for a run that was not imported.
 nlohmann::json provenance_json(const ImportSummary& summary);
 std::string provenance_text(const nlohmann::json& source);
 

@@ -24,13 +24,14 @@ namespace rankscope::analyzers {
 inline constexpr int kSkewReportSchemaVersion = 2;
 
 // A rank's GPU time from its kernel records (device_timeline.h), mean per traced step.
-// compute + transfer + idle = step_ms.
+// compute + memcpy + transfer + idle = step_ms.
 struct DeviceBreakdown {
   int64_t traced_steps = 0, first_traced_step = -1, last_traced_step = -1;
   double step_ms = 0;            // wall time of the traced steps: the frame
   double busy_ms = 0;            // some kernel running
-  double compute_ms = 0;         // some non-NCCL kernel running
+  double compute_ms = 0;         // some compute kernel (neither NCCL nor memcpy/memset) running
   double transfer_ms = 0;        // only NCCL kernels running (waiting for peers included)
+  double memcpy_ms = 0;          // memcpys/memsets running and no compute kernel (format::is_memory_operation)
   double idle_ms = 0;            // no kernel running: the GPU waited for the host
   double kernel_ms = 0;          // kernel time summed (concurrent kernels each count)
   double outside_ranges_ms = 0;  // kernel time of kernels launched outside every range
@@ -55,13 +56,18 @@ struct RankSkew {
   bool present = false;          // false when the rank's event stream is missing or unreadable
   int64_t steps = 0;             // steps of this rank inside the window
   double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0;
-  // Mean per step; compute + collective_wait + collective_transfer + idle = mean step time.
+  // Mean per step; compute + collective_wait + collective_transfer + memcpy + idle = mean step time.
   // From host wall time (source "host"), or, when the rank has kernel records, from the device
   // timeline of its traced steps (source "device": transfer = NCCL kernels, wait 0, idle = GPU idle).
   std::string breakdown_source = "host";
   double compute_ms = 0;             // inside ranges, outside collectives
   double collective_wait_ms = 0;     // inside collectives, waiting for the last arriver
   double collective_transfer_ms = 0; // inside collectives, after everyone arrived
+  double memcpy_ms = 0;              // device breakdown only: memcpys/memsets, no compute kernel beside
+  // Device breakdown of a rank with no NCCL kernel time (Gloo, MPI): the part of idle during which
+  // its host waited in collectives for the last arriver (min of idle and the host wait): the GPU
+  // idles because the collective waits, not because the host is slow.
+  double idle_collective_wait_ms = 0;
   double idle_ms = 0;                // in the step but in no range and no collective
   HostBreakdown host_breakdown;      // the host figures, also when the breakdown is the device's
   std::optional<DeviceBreakdown> device;
@@ -132,6 +138,15 @@ struct CounterSkew {
   int groups_over_threshold = 0;  // ...of which this many are past the imbalance threshold
 };
 
+// late_arrival: a rank that waits for the late one at its collective (from the site's per-rank
+// median wait), and where: the collective's op and the range open when it was called.
+struct Waiter {
+  int rank = 0;
+  double wait_ms = 0;  // median over steps
+  std::string op, range;
+  bool gpu_idle = false;  // its device breakdown has no NCCL kernel time: the wait is GPU idle (Gloo)
+};
+
 struct Finding {
   std::string kind;  // "late_arrival", "counter_imbalance", "straggler", "expert_load"
   std::vector<int> ranks;
@@ -144,6 +159,9 @@ struct Finding {
   // range_specific, communication or outside_ranges; "" for other kinds.
   std::string cls;
   double slowdown_factor = 0;  // uniform_slowdown: its ranges over its peers' (median ratio)
+  std::vector<Waiter> waiters;  // late_arrival: longest wait first, at most kMaxWaiters
+  int waiters_total = 0;        // late_arrival: every rank that waits, listed or not
+  static constexpr size_t kMaxWaiters = 16;
 };
 
 struct WhatIf {

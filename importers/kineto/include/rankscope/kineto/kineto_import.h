@@ -1,0 +1,36 @@
+// kineto_import.h — PyTorch profiler (Kineto) traces, one per rank, turned into a run directory.
+//
+// Is: `rankscope import-kineto TRACE... -o RUN_DIR` (files or folders; .json or .json.gz). Each
+// trace is read in one streaming pass (trace_reader.h: nlohmann's SAX parser over zlib, never the
+// document) into the nsys importer's row model, then written by the same rank builder
+// (importers/nsys/src/rank_builder.h), so skew, scaling, export and the HTML report read it
+// unchanged. The rank comes from distributedInfo, else from a number in the file name (never the
+// sorted position); steps from ProfilerStep#N; ranges from record_function annotations nested
+// below the step ("forward", "backward/..."); kernels, memcpys and memsets joined to the
+// cuda_runtime or cuda_driver call that launched them by correlation id; NCCL collectives from
+// their kernels (one communicator per NCCL stream, the nccl:* annotation as the call), Gloo/MPI
+// collectives from their gloo:* annotations; clocks from each trace's baseTimeNanoseconds, aligned
+// on the all-reduces the ranks share (import_job.h), with the residual reported.
+// Is not: a reader of Kineto's protobuf or of traces merged across ranks (HTA's output).
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "rankscope/format/status.h"
+#include "rankscope/nsys/nsys_import.h"
+
+namespace rankscope::kineto {
+
+// Options and summary are the nsys importer's (nvtx_domains is not used; step_range defaults to
+// ProfilerStep). The summary's kind is "kineto"; provenance_json/provenance_text render it.
+using ImportOptions = nsys::ImportOptions;
+using ImportSummary = nsys::ImportSummary;
+
+Result<ImportSummary> import_kineto(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& run_dir,
+                                    const ImportOptions& options = {});
+
+// The trace files named by `inputs`: files as given, folders' *.json and *.json.gz (sorted).
+Result<std::vector<std::filesystem::path>> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs);
+
+}  // namespace rankscope::kineto

@@ -1,0 +1,319 @@
+// kineto_import.cpp — see kineto_import.h. Reads every trace in parallel (one streaming pass each,
+// keeping compact rows), chooses ranks and communicators, aligns clocks, then builds and writes
+// each rank and frees its rows.
+#include "rankscope/kineto/kineto_import.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "import_job.h"
+#include "rank_builder.h"
+#include "rankscope/format/run_metadata.h"
+#include "trace_reader.h"
+
+namespace rankscope::kineto {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_trace_name(const fs::path& p) {
+  const std::string n = p.filename().string();
+  auto ends = [&](std::string_view s) { return n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  return ends(".json") || ends(".json.gz");
+}
+
+std::string producer_text(const KinetoTrace& t) {
+  std::string out = "Kineto";
+  for (const auto& [k, v] : t.versions) out += fmt::format("{}{} {}", out == "Kineto" ? " " : ", ", k, v);
+  if (!t.backend.empty()) out += fmt::format(", backend {}", t.backend);
+  return out;
+}
+
+std::string drop_text(const KinetoTrace& t) {
+  const DropCounts& d = t.dropped;
+  return fmt::format("{} events dropped ({} with a field of the wrong type, {} with a time out of range, {} with a negative "
+                     "duration, {} missing a field)", d.total(), d.wrong_type, d.bad_time, d.negative_duration, d.missing_field);
+}
+
+struct RankChoice {
+  size_t trace = 0;
+  int rank = -1;
+  std::string identity;
+  std::vector<std::vector<nsys::NcclKernelTimes>> streams;  // by communicator index (alignment)
+  std::map<uint32_t, uint32_t> comm_of_stream;              // NCCL stream -> communicator index
+};
+
+}  // namespace
+
+Result<std::vector<fs::path>> expand_trace_inputs(const std::vector<fs::path>& inputs) {
+  std::vector<fs::path> files;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      std::vector<fs::path> here;
+      for (const auto& e : fs::directory_iterator(in, ec)) {
+        if (e.is_regular_file(ec) && is_trace_name(e.path())) here.push_back(e.path());
+      }
+      if (here.empty()) return invalid_argument(fmt::format("{}: no *.json or *.json.gz trace in this folder", in.string()));
+      std::sort(here.begin(), here.end());
+      files.insert(files.end(), here.begin(), here.end());
+    } else if (fs::exists(in, ec)) {
+      files.push_back(in);
+    } else {
+      return invalid_argument(fmt::format("{}: no such file or folder", in.string()));
+    }
+  }
+  std::set<fs::path> seen;
+  for (const auto& f : files) {
+    if (!seen.insert(fs::weakly_canonical(f)).second) return invalid_argument(fmt::format("{} is given twice", f.string()));
+  }
+  return files;
+}
+
+Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const fs::path& run_dir, const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (inputs.empty()) return invalid_argument("no traces given; hint: torch.profiler writes one per rank with on_trace_ready=tensorboard_trace_handler(DIR)");
+  RS_ASSIGN_OR_RETURN(const std::vector<fs::path> files, expand_trace_inputs(inputs));
+
+  // --- read every trace (one pass each) ------------------------------------------------------
+  std::vector<std::optional<Result<KinetoTrace>>> read(files.size());
+  nsys::parallel_for(files.size(), options.threads, [&](size_t i) { read[i] = read_trace(files[i]); });
+  std::vector<KinetoTrace> traces;
+  traces.reserve(files.size());
+  for (auto& r : read) {
+    if (!r->ok()) return r->status();
+    traces.push_back(std::move(**r));
+  }
+  read.clear();
+
+  // --- ranks --------------------------------------------------------------------------------------
+  ImportSummary summary;
+  summary.kind = "kineto";
+  std::vector<RankChoice> choices(traces.size());
+  int world = 0;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const KinetoTrace& t = traces[i];
+    RankChoice& c = choices[i];
+    c.trace = i;
+    std::string stem;
+    const auto from_name = nsys::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem);
+    if (t.rank) {
+      c.rank = *t.rank;
+      c.identity = "distributedInfo.rank";  // a number in the file name may be a pid: not compared
+    } else if (from_name) {
+      c.rank = *from_name;
+      c.identity = fmt::format("number in the file name '{}' (no distributedInfo.rank)", stem);
+    } else {
+      return invalid_argument(fmt::format("{}: cannot tell which rank this is: no distributedInfo.rank and no number in the "
+                                          "file name; hint: name traces by rank (rank3.json.gz), rankscope never numbers "
+                                          "ranks by sorted file name", t.file.string()));
+    }
+    world = std::max(world, c.rank + 1);
+    if (t.world_size) world = std::max(world, *t.world_size);
+  }
+  std::vector<size_t> order(choices.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return choices[a].rank < choices[b].rank; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const RankChoice &a = choices[order[i - 1]], &b = choices[order[i]];
+    if (a.rank == b.rank) {
+      return invalid_argument(fmt::format("rank {} appears twice: {} ({}) and {} ({})", a.rank, traces[a.trace].file.string(),
+                                          a.identity, traces[b.trace].file.string(), b.identity));
+    }
+  }
+  if (int(choices.size()) < world) {
+    summary.warnings.push_back(fmt::format("{} of {} ranks have no trace", world - int(choices.size()), world));
+  }
+
+  // --- communicators: one per NCCL process group (named by its kernels' args), else per NCCL
+  // stream ordinal (first kernel first, as nsys imports do), then one per host backend -----------
+  std::map<std::string, std::string> named_groups;  // pg name -> description
+  std::vector<std::map<uint32_t, std::vector<nsys::NcclKernelTimes>>> nccl_by_stream(traces.size());
+  std::vector<std::vector<uint32_t>> anonymous_streams(traces.size());  // by first kernel
+  size_t max_anonymous = 0;
+  std::set<std::string> backends;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const KinetoTrace& t = traces[i];
+    auto& by_stream = nccl_by_stream[i];
+    for (const nsys::GpuOp& op : t.rows.ops) {
+      if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(t.rows.pool[op.short_name])) {
+        by_stream[op.stream].push_back({op.start, op.end, nsys::nccl_op_from_name(t.rows.pool[op.short_name])});
+      }
+    }
+    std::vector<std::pair<int64_t, uint32_t>> first;
+    for (auto& [stream, v] : by_stream) {
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+      if (auto g = t.nccl_stream_groups.find(stream); g != t.nccl_stream_groups.end()) named_groups.emplace(g->second.name, g->second.desc);
+      else first.emplace_back(v.front().start, stream);
+    }
+    std::sort(first.begin(), first.end());
+    for (const auto& f : first) anonymous_streams[i].push_back(f.second);
+    max_anonymous = std::max(max_anonymous, first.size());
+    for (const HostAnnotation& h : t.host_annotations) backends.insert(h.backend);
+  }
+  std::vector<std::string> comm_names;
+  std::map<std::string, uint32_t> comm_of_group;
+  std::set<std::string> descriptions;
+  for (const auto& [name, desc] : named_groups) {
+    comm_of_group[name] = uint32_t(comm_names.size());
+    comm_names.push_back(desc.empty() || !descriptions.insert(desc).second ? "pg" + name : desc);
+  }
+  for (size_t k = 0; k < max_anonymous; ++k) comm_names.push_back(fmt::format("nccl{}", k));
+  const size_t nccl_comms = comm_names.size();
+  for (size_t i = 0; i < traces.size(); ++i) {
+    RankChoice& c = choices[i];
+    c.streams.resize(nccl_comms);
+    for (auto& [stream, v] : nccl_by_stream[i]) {
+      auto g = traces[i].nccl_stream_groups.find(stream);
+      uint32_t comm = 0;
+      if (g != traces[i].nccl_stream_groups.end()) {
+        comm = comm_of_group.at(g->second.name);
+      } else {
+        const auto& anon = anonymous_streams[i];
+        comm = uint32_t(comm_of_group.size() + size_t(std::find(anon.begin(), anon.end(), stream) - anon.begin()));
+      }
+      c.comm_of_stream[stream] = comm;
+      c.streams[comm] = std::move(v);
+    }
+  }
+  nccl_by_stream.clear();
+  const std::vector<std::string> backend_list(backends.begin(), backends.end());
+  size_t group_count = 0;
+  for (const KinetoTrace& t : traces) group_count = std::max(group_count, t.groups.size());
+  for (const std::string& b : backend_list) comm_names.push_back(b);
+  if (!backend_list.empty() && group_count > 1) {
+    summary.warnings.push_back(fmt::format("the traces name {} process groups but {} annotations do not say which group ran "
+                                           "them: all are matched as one sequence per backend", group_count, backend_list.front()));
+  }
+  std::vector<std::vector<int>> comm_members(comm_names.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    KinetoTrace& t = traces[i];
+    RankChoice& c = choices[i];
+    for (size_t k = 0; k < nccl_comms; ++k) {
+      if (!c.streams[k].empty()) comm_members[k].push_back(c.rank);
+    }
+    std::sort(t.host_annotations.begin(), t.host_annotations.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+    for (size_t b = 0; b < backend_list.size(); ++b) {
+      const uint32_t comm = uint32_t(nccl_comms + b);
+      std::vector<nsys::NcclKernelTimes> times;
+      uint64_t seq = 0;
+      for (const HostAnnotation& h : t.host_annotations) {
+        if (h.backend != backend_list[b]) continue;
+        nsys::HostCollective hc;
+        hc.enqueue = hc.start = h.start;
+        hc.end = h.end;
+        hc.gtid = h.gtid;
+        hc.comm = comm;
+        hc.seq = seq++;
+        hc.op = h.op;
+        t.rows.host_collectives.push_back(hc);
+        times.push_back({h.start, h.end, h.op});
+      }
+      if (!times.empty()) comm_members[comm].push_back(c.rank);
+      c.streams.push_back(std::move(times));
+    }
+  }
+  // distributedInfo's pg_config knows a group's members, also those whose trace is missing.
+  for (const KinetoTrace& t : traces) {
+    for (const ProcessGroupInfo& g : t.groups) {
+      if (auto it = comm_of_group.find(g.name); it != comm_of_group.end() && !g.ranks.empty()) comm_members[it->second] = g.ranks;
+    }
+  }
+  for (auto& m : comm_members) {
+    std::sort(m.begin(), m.end());
+    m.erase(std::unique(m.begin(), m.end()), m.end());
+  }
+
+  // --- clocks ---------------------------------------------------------------------------------
+  std::vector<nsys::ClockSubject> subjects(order.size());
+  for (size_t j = 0; j < order.size(); ++j) {
+    const RankChoice& c = choices[order[j]];
+    const KinetoTrace& t = traces[c.trace];
+    subjects[j].rank = c.rank;
+    subjects[j].streams = &c.streams;
+    subjects[j].to_own_ns = t.base_time_ns.value_or(0);
+  }
+  nsys::align_clocks(subjects, comm_names, "all-reduce/all-gather collectives",
+                     "reference: its own baseTimeNanoseconds");
+
+  // --- write ------------------------------------------------------------------------------------
+  RS_RETURN_IF_ERROR(nsys::prepare_run_directory(run_dir, files, "rankscope import-kineto"));
+  const std::string run_id = nsys::run_id_of(files, "kineto");
+  format::RunMetadata meta;
+  meta.run_id = run_id;
+  meta.program = "rankscope import-kineto";
+  meta.command_line = options.command_line;
+  meta.world_size = world;
+  meta.tp = 1;
+  meta.dp = world;
+  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));  // an interrupted import is recognised and redone
+
+  summary.world_size = world;
+  summary.ranks.resize(order.size());
+  std::vector<Status> errors(order.size());
+  nsys::parallel_for(order.size(), options.threads, [&](size_t j) {
+    const RankChoice& c = choices[order[j]];
+    KinetoTrace& t = traces[c.trace];
+    const nsys::ClockSubject& clock = subjects[j];
+    nsys::RankProvenance& prov = summary.ranks[j];
+    prov.rank = c.rank;
+    prov.file = t.file.string();
+    prov.producer = producer_text(t);
+    prov.identity = c.identity;
+    prov.session_start_utc_ns = t.base_time_ns.value_or(0);
+    prov.alignment = clock.alignment;
+    prov.offset_ms = clock.offset_ns / 1e6;
+    prov.residual_ms = clock.residual_ns < 0 ? -1 : clock.residual_ns / 1e6;
+    prov.warnings = t.warnings;
+    if (!t.base_time_ns) prov.warnings.push_back("no baseTimeNanoseconds: times are the trace's own, not epoch time");
+    if (!t.stopped_early.empty()) {
+      prov.warnings.push_back(fmt::format("partial import: {}; kept the {} events read before it, the rest is lost",
+                                          t.stopped_early, t.events));
+    }
+    if (t.dropped.total() > 0) prov.warnings.push_back(drop_text(t));
+    nsys::ImportOptions rank_options = options;
+    if (rank_options.step_range.empty() && t.profiler_steps > 0) rank_options.step_range = "ProfilerStep";
+    nsys::ExportInfo info;
+    info.file = t.file;
+    nsys::RankPlan plan;
+    plan.rank = c.rank;
+    plan.world_size = world;
+    plan.process = t.process_key;
+    plan.to_own_ns = t.base_time_ns.value_or(0);
+    plan.session_zero_ts = INT64_MIN;  // Kineto times have no capture start to fall before
+    plan.clock = format::ClockRecord{int64_t(clock.offset_ns), clock.residual_ns < 0 ? -1 : int64_t(clock.residual_ns),
+                                     plan.to_own_ns, uint32_t(clock.matched), 0};
+    plan.run_id = run_id;
+    plan.comm_names = comm_names;
+    plan.comm_members = comm_members;
+    plan.comm_of_stream = c.comm_of_stream;
+    plan.run_dir = run_dir;
+    errors[j] = nsys::build_rank(info, t.rows, plan, rank_options, prov);
+    t.rows = nsys::ProcessRows{};  // this rank is written: its rows are not needed any more
+  });
+  for (const Status& st : errors) {
+    if (!st.ok()) return st;
+  }
+
+  // --- run.json -----------------------------------------------------------------------------------
+  nsys::fill_job_metadata(meta, comm_names, comm_members, world, options);
+  int64_t created = INT64_MAX;
+  for (const KinetoTrace& t : traces) {
+    if (t.base_time_ns) created = std::min(created, *t.base_time_ns);
+  }
+  meta.created_ns = created == INT64_MAX ? 0 : created;
+  if (!order.empty()) {
+    for (const auto& [k, v] : traces[choices[order[0]].trace].versions) meta.versions["kineto_" + k] = v;
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  meta.extra["source"] = nsys::provenance_json(summary);
+  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
+  return summary;
+}
+
+}  // namespace rankscope::kineto

@@ -1,0 +1,464 @@
+// trace_reader.cpp — see trace_reader.h.
+#include "trace_reader.h"
+
+#include <cmath>
+#include <istream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gzip_source.h"
+
+namespace rankscope::kineto {
+namespace {
+
+using nlohmann::json;
+using format::CollectiveOp;
+
+constexpr int kMaxDepth = 256;              // deeper than any trace: hostile input
+constexpr size_t kMaxCapturedValues = 100000;  // distributedInfo of any real job is far smaller
+constexpr double kMaxAbsNs = 4e18;          // within int64 with room for the base time
+constexpr double kMaxDurationNs = 1e15;     // 11 days
+
+// One scalar of the document as the handler sees it.
+struct Scalar {
+  enum Kind : uint8_t { kNull, kBool, kNumber, kString } kind = kNull;
+  double number = 0;
+  const std::string* text = nullptr;
+};
+
+// The fields of the event being read; reset per event.
+struct EventFields {
+  std::string name, cat, ph;
+  std::string pg_name, pg_desc, dtype;  // NCCL kernels: the collective's metadata
+  double in_nelems = -1;
+  double ts = 0, dur = 0, pid = 0, tid = 0, correlation = 0, stream = 0, device = 0;
+  bool has_ts = false, has_dur = false, has_pid = false, has_tid = false, has_correlation = false, has_stream = false,
+       has_device = false, wrong_type = false;
+  void reset() {
+    name.clear(), cat.clear(), ph.clear(), pg_name.clear(), pg_desc.clear(), dtype.clear();
+    in_nelems = -1;
+    has_ts = has_dur = has_pid = has_tid = has_correlation = has_stream = has_device = wrong_type = false;
+  }
+};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Bytes per element of record_param_comms' "dtype" (c10 scalar type names); 0 when unknown.
+double element_bytes(std::string_view dtype) {
+  if (dtype == "Float" || dtype == "Int" || dtype == "UInt32") return 4;
+  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short") return 2;
+  if (dtype == "Double" || dtype == "Long" || dtype == "UInt64") return 8;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || starts_with(dtype, "Float8")) return 1;
+  return 0;
+}
+
+class Handler : public nlohmann::json_sax<json> {
+ public:
+  explicit Handler(KinetoTrace& out) : out_(out) { out_.rows.pool.emplace_back(); }
+
+  bool null() override { return scalar({}); }
+  bool boolean(bool v) override { return scalar({Scalar::kBool, v ? 1.0 : 0.0, nullptr}); }
+  bool number_integer(number_integer_t v) override { return scalar({Scalar::kNumber, double(v), nullptr}); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar({Scalar::kNumber, double(v), nullptr}); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar({Scalar::kNumber, v, nullptr}); }
+  bool string(string_t& v) override { return scalar({Scalar::kString, 0, &v}); }
+  bool binary(binary_t&) override { return scalar({}); }
+
+  bool key(string_t& k) override {
+    if (capture_) {
+      capture_key_ = k;
+    } else if (depth_ == 1 && !events_array_) {
+      top_key_ = k;
+    } else if (in_event() || in_args()) {
+      field_ = k;
+    }
+    return true;
+  }
+
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    error_position_ = position;
+    error_ = e.what();
+    return false;
+  }
+
+  size_t error_position() const { return error_position_; }
+  const std::string& error() const { return error_; }
+  const std::string& limit() const { return limit_; }
+  std::map<uint64_t, int64_t> steps_per_thread;
+  std::map<uint64_t, int64_t> ranges_per_thread;
+  std::map<int64_t, int64_t> pid_events;  // CPU events per pid
+  json distributed_info;
+
+ private:
+  bool in_event() const { return events_depth_ > 0 && depth_ == events_depth_ + 1; }
+  bool in_args() const { return events_depth_ > 0 && args_open_ && depth_ == events_depth_ + 2; }
+
+  bool open(bool object) {
+    if (++depth_ > kMaxDepth) {
+      limit_ = fmt::format("nesting deeper than {} levels", kMaxDepth);
+      return false;
+    }
+    if (capture_) return capture_open(object);
+    if (depth_ == 1) {
+      if (!object) events_depth_ = 1, events_array_ = true;  // a bare array of events
+      return true;
+    }
+    if (depth_ == 2 && !events_array_ && top_key_ == "distributedInfo" && object) {
+      capture_ = true;
+      capture_depth_ = depth_;
+      distributed_info = json::object();
+      capture_stack_.assign(1, &distributed_info);
+      return true;
+    }
+    if (depth_ == 2 && !events_array_ && top_key_ == "traceEvents" && !object) {
+      events_depth_ = 2;
+      return true;
+    }
+    if (events_depth_ > 0 && depth_ == events_depth_ + 1 && object) {
+      ev_.reset();
+      return true;
+    }
+    if (events_depth_ > 0 && depth_ == events_depth_ + 2 && object && field_ == "args") args_open_ = true;
+    return true;
+  }
+
+  bool close() {
+    if (capture_) {
+      if (depth_ == capture_depth_) capture_ = false;
+      else if (!capture_stack_.empty()) capture_stack_.pop_back();
+      --depth_;
+      return true;
+    }
+    if (events_depth_ > 0 && depth_ == events_depth_ + 2) args_open_ = false;
+    if (events_depth_ > 0 && depth_ == events_depth_ + 1) finish_event();
+    if (events_depth_ > 0 && depth_ == events_depth_) events_depth_ = events_array_ ? -1 : 0;
+    --depth_;
+    return true;
+  }
+
+  bool capture_open(bool object) {
+    if (++captured_ > kMaxCapturedValues || capture_stack_.empty()) {
+      limit_ = fmt::format("distributedInfo holds more than {} values", kMaxCapturedValues);
+      return false;
+    }
+    json* parent = capture_stack_.back();
+    json child = object ? json::object() : json::array();
+    json* slot = parent->is_array() ? &parent->emplace_back(std::move(child)) : &((*parent)[capture_key_] = std::move(child));
+    capture_stack_.push_back(slot);
+    return true;
+  }
+
+  bool scalar(const Scalar& v) {
+    if (capture_) {
+      if (++captured_ > kMaxCapturedValues || capture_stack_.empty()) {
+        limit_ = fmt::format("distributedInfo holds more than {} values", kMaxCapturedValues);
+        return false;
+      }
+      json x = v.kind == Scalar::kString ? json(*v.text) : v.kind == Scalar::kNumber ? json(v.number)
+               : v.kind == Scalar::kBool ? json(v.number != 0) : json();
+      json* parent = capture_stack_.back();
+      if (parent->is_array()) parent->push_back(std::move(x));
+      else (*parent)[capture_key_] = std::move(x);
+      return true;
+    }
+    if (depth_ == 1 && !events_array_) return top_scalar(v);
+    if (in_event()) event_field(v);
+    else if (in_args()) args_field(v);
+    return true;
+  }
+
+  bool top_scalar(const Scalar& v) {
+    if (top_key_ == "baseTimeNanoseconds") {
+      if (v.kind == Scalar::kNumber && std::isfinite(v.number) && std::abs(v.number) < kMaxAbsNs) {
+        out_.base_time_ns = int64_t(v.number);
+      } else {
+        out_.warnings.push_back("baseTimeNanoseconds is not a number in range: ignored (times stay relative to the trace)");
+      }
+    } else if (top_key_ == "schemaVersion" || top_key_.find("version") != std::string::npos) {
+      std::string text = v.kind == Scalar::kString ? v.text->substr(0, 64)
+                         : v.kind == Scalar::kNumber ? fmt::format("{}", v.number) : std::string();
+      if (!text.empty() && out_.versions.size() < 16) out_.versions.emplace_back(top_key_.substr(0, 64), text);
+    }
+    return true;
+  }
+
+  void number_field(const Scalar& v, double& slot, bool& has) {
+    if (v.kind == Scalar::kNumber) slot = v.number, has = true;
+    else if (v.kind != Scalar::kNull) ev_.wrong_type = ev_.wrong_type || field_ == "ts" || field_ == "dur";
+  }
+
+  void event_field(const Scalar& v) {
+    if (field_ == "name" || field_ == "cat" || field_ == "ph") {
+      if (v.kind != Scalar::kString) {
+        ev_.wrong_type = true;
+        return;
+      }
+      (field_ == "name" ? ev_.name : field_ == "cat" ? ev_.cat : ev_.ph) = *v.text;
+    } else if (field_ == "ts") number_field(v, ev_.ts, ev_.has_ts);
+    else if (field_ == "dur") number_field(v, ev_.dur, ev_.has_dur);
+    else if (field_ == "pid") number_field(v, ev_.pid, ev_.has_pid);
+    else if (field_ == "tid") number_field(v, ev_.tid, ev_.has_tid);
+  }
+
+  void args_field(const Scalar& v) {
+    if (v.kind == Scalar::kString) {
+      if (field_ == "Process Group Name") ev_.pg_name = v.text->substr(0, 128);
+      else if (field_ == "Process Group Description") ev_.pg_desc = v.text->substr(0, 128);
+      else if (field_ == "dtype") ev_.dtype = v.text->substr(0, 32);
+      return;
+    }
+    if (v.kind != Scalar::kNumber) return;
+    if (field_ == "In msg nelems") ev_.in_nelems = v.number;
+    if (field_ == "correlation") ev_.correlation = v.number, ev_.has_correlation = true;
+    else if (field_ == "stream") ev_.stream = v.number, ev_.has_stream = true;
+    else if (field_ == "device") ev_.device = v.number, ev_.has_device = true;
+  }
+
+  uint32_t intern(const std::string& s) {
+    auto [it, fresh] = pool_ids_.try_emplace(s, uint32_t(out_.rows.pool.size()));
+    if (fresh) out_.rows.pool.push_back(s);
+    return it->second;
+  }
+
+  // Thread ordinal of (pid, tid), 1-based; the process bits are filled in when the main process is known.
+  uint64_t thread(double pid, double tid) {
+    const auto key = std::make_pair(int64_t(pid), int64_t(tid));
+    auto [it, fresh] = threads_.try_emplace(key, uint64_t(threads_.size() + 1));
+    return it->second & 0xFFFFFF;
+  }
+
+  static bool id_in_range(double x) { return std::isfinite(x) && x >= 0 && x < 4294967296.0; }
+
+  void finish_event() {
+    ++out_.events;
+    if (ev_.ph != "X") return;  // metadata, flows, instants: nothing the importer needs
+    const std::string& cat = ev_.cat;
+    const bool annotation = cat == "user_annotation";
+    const bool launch = cat == "cuda_runtime" || cat == "cuda_driver";
+    const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+    if (!annotation && !launch && !gpu) return;
+    if (ev_.wrong_type) {
+      ++out_.dropped.wrong_type;
+      return;
+    }
+    if (!ev_.has_ts || !ev_.has_dur || (!gpu && (!ev_.has_pid || !ev_.has_tid)) || (annotation && ev_.name.empty())) {
+      ++out_.dropped.missing_field;
+      return;
+    }
+    const double start = ev_.ts * 1000.0, dur = ev_.dur * 1000.0;
+    if (!std::isfinite(start) || !std::isfinite(dur) || std::abs(start) > kMaxAbsNs || dur > kMaxDurationNs) {
+      ++out_.dropped.bad_time;
+      return;
+    }
+    if (dur < 0) {
+      ++out_.dropped.negative_duration;
+      return;
+    }
+    const int64_t s = std::llround(start), e = s + std::llround(dur);
+    out_.rows.max_ts = std::max(out_.rows.max_ts, e);
+    if (gpu) {
+      nsys::GpuOp op;
+      op.start = s, op.end = e;
+      op.correlation = ev_.has_correlation && id_in_range(ev_.correlation) ? uint32_t(ev_.correlation) : 0;
+      const double stream = ev_.has_stream ? ev_.stream : ev_.has_tid ? ev_.tid : 0;
+      const double device = ev_.has_device ? ev_.device : ev_.has_pid ? ev_.pid : 0;
+      op.stream = id_in_range(stream) ? uint32_t(stream) : 0;
+      op.device = id_in_range(device) ? uint32_t(device) : 0;
+      op.name = op.short_name = intern(ev_.name.empty() ? cat : ev_.name);
+      op.kind = cat == "kernel" ? nsys::GpuOpKind::kKernel : cat == "gpu_memcpy" ? nsys::GpuOpKind::kMemcpy : nsys::GpuOpKind::kMemset;
+      if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(ev_.name)) {
+        if (!ev_.pg_name.empty()) out_.nccl_stream_groups.try_emplace(op.stream, ProcessGroupInfo{ev_.pg_name, ev_.pg_desc, "nccl", {}});
+        const double element = element_bytes(ev_.dtype);
+        if (ev_.in_nelems >= 0 && ev_.in_nelems < 1e15 && element > 0) {
+          out_.rows.collective_bytes[uint32_t(out_.rows.ops.size())] = uint64_t(ev_.in_nelems * element);
+        }
+      }
+      out_.rows.ops.push_back(op);
+      return;
+    }
+    if (!std::isfinite(ev_.pid) || !std::isfinite(ev_.tid) || std::abs(ev_.pid) > 1e15 || std::abs(ev_.tid) > 1e15) {
+      ++out_.dropped.wrong_type;
+      return;
+    }
+    ++pid_events[int64_t(ev_.pid)];
+    const uint64_t gtid = thread(ev_.pid, ev_.tid);
+    if (launch) {
+      if (!ev_.has_correlation || !id_in_range(ev_.correlation)) return;  // not a launch (no GPU work to join)
+      out_.rows.runtime.push_back({s, e, gtid, uint32_t(ev_.correlation)});
+      return;
+    }
+    const std::string_view name = ev_.name;
+    const size_t colon = name.find(':');
+    const std::string_view backend = colon == std::string_view::npos ? std::string_view() : name.substr(0, colon);
+    if (backend == "gloo" || backend == "mpi" || backend == "ucc") {
+      out_.host_annotations.push_back({s, e, gtid, std::string(backend), collective_op_from_annotation(name.substr(colon + 1))});
+      return;
+    }
+    nsys::NvtxRow row;
+    row.start = s, row.end = e, row.gtid = gtid;
+    row.id = int64_t(out_.rows.nvtx.size());
+    row.text = intern(ev_.name);
+    row.domain = backend == "nccl" ? kNcclDomain : kAnnotationDomain;
+    row.kind = nsys::NvtxKind::kPushPop;
+    out_.rows.nvtx.push_back(row);
+    if (row.domain == kAnnotationDomain) {
+      ++ranges_per_thread[gtid];
+      if (starts_with(name, "ProfilerStep#")) ++steps_per_thread[gtid];
+    }
+  }
+
+ public:
+  const std::map<std::pair<int64_t, int64_t>, uint64_t>& threads() const { return threads_; }
+
+ private:
+  KinetoTrace& out_;
+  int depth_ = 0;
+  int events_depth_ = 0;       // depth of the traceEvents array (-1 once it closed as a bare array)
+  bool events_array_ = false;  // the document is a bare array of events
+  bool args_open_ = false;
+  std::string top_key_, field_;
+  EventFields ev_;
+  bool capture_ = false;
+  int capture_depth_ = 0;
+  size_t captured_ = 0;
+  std::string capture_key_;
+  std::vector<json*> capture_stack_;
+  std::unordered_map<std::string, uint32_t> pool_ids_;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> threads_;
+  size_t error_position_ = 0;
+  std::string error_, limit_;
+};
+
+std::optional<int> small_int(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || v < 0 || v >= (1 << 20) || v != std::floor(v)) return std::nullopt;
+  return int(v);
+}
+
+void read_distributed_info(const json& d, KinetoTrace& out) {
+  if (!d.is_object()) return;
+  out.rank = small_int(d, "rank");
+  out.world_size = small_int(d, "world_size");
+  if (d.contains("rank") && !out.rank) out.warnings.push_back("distributedInfo.rank is not a rank number: ignored");
+  if (d.contains("backend") && d["backend"].is_string()) out.backend = d["backend"].get<std::string>();
+  if (!d.contains("pg_config") || !d["pg_config"].is_array()) return;
+  for (const json& g : d["pg_config"]) {
+    if (!g.is_object()) continue;
+    ProcessGroupInfo pg;
+    auto text = [&](const char* k) { return g.contains(k) && g[k].is_string() ? g[k].get<std::string>() : std::string(); };
+    pg.name = text("pg_name");
+    pg.desc = text("pg_desc");
+    pg.backend = text("backend_config");
+    if (g.contains("ranks") && g["ranks"].is_array()) {
+      for (const json& r : g["ranks"]) {
+        // Captured numbers are doubles (the handler keeps one number type): whole ones in range only.
+        const double v = r.is_number() ? r.get<double>() : -1;
+        if (v >= 0 && v < (1 << 20) && v == std::floor(v)) pg.ranks.push_back(int(v));
+      }
+    }
+    out.groups.push_back(std::move(pg));
+  }
+}
+
+}  // namespace
+
+CollectiveOp collective_op_from_annotation(std::string_view n) {
+  while (!n.empty() && n.front() == '_') n.remove_prefix(1);
+  auto has = [&](std::string_view s) { return n.find(s) != std::string_view::npos; };
+  if (has("all_reduce") || has("allreduce")) return CollectiveOp::kAllReduceSum;
+  if (has("reduce_scatter")) return CollectiveOp::kReduceScatter;
+  if (has("all_gather") || has("allgather")) return CollectiveOp::kAllGather;
+  if (has("all_to_all") || has("alltoall")) return CollectiveOp::kAllToAllV;
+  if (has("broadcast")) return CollectiveOp::kBroadcast;
+  if (has("barrier")) return CollectiveOp::kBarrier;
+  if (has("send")) return CollectiveOp::kSend;
+  if (has("recv")) return CollectiveOp::kRecv;
+  if (has("reduce")) return CollectiveOp::kReduce;
+  if (has("gather")) return CollectiveOp::kGather;
+  return CollectiveOp::kUnknown;
+}
+
+Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
+  RS_ASSIGN_OR_RETURN(auto source, GzipSource::open(file));
+  KinetoTrace out;
+  out.file = file;
+  out.compressed = source->compressed();
+  Handler handler(out);
+  std::istream in(source.get());
+  bool complete = false;
+  try {
+    complete = json::sax_parse(in, &handler, json::input_format_t::json, /*strict=*/false);
+  } catch (const std::exception& e) {  // the parser reports through parse_error; this is a backstop
+    handler.parse_error(0, "", nlohmann::detail::other_error::create(0, e.what(), nullptr));
+  }
+  read_distributed_info(handler.distributed_info, out);
+
+  // Why the read stopped: zlib's reason first (a truncated gzip also ends the JSON early).
+  if (!source->error().empty()) {
+    out.stopped_early = fmt::format("the gzip stream is broken after {} bytes of text ({}): the file was cut short or "
+                                    "is corrupt", source->bytes_delivered(), source->error());
+  } else if (!handler.limit().empty()) {
+    out.stopped_early = fmt::format("reading stopped: {}", handler.limit());
+  } else if (!complete) {
+    out.stopped_early = fmt::format("the JSON ends or breaks at byte {} ({}): the job was likely killed while writing "
+                                    "the trace", handler.error_position(), handler.error());
+  }
+  if (out.events == 0 && out.rows.nvtx.empty()) {
+    if (!out.stopped_early.empty()) return invalid_argument(fmt::format("{}: no trace event read: {}", file.string(), out.stopped_early));
+    return invalid_argument(fmt::format("{}: not a PyTorch profiler trace (no traceEvents); hint: write it with "
+                                        "torch.profiler.profile(on_trace_ready=tensorboard_trace_handler(DIR)) or "
+                                        "prof.export_chrome_trace(PATH)", file.string()));
+  }
+
+  // The main thread: the one with the ProfilerStep#N annotations, else the one with most ranges;
+  // the process: the main thread's.
+  uint64_t main_ordinal = 0;
+  int64_t best = -1;
+  for (const auto& [t, n] : handler.steps_per_thread) {
+    if (n > best) best = n, main_ordinal = t;
+  }
+  out.profiler_steps = best > 0 ? best : 0;
+  if (best < 0) {
+    for (const auto& [t, n] : handler.ranges_per_thread) {
+      if (n > best) best = n, main_ordinal = t;
+    }
+  }
+  int64_t main_pid = 0;
+  for (const auto& [key, ordinal] : handler.threads()) {
+    if (ordinal == main_ordinal) main_pid = key.first;
+  }
+  if (main_ordinal == 0 && !handler.pid_events.empty()) {
+    main_pid = std::max_element(handler.pid_events.begin(), handler.pid_events.end(),
+                                [](auto& a, auto& b) { return a.second < b.second; })->first;
+  }
+  out.process_key = uint64_t(main_pid & 0xFFFFFF) << 24;
+  if (out.process_key == 0) out.process_key = uint64_t(1) << 24;  // pid 0: keep the key non-zero
+  out.main_gtid = out.process_key | main_ordinal;
+  if (handler.pid_events.size() > 1) {
+    out.warnings.push_back(fmt::format("{} processes recorded CPU events; all are read as the rank's process (pid {})",
+                                       handler.pid_events.size(), main_pid));
+  }
+
+  // Threads without ranges of their own (PyTorch's autograd threads run backward while the main
+  // thread waits in it; Gloo's run loops copy tensors) act for the main thread: their launches
+  // and collectives are booked under the range the main thread has open at that moment.
+  auto place = [&](uint64_t ordinal) {
+    return out.process_key | (handler.ranges_per_thread.count(ordinal) ? ordinal : main_ordinal);
+  };
+  for (auto& r : out.rows.nvtx) r.gtid = r.domain == kAnnotationDomain ? (out.process_key | r.gtid) : place(r.gtid);
+  for (auto& r : out.rows.runtime) r.gtid = place(r.gtid);
+  for (auto& h : out.host_annotations) h.gtid = place(h.gtid);
+  for (auto& op : out.rows.ops) op.process = out.process_key;
+  out.rows.domains[{out.process_key, kNcclDomain}] = "NCCL";
+  return out;
+}
+
+}  // namespace rankscope::kineto

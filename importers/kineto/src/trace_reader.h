@@ -1,0 +1,83 @@
+// trace_reader.h — one PyTorch profiler (Kineto) trace read in one streaming pass (internal).
+//
+// Is: a SAX handler (nlohmann::json::sax_parse) over a gzip or plain Chrome-trace JSON file that
+// keeps only what the importer needs, in the nsys importer's row model (export_reader.h) so one
+// rank builder serves both: `user_annotation` events (record_function ranges, ProfilerStep#N) as
+// ranges, `nccl:*` annotations as the NCCL domain, `gloo:*`/`mpi:*`/`ucc:*` annotations as host
+// collectives, `cuda_runtime` and `cuda_driver` calls with a correlation id as launches, and
+// `kernel`, `gpu_memcpy`, `gpu_memset` as GPU ops; plus `distributedInfo`, `baseTimeNanoseconds`
+// and the version keys. NCCL kernels' process group and message size (their "Process Group Name",
+// "In msg nelems", "dtype" args) name their communicator and give the collective's bytes. Every other event (cpu_op, flows, python stacks) is dropped as it is read,
+// so memory holds these compact rows (a few percent of the text), never the document.
+// Never throws or crashes on bad input: an event with a field of the wrong type, a time out of
+// range, a negative duration or a missing field is dropped and counted; a file that ends early
+// (truncated gzip, unterminated JSON) keeps the events read before the break and says so.
+// Is not: choosing ranks, clocks or communicators (kineto_import.cpp).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export_reader.h"
+#include "rankscope/format/status.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::kineto {
+
+// NVTX-domain ids the rows use: user annotations in the default domain, `nccl:*` in "NCCL".
+inline constexpr uint32_t kAnnotationDomain = 0;
+inline constexpr uint32_t kNcclDomain = 1;
+
+struct ProcessGroupInfo {
+  std::string name, desc, backend;
+  std::vector<int> ranks;
+};
+
+// A `gloo:all_reduce`-style annotation: a collective run on the host by a non-NCCL backend.
+struct HostAnnotation {
+  int64_t start = 0, end = 0;  // trace ns (ts x 1000)
+  uint64_t gtid = 0;
+  std::string backend;         // "gloo"
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+};
+
+struct DropCounts {
+  int64_t wrong_type = 0, bad_time = 0, negative_duration = 0, missing_field = 0;
+  int64_t total() const { return wrong_type + bad_time + negative_duration + missing_field; }
+};
+
+struct KinetoTrace {
+  std::filesystem::path file;
+  bool compressed = false;
+  // distributedInfo
+  std::optional<int> rank, world_size;
+  std::string backend;
+  std::vector<ProcessGroupInfo> groups;
+  // clocks: trace ts (µs) x 1000 + base_time_ns = ns since the epoch
+  std::optional<int64_t> base_time_ns;
+  std::vector<std::pair<std::string, std::string>> versions;  // schemaVersion, cupti_version, ...
+  // rows, in trace ns; thread ids are (process key | thread ordinal), see process_key
+  nsys::ProcessRows rows;
+  std::vector<HostAnnotation> host_annotations;
+  // The process group of each NCCL stream, from its kernels' "Process Group Name"/"Description"
+  // args (Kineto copies record_param_comms' metadata onto the kernel); first one seen per stream.
+  std::map<uint32_t, ProcessGroupInfo> nccl_stream_groups;
+  uint64_t process_key = 0;   // pid of the main thread << 24
+  uint64_t main_gtid = 0;     // the thread with the ProfilerStep#N annotations
+  int64_t profiler_steps = 0;
+  int64_t events = 0;         // trace events seen
+  DropCounts dropped;
+  std::string stopped_early;  // why reading stopped before the end ("" when it did not)
+  std::vector<std::string> warnings;
+};
+
+Result<KinetoTrace> read_trace(const std::filesystem::path& file);
+
+// "gloo:all_reduce" -> kAllReduceSum, "nccl:_allgather_base" -> kAllGather; kUnknown otherwise.
+format::CollectiveOp collective_op_from_annotation(std::string_view op_name);
+
+}  // namespace rankscope::kineto

@@ -1,0 +1,71 @@
+// import_job.h — the job-level steps every trace importer shares (nsys, Kineto; internal).
+//
+// Is: running one worker per file, a rank from a number in a file name, placing each rank's clock
+// on the reference rank's by matching the end times of the collectives they share, and guarding
+// the run directory an import writes. Why shared: a second importer that placed clocks its own way
+// would make two imports of one job disagree. Is not: reading any file format (export_reader.h,
+// importers/kineto/) or building a rank's event stream (rank_builder.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export_reader.h"
+#include "rankscope/format/run_metadata.h"
+#include "rankscope/format/status.h"
+#include "rankscope/nsys/nsys_import.h"
+
+namespace rankscope::nsys {
+
+// Runs fn(i) for i in [0, n) on up to `threads` workers (0: one per core).
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+
+// The number in "rep_12.sqlite" / "rank3-node7.json.gz" (the last one before the extensions in
+// `extensions`, which are stripped from the end in order); nullopt without one. `stem_out` gets
+// the name without them.
+std::optional<int> rank_from_file_name(const std::filesystem::path& file, const std::vector<const char*>& extensions,
+                                       std::string* stem_out);
+
+// Exact on epoch-sized values (a double would round them to 256 ns).
+int64_t median_of(std::vector<int64_t> v);
+
+// One rank as the clock alignment sees it: its collectives per communicator ordinal (each in
+// issue order), and its own clock (ns since the epoch) = timestamp + to_own_ns.
+struct ClockSubject {
+  int rank = 0;
+  const std::vector<std::vector<NcclKernelTimes>>* streams = nullptr;
+  int64_t to_own_ns = 0;
+  // Out: added to own times to get the reference clock; residual -1 when not placed.
+  double offset_ns = 0, residual_ns = 0;
+  int64_t matched = 0;
+  std::string alignment;
+  bool placed = false;  // in: a root (already on the reference clock); out: placed
+};
+
+// Breadth-first from the placed subjects (else the first one, named the reference with
+// `reference_text`): all-reduce and all-gather of one communicator end together on every member
+// (all-to-all does not: it is pairwise), so the median difference of their end times is the
+// offset between two ranks and the median deviation its residual. `what` names the collectives
+// in the alignment text ("all-reduce/all-gather kernels").
+void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::string>& comm_names, const std::string& what,
+                  const std::string& reference_text);
+
+// Creates `run_dir` and checks that it holds nothing but an earlier import by `program` (a
+// probe's run directory is never overwritten) and is none of `inputs`; then removes the rank files
+// and run.json of that earlier import.
+Status prepare_run_directory(const std::filesystem::path& run_dir, const std::vector<std::filesystem::path>& inputs,
+                             const std::string& program);
+
+// run.json's job-level fields of an import: one group per communicator plus `world`, a host slot
+// per rank, and the training shape the options give.
+void fill_job_metadata(format::RunMetadata& meta, const std::vector<std::string>& comm_names,
+                       const std::vector<std::vector<int>>& comm_members, int world, const ImportOptions& options);
+
+// A run id from the inputs' absolute paths: "<prefix>-<fnv1a hex>".
+std::string run_id_of(const std::vector<std::filesystem::path>& inputs, const std::string& prefix);
+
+}  // namespace rankscope::nsys
