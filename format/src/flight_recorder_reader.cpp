@@ -190,7 +190,8 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   if (s.grad.torn) s.warnings.push_back("gradient-arrival state torn");
 
   const uint8_t* base = bytes.data();
-  std::vector<uint8_t> scratch(h->thread_slot_bytes);
+  thread_local std::vector<uint8_t> scratch;  // one per reading thread, not one per recorder
+  scratch.resize(h->thread_slot_bytes);
   for (uint32_t i = 0; i < p.max_threads; ++i) {
     const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
     const auto* th = reinterpret_cast<const ThreadSlotHeader*>(slot);

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "flight_recorder_batch.h"
 #include "rankscope/format/flight_recorder_writer.h"
 #include "rankscope/format/run_directory.h"
@@ -26,7 +28,7 @@ std::vector<std::filesystem::path> write_ranks(const std::filesystem::path& dir)
       std::ofstream(files.back()) << "not a flight recorder";
       continue;
     }
-    auto w = FlightRecorderWriter::create(files.back(), {r, kWorld, r % 8, 1000 + r, "h" + std::to_string(r / 8), "run", 1});
+    auto w = FlightRecorderWriter::create(files.back(), {r, kWorld, r % 8, 1000 + r, fmt::format("h{}", r / 8), "run", 1});
     EXPECT_TRUE(w.ok());
   }
   return files;
@@ -47,7 +49,7 @@ TEST(FlightRecorderBatch, EveryThreadCountGivesEachRankItsOwnRecorderInOrder) {
         ASSERT_TRUE(snaps[r].ok()) << r << ": " << snaps[r].status().to_string();
         EXPECT_EQ(snaps[r]->rank, r);
         EXPECT_EQ(snaps[r]->pid, 1000 + r);
-        EXPECT_EQ(snaps[r]->host, "h" + std::to_string(r / 8));
+        EXPECT_EQ(snaps[r]->host, fmt::format("h{}", r / 8));
       }
     }
   }
