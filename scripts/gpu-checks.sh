@@ -18,10 +18,13 @@
 #
 # Time arithmetic (limits, seconds; each step runs under `timeout` with its limit, and only if it
 # can still finish before DEADLINE_S = 470, which leaves 10 s of the 480 for unpacking):
-#   env 10 + gpu-tests 65 + oom 15 + parity 20 + bench-d12 35 + moe-tests 20 + moe-parity 25
-#   + moe-faults 35 + moe-bench 20 + attention 65 (memcheck 20 + racecheck 25 on the smallest
+#   env 10 + gpu-tests 60 + oom 15 + parity 20 + bench-d12 35 + moe-tests 20 + moe-parity 25
+#   + moe-faults 35 + moe-bench 25 + attention 65 (memcheck 20 + racecheck 25 on the smallest
 #   shapes, two benches 10 + 10) + torch 60 + llmc 20 + table 5 + gpu-hang 25 + sweep 30
-#   + memcheck 20 = 470. So every step runs on an H100 or an H200 even if each hits its limit.
+#   + memcheck 20 = 470. So every step gets its turn on an H100 or an H200 even if each hits its
+#   limit; only time outside the limits (the CUDA library search before the first step, the 5 s
+#   grace of `timeout -k`) can make the last steps skip themselves, never pass the deadline. The
+#   limits are estimates made without a GPU: retune them from the first run's "rc=N in Ns" lines.
 #   moe-incident (240: 4 d12 ranks at B=24, grouped 5 steps, token loop 2 steps, skew) is not in
 #   that plan: it needs ~110 GB free (an H200; it skips itself on an H100) and 470 + 240 passes a
 #   10-minute call, so it is asked for by name (above).
@@ -42,14 +45,14 @@ MOE_NEEDS+=" data/tiny_shakespeare_train.bin root/usr/bin/mpirun"
 # order (the first ones matter most when time runs short).
 STEPS=(
   "env:10::GPU, driver, CUDA/NCCL libraries found, missing shared libraries"
-  "gpu-tests:65:@gpu-tests:every gpu test binary but cuda_moe_test (gtest), pass/fail/skip per binary"
+  "gpu-tests:60:@gpu-tests:every gpu test binary but cuda_moe_test (gtest), pass/fail/skip per binary"
   "oom:15:bin/gpt2-train:d12 B16 T4096 naive and flash B64 T4096 must exit 2 before step 1, naming needed and free memory"
   "parity:20:bin/gpt2-train:tiny 20 steps: cpu fp32, cuda fp32, cuda bf16 losses"
   "bench-d12:35:bin/gpt2_gpu_bench:gpt2_gpu_bench d12 B16 T1024 bf16 flash, probe off and on"
   "moe-tests:20:$MOE_NEEDS:cuda_moe_test: every CUDA MoE op against the CPU oracle"
   "moe-parity:25:$MOE_NEEDS:EP=1/2/4 on 4 ranks sharing the GPU, the same 20 losses"
   "moe-faults:35:$MOE_NEEDS:a2a-miscount -> a2a_count_mismatch; stall in moe/experts -> lagging rank"
-  "moe-bench:20:$MOE_NEEDS:grouped GEMM chain vs token loop at the incident's hot rank (62,515 rows)"
+  "moe-bench:25:$MOE_NEEDS:grouped GEMM chain vs token loop at the incident's hot rank (62,515 rows)"
   "attention:65:attention_checks.sh tests/cuda_flash_attention_test bin/attention_gpu_bench:attention_checks.sh --bundle: memcheck + racecheck (T 1, 64), attention_gpu_bench"
   "torch:60:torch_gpt2.py:bench/gpu/torch_gpt2.py eager and torch.compile, same B and T"
   "llmc:20:data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin:llm.c train_gpt2cu d12 B16 T1024 when the bundle has it"
