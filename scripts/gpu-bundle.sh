@@ -64,7 +64,7 @@ if [ -x "$root/.llmc/train_gpt2cu" ]; then cp "$root/.llmc/train_gpt2cu" "$dest/
 # Shared libraries other than the C/C++ runtime, CUDA's (the GPU machine's own) and MPI's (below).
 skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|libstdc\+\+|libgcc_s|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libnccl|libcupti|libcudart|libnvrtc|libnvidia|libnvToolsExt'
 for f in "$dest"/bin/* "$dest"/tests/* "$dest"/lib/*.so; do ldd "$f" 2>/dev/null || true; done |
-  awk '/=>/ {print $3}' | grep -vE "$skip" | grep -vE 'openmpi|libmpi|libopen-(pal|rte)' | sort -u |
+  awk '/=>/ {print $3}' | { grep -vE "$skip" || true; } | { grep -vE 'openmpi|libmpi|libopen-(pal|rte)' || true; } | sort -u |
   while read -r l; do [ -f "$l" ] && cp -L "$l" "$dest/deps/"; done
 
 # OpenMPI: the Debian packages' files in their own layout under root/, relocated with OPAL_PREFIX.
