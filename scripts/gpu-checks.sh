@@ -150,6 +150,8 @@ W=${WORK_DIR:-/tmp/rankscope-gpu-checks}
 OUT=${OUT:-$W/out}
 mkdir -p "$W/logs" "$OUT"
 T0=$(date +%s)
+# stdout also goes into the packed logs (the device tool returns only its last 12,000 characters).
+exec > >(tee -a "$W/logs/summary.txt") 2>&1
 pack() { tar czf "$OUT/gpu-checks-logs.tgz" -C "$W" logs 2>/dev/null; }
 
 # --- environment: the machine's CUDA libraries, the bundle's own Debian ones, OpenMPI relocated
@@ -295,7 +297,9 @@ for s in "${plan[@]}"; do
   timeout -k 5 "$limit" bash -c "${RUN[$name]}" >"$W/logs/$name.log" 2>&1
   rc=$?
   echo "   rc=$rc in $(($(date +%s) - now))s"
+  echo "$name rc=$rc seconds=$(($(date +%s) - now)) limit=$limit" >>"$W/logs/steps.txt"
   grep -E '^## |^== attention|MOE-CHECK|PASSED|FAILED|SKIPPED|exit|rror|tokens/s|^\||memory|step (1|20)/' "$W/logs/$name.log" | tail -n 30 | cut -c1-300
   pack
 done
 echo "== done at +$(($(date +%s) - T0))s; logs in $OUT/gpu-checks-logs.tgz"
+pack
