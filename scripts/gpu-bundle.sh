@@ -13,6 +13,10 @@
 #
 # Then, with the device tool (one command, repository root, carry [".gpu/bundle.tgz"], timeout_s 540):
 #   tar xzf .gpu/bundle.tgz -C .gpu && bash .gpu/bundle/gpu-checks.sh
+# llm.c's train_gpt2cu comes along only when .llmc/train_gpt2cu exists: build it there first, as
+# bench/gpu/compare_with_llmc.sh does (make train_gpt2cu USE_CUDNN=0 NO_MULTI_GPU=1 NO_USE_MPI=1
+# NO_OMP=1 PRECISION=BF16 GPU_COMPUTE_CAPABILITY=90, its CUDA 13 cudaMemAdvise shim force-included
+# with NVCC_APPEND_FLAGS="-include SHIM.h"); without it the runner's llmc step says so and moves on.
 # Is not: the checks (gpu-checks.sh) nor a CI step. CUDA, cuBLAS, NCCL and CUPTI are not packed:
 # the GPU machine's own (PyTorch's site-packages or /usr/local/cuda) are found at run time.
 set -euo pipefail
@@ -24,7 +28,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-bundle.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
