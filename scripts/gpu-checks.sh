@@ -1,64 +1,148 @@
 #!/usr/bin/env bash
-# gpu-checks.sh — issue 23's GPU acceptance, run on the GPU machine from the unpacked bundle that
-# scripts/gpu-bundle.sh made (this script is copied into it), in under 8 minutes: environment, `gpu`
-# tests, the two out-of-memory runs (exit 2 before the first step), CPU-vs-GPU loss parity, the d12
-# benchmark, PyTorch eager/compile and llm.c beside it in one table, attention checks
-# (bench/gpu/attention_checks.sh when the bundle has it), 4 ranks on one GPU with a GPU stall under
-# hangdoctor, the seq-len sweep naive vs flash, compute-sanitizer memcheck.
+# gpu-checks.sh — the GPU acceptance of issues 23 and 24, run on the GPU machine from the unpacked
+# bundle that scripts/gpu-bundle.sh made (this script is copied into it), in under 8 minutes:
+# environment, `gpu` tests, the two out-of-memory runs (exit 2 before the first step), CPU-vs-GPU
+# loss parity, the d12 benchmark, MoE on the GPU (bench/gpu/moe_checks.sh: op tests, EP=1/2/4
+# parity, fault diagnoses, grouped vs token bench), attention sanitizers and benches
+# (bench/gpu/attention_checks.sh --bundle), PyTorch eager/compile and llm.c beside ours in one
+# table, 4 ranks on one GPU with a GPU stall under hangdoctor, the seq-len sweep, memcheck.
 #
-#   bash .gpu/bundle/gpu-checks.sh [--dry-run] [--only "step step"]
+# THE DEVICE COMMAND (one `run` call, repository root, carry [".gpu/bundle.tgz"], timeout_s 540;
+# build the bundle first with scripts/gpu-bundle.sh):
+#   tar xzf .gpu/bundle.tgz -C .gpu && bash .gpu/bundle/gpu-checks.sh
+# Logs come back in $OUT/gpu-checks-logs.tgz (packed after every step); stdout has one summary
+# block per step. On an nvidia-h200, the MoE incident at its size (~110 GB) is a second call:
+#   tar xzf .gpu/bundle.tgz -C .gpu && bash .gpu/bundle/gpu-checks.sh --only "env moe-incident"
 #
-# Every step runs under `timeout` with its own limit, and only if it can finish before the overall
-# deadline (DEADLINE_S, default 470 s); logs go to $OUT/gpu-checks-logs.tgz after every step, so a
-# run cut short still brings back what it did. --dry-run prints the plan and checks that the
-# limits fit the deadline, touching nothing (ctest runs it). Is not: a build (nothing is compiled
-# on the GPU machine) nor a CI step.
+#   bash gpu-checks.sh [--only "step step"] [--dry-run [--check-bundle DIR]] [--print-needs]
+#
+# Time arithmetic (limits, seconds; each step runs under `timeout` with its limit, and only if it
+# can still finish before DEADLINE_S = 470, which leaves 10 s of the 480 for unpacking):
+#   env 10 + gpu-tests 60 + oom 15 + parity 20 + bench-d12 35 + moe-tests 20 + moe-parity 25
+#   + moe-faults 35 + moe-bench 25 + attention 65 (memcheck 20 + racecheck 25 on the smallest
+#   shapes, two benches 10 + 10) + torch 60 + llmc 20 + table 5 + gpu-hang 25 + sweep 30
+#   + memcheck 20 = 470. So every step gets its turn on an H100 or an H200 even if each hits its
+#   limit; only time outside the limits (the CUDA library search before the first step, the 5 s
+#   grace of `timeout -k`) can make the last steps skip themselves, never pass the deadline. The
+#   limits are estimates made without a GPU: retune them from the first run's "rc=N in Ns" lines.
+#   moe-incident (240: 4 d12 ranks at B=24, grouped 5 steps, token loop 2 steps, skew) is not in
+#   that plan: it needs ~110 GB free (an H200; it skips itself on an H100) and 470 + 240 passes a
+#   10-minute call, so it is asked for by name (above).
+# --dry-run prints the plan and checks that the limits fit the deadline, touching nothing; with
+# --check-bundle DIR it also checks that every binary and script the plan names is in DIR (ctest
+# runs both). --print-needs lists those files (gpu-bundle.sh packs from it). Is not: a build
+# (nothing is compiled on the GPU machine) nor a CI step.
 set -u
 
-# name:limit_s:what — in priority order (the first ones matter most when time runs short).
+# Every `gpu` test binary the gpu-tests step runs (cuda_moe_test runs in moe-tests).
+GPU_TESTS=(cuda_probe_test gemm_plan_test cuda_ops_test flash_tc_layout_test trainer_mma_layout_test
+           cuda_flash_attention_test cuda_fused_layernorm_test cuda_gemm_gelu_test cuda_classifier_test
+           cuda_model_test cuda_weight_mirror_test cuda_kernel_ranges_test nccl_comm_test nccl_bootstrap_test)
+MOE_NEEDS="moe_checks.sh bin/gpt2-train bin/hangdoctor bin/rankscope bin/moe_expert_loop_bench tests/cuda_moe_test"
+MOE_NEEDS+=" data/tiny_shakespeare_train.bin root/usr/bin/mpirun"
+
+# name:limit_s:files of the bundle it needs (@gpu-tests: tests/ of GPU_TESTS):what — in priority
+# order (the first ones matter most when time runs short).
 STEPS=(
-  "env:10:GPU, driver, CUDA/NCCL libraries found, missing shared libraries"
-  "gpu-tests:90:every gpu test binary (gtest), pass/fail/skip per binary"
-  "oom:20:d12 B16 T4096 naive and flash B64 T4096 must exit 2 before step 1, naming needed and free memory"
-  "parity:30:tiny 20 steps: cpu fp32, cuda fp32, cuda bf16 losses"
-  "bench-d12:50:gpt2_gpu_bench d12 B16 T1024 bf16 flash, probe off and on"
-  "torch:70:bench/gpu/torch_gpt2.py eager and torch.compile, same B and T"
-  "llmc:30:llm.c train_gpt2cu d12 B16 T1024 when the bundle has it"
-  "table:5:one speed table from bench-d12, torch and llmc"
-  "attention:50:bench/gpu/attention_checks.sh when the bundle has it"
-  "gpu-hang:40:4 ranks on one GPU (MPI host staging), gpu-stall on rank 2, hangdoctor live"
-  "sweep:45:d12 B2 seq-len sweep 256..4096, naive and flash, rankscope scaling"
-  "memcheck:30:compute-sanitizer memcheck on 2 tiny steps (NCCL's own probe errors filtered)"
+  "env:10::GPU, driver, CUDA/NCCL libraries found, missing shared libraries"
+  "gpu-tests:60:@gpu-tests:every gpu test binary but cuda_moe_test (gtest), pass/fail/skip per binary"
+  "oom:15:bin/gpt2-train:d12 B16 T4096 naive and flash B64 T4096 must exit 2 before step 1, naming needed and free memory"
+  "parity:20:bin/gpt2-train:tiny 20 steps: cpu fp32, cuda fp32, cuda bf16 losses"
+  "bench-d12:35:bin/gpt2_gpu_bench:gpt2_gpu_bench d12 B16 T1024 bf16 flash, probe off and on"
+  "moe-tests:20:$MOE_NEEDS:cuda_moe_test: every CUDA MoE op against the CPU oracle"
+  "moe-parity:25:$MOE_NEEDS:EP=1/2/4 on 4 ranks sharing the GPU, the same 20 losses"
+  "moe-faults:35:$MOE_NEEDS:a2a-miscount -> a2a_count_mismatch; stall in moe/experts -> lagging rank"
+  "moe-bench:25:$MOE_NEEDS:grouped GEMM chain vs token loop at the incident's hot rank (62,515 rows)"
+  "attention:65:attention_checks.sh tests/cuda_flash_attention_test bin/attention_gpu_bench:attention_checks.sh --bundle: memcheck + racecheck (T 1, 64), attention_gpu_bench"
+  "torch:60:torch_gpt2.py:bench/gpu/torch_gpt2.py eager and torch.compile, same B and T"
+  "llmc:20:data/tiny_shakespeare_train.bin data/tiny_shakespeare_val.bin:llm.c train_gpt2cu d12 B16 T1024 when the bundle has it"
+  "table:5:make_speed_table.py:one speed table from bench-d12, torch and llmc"
+  "gpu-hang:25:bin/gpt2-train bin/hangdoctor root/usr/bin/mpirun:4 ranks on one GPU (MPI host staging), gpu-stall on rank 2, hangdoctor live"
+  "sweep:30:bin/gpt2-train bin/rankscope:d12 B2 seq-len sweep 256..4096, naive and flash, rankscope scaling"
+  "memcheck:20:bin/gpt2-train:compute-sanitizer memcheck on 2 tiny steps (NCCL's own probe errors filtered)"
+)
+# Asked for by name only (--only), never in the default plan: see the arithmetic above.
+EXTRA_STEPS=(
+  "moe-incident:240:$MOE_NEEDS:the incident at its size (H200: ~110 GB free), grouped and token loops, skew's expert_load"
 )
 DEADLINE_S=${DEADLINE_S:-470}
 
 dry_run=0
 only=""
+check_dir=""
+print_needs=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry_run=1; shift ;;
+    --check-bundle) check_dir="${2:?--check-bundle DIR}"; shift 2 ;;
+    --print-needs) print_needs=1; shift ;;
     --only) only="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-checks.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
 
-wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+# The steps of this run: the default plan, or the named ones (extras included) in plan order.
+plan=()
+if [ -z "$only" ]; then
+  plan=("${STEPS[@]}")
+else
+  for s in "${STEPS[@]}" "${EXTRA_STEPS[@]}"; do
+    [[ " $only " == *" ${s%%:*} "* ]] && plan+=("$s")
+  done
+fi
+
+needs_of() {  # the bundle files one plan entry names, one a line
+  local needs
+  IFS=: read -r _ _ needs _ <<<"$1"
+  for n in $needs; do
+    if [ "$n" = "@gpu-tests" ]; then printf 'tests/%s\n' "${GPU_TESTS[@]}"; else echo "$n"; fi
+  done
+}
+
+if [ "$print_needs" = 1 ]; then
+  for s in "${STEPS[@]}" "${EXTRA_STEPS[@]}"; do needs_of "$s"; done | sort -u
+  exit 0
+fi
+
+# Files of the plan missing from bundle DIR, "step: file" a line (executables must be executable).
+missing_in_bundle() {
+  local dir=$1 s f
+  for s in "${plan[@]}"; do
+    while read -r f; do
+      [ -n "$f" ] || continue
+      case "$f" in
+        bin/*|tests/*|root/usr/bin/*) [ -x "$dir/$f" ] || echo "${s%%:*}: $f" ;;
+        *) [ -f "$dir/$f" ] || echo "${s%%:*}: $f" ;;
+      esac
+    done < <(needs_of "$s")
+  done
+}
 
 if [ "$dry_run" = 1 ]; then
   total=0
-  for s in "${STEPS[@]}"; do
-    IFS=: read -r name limit what <<<"$s"
-    wanted "$name" || continue
-    printf 'step %-10s limit %3ss  %s\n' "$name" "$limit" "$what"
+  for s in "${plan[@]}"; do
+    IFS=: read -r name limit _ what <<<"$s"
+    printf 'step %-12s limit %3ss  %s\n' "$name" "$limit" "$what"
     total=$((total + limit))
   done
   echo "total of limits: ${total}s, deadline ${DEADLINE_S}s"
+  status=0
   if [ "$total" -gt "$DEADLINE_S" ]; then
     echo "gpu-checks: the step limits exceed the deadline" >&2
-    exit 1
+    status=1
   fi
-  exit 0
+  if [ -n "$check_dir" ]; then
+    missing=$(missing_in_bundle "$check_dir")
+    if [ -n "$missing" ]; then
+      echo "gpu-checks: missing from the bundle $check_dir:" >&2
+      echo "$missing" | sed 's/^/  /' >&2
+      status=1
+    else
+      echo "bundle $check_dir: every file the plan names is there"
+    fi
+  fi
+  exit "$status"
 fi
 
 G="$(cd "$(dirname "$0")" && pwd)"   # the unpacked bundle
@@ -66,6 +150,8 @@ W=${WORK_DIR:-/tmp/rankscope-gpu-checks}
 OUT=${OUT:-$W/out}
 mkdir -p "$W/logs" "$OUT"
 T0=$(date +%s)
+# stdout also goes into the packed logs (the device tool returns only its last 12,000 characters).
+exec > >(tee -a "$W/logs/summary.txt") 2>&1
 pack() { tar czf "$OUT/gpu-checks-logs.tgz" -C "$W" logs 2>/dev/null; }
 
 # --- environment: the machine's CUDA libraries, the bundle's own Debian ones, OpenMPI relocated
@@ -94,10 +180,10 @@ env_check() {
 }
 
 gpu_tests() {
-  for t in "$G"/tests/*; do
-    echo "## $(basename "$t")"
-    timeout 60 "$t" --gtest_brief=1 2>&1 | tail -25
-    echo "## $(basename "$t") exit $?"
+  for t in $GPU_TEST_NAMES; do
+    echo "## $t"
+    timeout 40 "$G/tests/$t" --gtest_brief=1 2>&1 | tail -25
+    echo "## $t exit ${PIPESTATUS[0]}"
   done
 }
 
@@ -140,9 +226,18 @@ speed_table() {
 }
 
 attention() {
-  [ -f "$G/attention_checks.sh" ] || { echo "attention: no attention_checks.sh in the bundle"; return 0; }
-  BUNDLE="$G" bash "$G/attention_checks.sh"
+  bash "$G/attention_checks.sh" --bundle "$G/tests" "$B" "$W/logs/attention"
 }
+
+# One stage of bench/gpu/moe_checks.sh from the bundle: its bin/ and tests/ stand for a build tree.
+moe_stage() {
+  BUILD_DIR=$G MOE_NO_BUILD=1 MOE_KEEP_SUMMARY=1 OUT=$W/logs/moe MOE_WORK=$W/moe bash "$G/moe_checks.sh" "$1"
+}
+moe_tests() { moe_stage tests; }
+moe_parity() { moe_stage parity; }
+moe_faults() { moe_stage faults; }
+moe_bench() { moe_stage bench; }
+moe_incident() { moe_stage incident; }
 
 gpu_hang() {
   mpirun -np 4 "$B/gpt2-train" --device cuda --comm mpi --tp 2 --model tiny --steps 40 --run-dir "$W/gpustall" \
@@ -150,7 +245,7 @@ gpu_hang() {
     >"$W/logs/gpu-hang-job.log" 2>&1 &
   local pid=$!
   sleep 3
-  "$B/hangdoctor" "$W/gpustall" --wait 25 --json "$W/logs/gpu-hang.json" 2>&1 | head -30
+  "$B/hangdoctor" "$W/gpustall" --wait 10 --json "$W/logs/gpu-hang.json" 2>&1 | head -30
   kill "$pid" 2>/dev/null
   sleep 1
   kill -9 "$pid" 2>/dev/null
@@ -168,7 +263,7 @@ sweep() {
 # NCCL probes its kernel images at communicator creation and compute-sanitizer reports each probe
 # as an API error (24 on the H100); only errors outside ncclInitKernelsForDevice count.
 memcheck() {
-  compute-sanitizer --tool memcheck --print-limit 50 "$B/gpt2-train" --device cuda --model tiny --steps 2 \
+  "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --print-limit 50 "$B/gpt2-train" --device cuda --model tiny --steps 2 \
     --run-dir "$W/memcheck" >"$W/logs/memcheck-full.log" 2>&1
   echo "memcheck exit $?"
   grep -c "ncclInitKernelsForDevice" "$W/logs/memcheck-full.log" | sed 's/^/NCCL probe reports (ignored): /'
@@ -179,14 +274,20 @@ memcheck() {
 }
 
 declare -A RUN=([env]=env_check [gpu-tests]=gpu_tests [oom]=oom_runs [parity]=parity [bench-d12]=bench_d12
-                [torch]=torch_bench [llmc]=llmc [table]=speed_table [attention]=attention [gpu-hang]=gpu_hang
-                [sweep]=sweep [memcheck]=memcheck)
-export -f env_check gpu_tests oom_runs parity bench_d12 torch_bench llmc speed_table attention gpu_hang sweep memcheck
-export G W B cuda_dirs
+                [moe-tests]=moe_tests [moe-parity]=moe_parity [moe-faults]=moe_faults [moe-bench]=moe_bench
+                [moe-incident]=moe_incident [torch]=torch_bench [llmc]=llmc [table]=speed_table
+                [attention]=attention [gpu-hang]=gpu_hang [sweep]=sweep [memcheck]=memcheck)
+export -f env_check gpu_tests oom_runs parity bench_d12 moe_stage moe_tests moe_parity moe_faults moe_bench \
+  moe_incident torch_bench llmc speed_table attention gpu_hang sweep memcheck
+GPU_TEST_NAMES="${GPU_TESTS[*]}"
+export G W B cuda_dirs GPU_TEST_NAMES
 
-for s in "${STEPS[@]}"; do
-  IFS=: read -r name limit what <<<"$s"
-  wanted "$name" || continue
+# A bundle missing a file some step needs still runs the other steps; say which up front.
+missing=$(missing_in_bundle "$G")
+[ -n "$missing" ] && { echo "== bundle incomplete (these steps will fail):"; echo "$missing" | sed 's/^/   /'; }
+
+for s in "${plan[@]}"; do
+  IFS=: read -r name limit _ what <<<"$s"
   now=$(date +%s)
   if [ $((now - T0 + limit)) -gt "$DEADLINE_S" ]; then
     echo "== $name skipped: ${limit}s would pass the ${DEADLINE_S}s deadline (at +$((now - T0))s)"
@@ -196,7 +297,9 @@ for s in "${STEPS[@]}"; do
   timeout -k 5 "$limit" bash -c "${RUN[$name]}" >"$W/logs/$name.log" 2>&1
   rc=$?
   echo "   rc=$rc in $(($(date +%s) - now))s"
-  grep -E '^## |PASSED|FAILED|SKIPPED|exit|rror|tokens/s|^\||memory|step (1|20)/' "$W/logs/$name.log" | tail -n 30 | cut -c1-300
+  echo "$name rc=$rc seconds=$(($(date +%s) - now)) limit=$limit" >>"$W/logs/steps.txt"
+  grep -E '^## |^== attention|MOE-CHECK|PASSED|FAILED|SKIPPED|exit|rror|tokens/s|^\||memory|step (1|20)/' "$W/logs/$name.log" | tail -n 30 | cut -c1-300
   pack
 done
 echo "== done at +$(($(date +%s) - T0))s; logs in $OUT/gpu-checks-logs.tgz"
+pack

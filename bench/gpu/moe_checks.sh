@@ -3,7 +3,11 @@
 #
 # Run from the repository root on a machine with one GPU, after the build (BUILD_DIR, default
 # build-gpu; this script builds only its own targets if they are missing) and with mpirun on PATH.
-# scripts/gpu-checks.sh calls it when present; alone: OUT=/tmp/out bash bench/gpu/moe_checks.sh [stage...]
+# Alone: OUT=/tmp/out bash bench/gpu/moe_checks.sh [stage...]
+# From the GPU bundle (scripts/gpu-checks.sh, one stage per runner step, each time-boxed there):
+# BUILD_DIR=<bundle> (its bin/ and tests/ have the build tree's layout), MOE_NO_BUILD=1 (the GPU
+# machine has no dev packages: a missing binary is a FAIL, never a build), MOE_KEEP_SUMMARY=1 (the
+# stages append to one moe-summary.txt), RANKSCOPE_DATA_DIR=<bundle>/data (the token shards).
 # Stages (default: all, in this order; about 5 minutes on an H200):
 #   tests     the gpu tests of every CUDA MoE op and the whole layer against the CPU oracle
 #             (tests/gpu/cuda_moe_test.cpp: router fwd/bwd, permutations, capacity drops, aux loss,
@@ -38,7 +42,7 @@ set -uo pipefail
 build="${BUILD_DIR:-build-gpu}"
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
-: >"$out/moe-summary.txt"
+[ "${MOE_KEEP_SUMMARY:-0}" = 1 ] || : >"$out/moe-summary.txt"
 work="${MOE_WORK:-$(mktemp -d)}"  # run directories of the jobs (large: the incident's recorders)
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests parity faults incident bench)
@@ -53,6 +57,10 @@ ensure_built() {
     [ -x "$build/${t#*:}" ] || missing+=("${t%%:*}")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "${MOE_NO_BUILD:-0}" = 1 ]; then
+    echo "moe_checks: not in $build and MOE_NO_BUILD=1: ${missing[*]}"
+    return 1
+  fi
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
       >"$out/moe-configure.txt" 2>&1 || { tail -30 "$out/moe-configure.txt"; return 1; }
@@ -120,8 +128,11 @@ stage_faults() {
     --watchdog-timeout 5 --inject stall:rank=1,range=forward/block0/moe/experts,step=2" \
     >"$out/moe-faults-stall.log" 2>&1 &
   local job=$!
-  sleep 25
-  "$build/bin/hangdoctor" "$base/stall" --wait 15 --json "$base/stall.json" >>"$out/moe-faults.txt" 2>&1
+  # Follow the job once every rank's recorder exists (start-up on a shared GPU takes seconds), not
+  # after a fixed sleep: the bundle's runner gives this stage 35 s in all.
+  local waited=0
+  while [ ! -e "$base/stall/rank00003.flight" ] && [ "$waited" -lt 20 ]; do sleep 1; waited=$((waited + 1)); done
+  "$build/bin/hangdoctor" "$base/stall" --wait 8 --json "$base/stall.json" >>"$out/moe-faults.txt" 2>&1
   kill -TERM -- -"$job" 2>/dev/null
   wait "$job" 2>/dev/null
   if grep -q '"kind": *"lagging_rank"' "$base/stall.json" && grep -q 'moe/experts' "$base/stall.json"; then
@@ -138,10 +149,11 @@ mean_tokens_per_s() {
 }
 
 stage_incident() {
-  local mem_mib
-  mem_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
-  if [ -n "$mem_mib" ] && [ "$mem_mib" -lt 120000 ]; then
-    verdict incident SKIP "needs ~110 GB for 4 d12 ranks at B=24 (this GPU: $mem_mib MiB): run on nvidia-h200"
+  # Gated on the device's free memory, not its size: ~110 GB (the sum above) plus headroom.
+  local free_mib
+  free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits 2>/dev/null | head -1)
+  if [ -z "$free_mib" ] || [ "$free_mib" -lt 112000 ]; then
+    verdict incident SKIP "needs ~110 GB free for 4 d12 ranks at B=24 (this GPU: ${free_mib:-unknown} MiB free): run on nvidia-h200"
     return
   fi
   local base="$work/incident"
@@ -150,7 +162,7 @@ stage_incident() {
     local steps=5; [ "$loop" = token ] && steps=2
     rm -rf "$base/$loop"
     mpirun -np 4 "$train" --device cuda --precision bf16 --model d12 --seq-len 1024 --batch 24 \
-      --data 'data/tinyshakespeare/tiny_shakespeare_train.bin' --steps "$steps" --lr 3e-4 --seed 7 \
+      --data "${RANKSCOPE_DATA_DIR:-data/tinyshakespeare}/tiny_shakespeare_train.bin" --steps "$steps" --lr 3e-4 --seed 7 \
       --moe-experts 8 --moe-top-k 2 --moe-every 12 --ep 4 --moe-expert-loop "$loop" \
       --inject route-skew:expert=0,bias=0.25 --run-dir "$base/$loop" >"$out/moe-incident-$loop.log" 2>&1
     echo "== $loop: exit $?" | tee -a "$out/moe-incident.txt"
