@@ -19,34 +19,12 @@
 
 #include "nsys_fixture.h"
 
+#include "child_process_run.h"
+
 namespace {
 
-struct Run {
-  int rc = -1;
-  double seconds = 0;
-  double peak_mb = 0;
-};
-
-Run run(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (std::freopen("/dev/null", "w", stdout) == nullptr) _exit(126);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  Run r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.peak_mb = double(ru.ru_maxrss) / 1024.0;
-  return r;
-}
+using Run = rankscope::bench::ChildRun;
+constexpr auto run = rankscope::bench::run_child;
 
 }  // namespace
 

@@ -25,38 +25,14 @@
 
 #include <fmt/format.h>
 
+#include "child_process_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int rc = -1;
-  double seconds = 0, cpu_seconds = 0, peak_mb = 0;
-};
-
-Run run(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::fflush(stdout);  // else the child's freopen flushes this process's buffered lines a second time
-  const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (std::freopen("/dev/null", "w", stdout) == nullptr) _exit(126);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  Run r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.peak_mb = double(ru.ru_maxrss) / 1024.0;
-  // CPU time as well: on a shared machine the wall time says more about the neighbours.
-  r.cpu_seconds = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  return r;
-}
+using Run = rankscope::bench::ChildRun;
+constexpr auto run = rankscope::bench::run_child;
 
 // The traceEvents of `steps` steps, without the enclosing brackets; each event ends with ",\n"
 // except that the caller closes the array with the last step's trailing marker event.
