@@ -186,8 +186,8 @@ TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   EXPECT_GE(s.threads, 1);
   EXPECT_EQ(table->local_host(), "");
   EXPECT_EQ(table->status(host, pid + 100000).alive, analyzers::Liveness::kUnknown);  // never seen: unknown, not gone
-  EXPECT_TRUE(table->speaks_for_boot(analyzers::this_boot_id()));
-  EXPECT_FALSE(table->speaks_for_boot("another-boot"));
+  EXPECT_TRUE(table->speaks_for_boot("n1", analyzers::this_boot_id()));
+  EXPECT_FALSE(table->speaks_for_boot("n1", "another-boot"));
   hang::SystemProcessTable here;
   EXPECT_EQ(here.liveness(host, pid), analyzers::Liveness::kGone);
 

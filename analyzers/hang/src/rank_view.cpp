@@ -28,7 +28,6 @@ int64_t RankView::issued(const std::string& name) const {
 
 std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessTable& processes) {
   std::vector<RankView> views(run.ranks.size());
-  const std::string local_host = processes.local_host();
   for (size_t i = 0; i < run.ranks.size(); ++i) {
     RankView& v = views[i];
     const auto& files = run.ranks[i];
@@ -42,12 +41,9 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
     v.offset_ns = s.live.clock_uncertainty_ns >= 0 ? s.live.clock_offset_ns : 0;
     v.finished = s.live.process_state == format::ProcessState::kFinished;
     v.aborted = s.live.process_state == format::ProcessState::kAborted;
-    // A recorder of the table's own host name with a boot id the table cannot speak for (locally:
-    // not this machine's, a host of the same name booted another time): pids mean nothing. Other
-    // hosts' processes are the table's to answer (a gathered snapshot's table knows them; the local
-    // one says unknown).
-    const bool other_boot = s.host == local_host && !processes.speaks_for_boot(s.boot_id);
-    v.liveness = other_boot ? Liveness::kUnknown : processes.liveness(s.host, s.pid);
+    // A boot the table cannot speak for (locally: this machine's name booted another time; gathered:
+    // a boot no node that answered has): pids mean nothing.
+    v.liveness = processes.speaks_for_boot(s.host, s.boot_id) ? processes.liveness(s.host, s.pid) : Liveness::kUnknown;
     v.heartbeat_ns = v.aligned(s.live.heartbeat_ns);
     int64_t last = std::max(s.live.step_begin_ns, s.start_ns);
     if (const auto* main = s.main_thread()) {

@@ -67,7 +67,7 @@ ProcessStatus SnapshotProcessTable::status(const std::string& host, int pid) {
   return it == states_.end() ? ProcessStatus{} : it->second;
 }
 
-bool SnapshotProcessTable::speaks_for_boot(const std::string& boot_id) {
+bool SnapshotProcessTable::speaks_for_boot(const std::string& /*host*/, const std::string& boot_id) {
   return boot_id.empty() || boot_ids_.count(boot_id) > 0;
 }
 

@@ -43,10 +43,12 @@ class ProcessTable {
   virtual ~ProcessTable() = default;
   virtual Liveness liveness(const std::string& host, int pid) = 0;
   virtual std::string local_host() = 0;
-  // False when a writer's boot id ("" when it recorded none) is one this table cannot answer for:
-  // by default, any boot but this machine's (a host of the same name booted another time).
-  virtual bool speaks_for_boot(const std::string& boot_id) {
-    return boot_id.empty() || boot_id == analyzers::this_boot_id();
+  // False when a writer on `host` with this boot id ("" when it recorded none) is one this table
+  // cannot answer for. By default: a writer of this machine's name with another boot id (a host of
+  // the same name booted another time); other hosts' writers are left to liveness() (the local
+  // table says unknown, a test's fake table knows them).
+  virtual bool speaks_for_boot(const std::string& host, const std::string& boot_id) {
+    return host != local_host() || boot_id.empty() || boot_id == analyzers::this_boot_id();
   }
   // Liveness plus the threads' run state; the default knows only liveness.
   virtual ProcessStatus status(const std::string& host, int pid) {

@@ -29,7 +29,7 @@ class SnapshotProcessTable final : public ProcessTable {
   Liveness liveness(const std::string& host, int pid) override;
   std::string local_host() override { return {}; }  // no rank of a gathered run runs here
   ProcessStatus status(const std::string& host, int pid) override;
-  bool speaks_for_boot(const std::string& boot_id) override;
+  bool speaks_for_boot(const std::string& host, const std::string& boot_id) override;  // any host: the nodes' boots
 
   size_t processes() const { return states_.size(); }
   const std::vector<std::string>& problems() const { return problems_; }
