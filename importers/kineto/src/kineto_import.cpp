@@ -242,16 +242,9 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
                      "reference: its own baseTimeNanoseconds");
 
   // --- write ------------------------------------------------------------------------------------
-  RS_RETURN_IF_ERROR(nsys::prepare_run_directory(run_dir, files, "rankscope import-kineto"));
-  const std::string run_id = nsys::run_id_of(files, "kineto");
-  format::RunMetadata meta;
-  meta.run_id = run_id;
-  meta.program = "rankscope import-kineto";
-  meta.command_line = options.command_line;
-  meta.world_size = world;
-  meta.tp = 1;
-  meta.dp = world;
-  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));  // an interrupted import is recognised and redone
+  RS_ASSIGN_OR_RETURN(format::RunMetadata meta, nsys::start_import_run(run_dir, files, "rankscope import-kineto",
+                                                                     "kineto", options.command_line, world));
+  const std::string run_id = meta.run_id;
 
   summary.world_size = world;
   summary.ranks.resize(order.size());

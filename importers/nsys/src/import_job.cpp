@@ -158,6 +158,21 @@ void fill_job_metadata(format::RunMetadata& meta, const std::vector<std::string>
   if (options.batch > 0) meta.training["batch"] = options.batch;
 }
 
+Result<format::RunMetadata> start_import_run(const fs::path& run_dir, const std::vector<fs::path>& inputs,
+                                             const std::string& program, const std::string& id_prefix,
+                                             const std::vector<std::string>& command_line, int world) {
+  RS_RETURN_IF_ERROR(prepare_run_directory(run_dir, inputs, program));
+  format::RunMetadata meta;
+  meta.run_id = run_id_of(inputs, id_prefix);
+  meta.program = program;
+  meta.command_line = command_line;
+  meta.world_size = world;
+  meta.tp = 1;
+  meta.dp = world;
+  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
+  return meta;
+}
+
 std::string run_id_of(const std::vector<fs::path>& inputs, const std::string& prefix) {
   uint32_t h = 2166136261u;
   for (const auto& f : inputs) h = fnv1a(fs::absolute(f).string(), h);

@@ -60,6 +60,14 @@ void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::st
 Status prepare_run_directory(const std::filesystem::path& run_dir, const std::vector<std::filesystem::path>& inputs,
                              const std::string& program);
 
+// The start of writing an import: prepare_run_directory, then run.json's first version (program,
+// run id "<id_prefix>-<hash of the inputs>", world as data parallel), written at once so an
+// interrupted import is recognised and redone. The caller completes and rewrites it at the end.
+Result<format::RunMetadata> start_import_run(const std::filesystem::path& run_dir,
+                                             const std::vector<std::filesystem::path>& inputs,
+                                             const std::string& program, const std::string& id_prefix,
+                                             const std::vector<std::string>& command_line, int world);
+
 // run.json's job-level fields of an import: one group per communicator plus `world`, a host slot
 // per rank, and the training shape the options give.
 void fill_job_metadata(format::RunMetadata& meta, const std::vector<std::string>& comm_names,

@@ -204,18 +204,10 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   }
 
   // --- pass 2 -----------------------------------------------------------------------------------
-  RS_RETURN_IF_ERROR(prepare_run_directory(run_dir, files, "rankscope import-nsys"));
-  const std::string run_id = run_id_of(files, "nsys");
-
-  format::RunMetadata meta;
-  meta.run_id = run_id;
-  meta.program = "rankscope import-nsys";
-  meta.command_line = options.command_line;
-  meta.world_size = world;
-  meta.tp = 1;
-  meta.dp = world;
-  // Written first (an interrupted import is recognised and redone), completed at the end.
-  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
+  // run.json written first (an interrupted import is recognised and redone), completed at the end.
+  RS_ASSIGN_OR_RETURN(format::RunMetadata meta,
+                      start_import_run(run_dir, files, "rankscope import-nsys", "nsys", options.command_line, world));
+  const std::string run_id = meta.run_id;
 
   summary.world_size = world;
   summary.ranks.resize(choices.size());
