@@ -103,8 +103,13 @@ TEST(SkewContentionE2E, RankSharingItsCoreWithABusyProcessIsAUniformSlowdown) {
   EXPECT_EQ(straggler->ranks.front(), 1) << straggler->text;
   EXPECT_EQ(straggler->cls, "uniform_slowdown") << straggler->text;
   EXPECT_GT(straggler->slowdown_factor, 1.4) << straggler->text;
-  EXPECT_LT(straggler->slowdown_factor, 3.5) << straggler->text;
-  EXPECT_GT(report->ranks[1].compute_ms, 1.4 * report->ranks[0].compute_ms);
+  // The factor is the rank's own range times against its peers', so it must agree with the compute
+  // each rank measured: a factor read from waits, or from the wrong rank, would not. Its size is
+  // the scheduler's business (three runnable processes on one core: ~3x, more on a loaded machine
+  // from context switches and a cold cache; CI saw 3.61x), so it is compared, not bounded.
+  const double compute_ratio = report->ranks[1].compute_ms / report->ranks[0].compute_ms;
+  EXPECT_GT(compute_ratio, 1.4);
+  EXPECT_NEAR(straggler->slowdown_factor, compute_ratio, 0.25 * compute_ratio) << straggler->text;
 }
 
 }  // namespace
