@@ -19,7 +19,10 @@ int64_t reader_now(const InspectOptions& o) { return o.now_ns ? o.now_ns : now_u
 
 std::string range_path(const format::ThreadSnapshot& t) {
   std::string out;
-  for (const auto& r : t.stack) out += (out.empty() ? "" : " > ") + r.name;
+  for (const auto& r : t.stack) {
+    if (!out.empty()) out += " > ";
+    out += r.name;
+  }
   if (t.depth > t.stack.size()) out += fmt::format(" > ({} deeper)", t.depth - t.stack.size());
   return out.empty() ? "(none)" : out;
 }

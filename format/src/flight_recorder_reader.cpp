@@ -36,6 +36,18 @@ std::string read_name(const char (&src)[N]) {
   return out;
 }
 
+// read_name into the name pool, for the fields every collective record repeats.
+template <size_t N>
+std::string_view read_pooled_name(const char (&src)[N]) {
+  char out[N];
+  const size_t n = strnlen(src, N);
+  for (size_t i = 0; i < n; ++i) {
+    const auto ch = static_cast<unsigned char>(src[i]);
+    out[i] = ch < 0x20 || ch > 0x7e ? '?' : char(ch);
+  }
+  return intern_name({out, n});
+}
+
 bool checked_span(uint64_t offset, uint64_t count, uint64_t elem, uint64_t limit) {
   if (elem != 0 && count > (limit / elem)) return false;
   const uint64_t bytes = count * elem;
@@ -214,7 +226,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
     const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);
     t.depth = copy->depth;
     const uint32_t stored = std::min(copy->depth, p.max_range_depth);
-    for (uint32_t d = 0; d < stored; ++d) t.stack.push_back({read_name(stack[d].name), stack[d].begin_ns});
+    for (uint32_t d = 0; d < stored; ++d) t.stack.push_back({read_pooled_name(stack[d].name), stack[d].begin_ns});
     if (t.torn) s.warnings.push_back(fmt::format("thread {} range stack torn", t.tid));
     s.threads.push_back(std::move(t));
   }
@@ -251,7 +263,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
       cs.start_ns = r.start_ns;
       cs.end_ns = r.end_ns;
       cs.step = r.step;
-      cs.range = read_name(r.range);
+      cs.range = read_pooled_name(r.range);
       cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
       cs.torn = !consistent || !state_ok;
       if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
@@ -265,7 +277,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   for (uint32_t i = 0; i < s.grad.n_params; ++i) {
     const ParamSlot& ps = params[i];
     ParamSnapshot out;
-    out.name = read_name(ps.name);
+    out.name = read_pooled_name(ps.name);
     out.bucket = ps.bucket;
     out.numel = ps.numel;
     // The step from the earlier copy: written last, so order and time here are at least that new.
@@ -293,8 +305,8 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
         if (b.kind != uint32_t(BoundKind::kCollective) && b.kind != uint32_t(BoundKind::kStep)) continue;
         BoundSnapshot out;
         out.kind = BoundKind(b.kind);
-        out.comm = read_name(b.comm);
-        out.site = read_name(b.site);
+        out.comm = read_pooled_name(b.comm);
+        out.site = read_pooled_name(b.site);
         out.samples = b.samples;
         out.warmup = b.warmup;
         out.quantile_ns = b.quantile_ns;

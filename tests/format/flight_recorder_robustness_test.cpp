@@ -115,7 +115,7 @@ TEST_F(FlightRobustness, RandomBytesBehindAValidHeaderNeverCrash) {
     if (!r.ok()) continue;
     // A valid layout with garbage content is legal; its strings must still be safe to print as JSON.
     ++accepted;
-    auto printable = [](const std::string& s) {
+    auto printable = [](std::string_view s) {
       return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
     };
     EXPECT_TRUE(printable(r->host) && printable(r->run_id) && printable(r->live.phase));

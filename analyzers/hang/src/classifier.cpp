@@ -35,7 +35,7 @@ std::vector<MissingGradient> missing_gradients_of(const RankView& v) {
   if (!v.readable()) return out;
   const auto& g = v.snap->grad;
   if (g.backward_step < 0 || g.backward_step != v.snap->live.step) return out;  // not this step's pass
-  for (const auto* p : v.snap->missing_gradients()) out.push_back({v.rank, p->name, p->bucket});
+  for (const auto* p : v.snap->missing_gradients()) out.push_back({v.rank, std::string(p->name), p->bucket});
   return out;
 }
 

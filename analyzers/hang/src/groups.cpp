@@ -57,7 +57,7 @@ int innermost_rank(const std::vector<GroupView>& groups, const std::string& name
 }
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec) {
-  return {comm, rec.seq, rec.op, rec.dtype, rec.count, rec.bytes, rec.range};
+  return {comm, rec.seq, rec.op, rec.dtype, rec.count, rec.bytes, std::string(rec.range)};
 }
 
 }  // namespace rankscope::hang

@@ -27,7 +27,7 @@ std::string field_value(const format::CollectiveSnapshot& r, std::string_view fi
   if (field == "dtype") return std::string(format::dtype_name(r.dtype));
   if (field == "count") return std::to_string(r.count);
   if (field == "bytes") return std::to_string(r.bytes);
-  return r.range;
+  return std::string(r.range);
 }
 
 constexpr std::string_view kFields[] = {"op", "dtype", "count", "bytes", "range"};
@@ -40,6 +40,15 @@ bool same_field(const format::CollectiveSnapshot& a, const format::CollectiveSna
   if (field == "count") return a.count == b.count;
   if (field == "bytes") return a.bytes == b.bytes;
   return a.range == b.range;
+}
+
+// Every field the scan below compares is the same in `a` and `b` (a range only where both name
+// one, so that a member without call sites never disagrees by its range alone).
+bool agrees(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, bool per_rank_size,
+            bool with_call_site) {
+  if (a.op != b.op || a.dtype != b.dtype) return false;
+  if (!per_rank_size && (a.count != b.count || a.bytes != b.bytes)) return false;
+  return !with_call_site || a.range.empty() || b.range.empty() || a.range == b.range;
 }
 
 // The same position in the rank's previous step: does this record repeat it? nullopt: unknown.
@@ -91,6 +100,11 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
       // An all_to_all_v's element count is what each rank sends in total, which differs between
       // ranks by design; its per-peer counts are checked by a2a_counts.cpp instead.
       const bool per_rank_size = recs[0]->op == format::CollectiveOp::kAllToAllV;
+      // One pass for the common case, every member agreeing; the field is named only when not.
+      if (std::all_of(recs.begin() + 1, recs.end(), [&](const format::CollectiveSnapshot* x) {
+            return agrees(*x, *recs[0], per_rank_size, with_call_site);
+          }))
+        continue;
       std::string_view field;
       for (auto f : kFields) {
         if (per_rank_size && (f == "count" || f == "bytes")) continue;

@@ -48,7 +48,7 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
     int64_t last = std::max(s.live.step_begin_ns, s.start_ns);
     if (const auto* main = s.main_thread()) {
       for (const auto& r : main->stack) {
-        v.stack.push_back(r.name);
+        v.stack.emplace_back(r.name);
         v.innermost_begin_ns = v.aligned(r.begin_ns);
         last = std::max(last, r.begin_ns);
       }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rankscope/format/flight_recorder_layout.h"
+#include "rankscope/format/name_pool.h"
 #include "rankscope/format/peer_counts.h"
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
@@ -35,7 +36,7 @@ struct CollectiveSnapshot {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t step = -1;
-  std::string range;
+  std::string_view range;      // the call site, pooled (name_pool.h): valid for the process's life
   bool host_returned = false;  // kCollectiveHostReturned: pending on a device stream, host moved on
   bool torn = false;
 };
@@ -84,7 +85,7 @@ struct CommSnapshot {
 };
 
 struct OpenRangeSnapshot {
-  std::string name;
+  std::string_view name;  // pooled (name_pool.h)
   int64_t begin_ns = 0;
 };
 
@@ -98,7 +99,7 @@ struct ThreadSnapshot {
 };
 
 struct ParamSnapshot {
-  std::string name;
+  std::string_view name;  // pooled (name_pool.h)
   int bucket = -1;
   uint64_t numel = 0;
   int64_t arrived_step = -1;
@@ -122,8 +123,8 @@ struct LiveSnapshot {
 // A learned bound (BoundSlot); only non-empty slots are listed.
 struct BoundSnapshot {
   BoundKind kind = BoundKind::kEmpty;
-  std::string comm;        // "" for the step
-  std::string site;        // call site (innermost range at enqueue); "step" for the step
+  std::string_view comm;   // "" for the step; pooled (name_pool.h), as is site
+  std::string_view site;   // call site (innermost range at enqueue); "step" for the step
   uint32_t samples = 0;
   uint32_t warmup = 0;
   int64_t quantile_ns = 0;
