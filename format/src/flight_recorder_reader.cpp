@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "rankscope/format/flight_recorder_layout.h"
+#include "rankscope/format/peer_counts.h"
 #include "peer_counts_section.h"
 #include "flight_recorder_copies.h"
 #include "seqlock.h"
@@ -46,6 +47,16 @@ std::string_view read_pooled_name(const char (&src)[N]) {
     out[i] = ch < 0x20 || ch > 0x7e ? '?' : char(ch);
   }
   return intern_name({out, n});
+}
+
+// read_pooled_name with a one-entry cache the caller keeps per ring position: ranks of one job
+// record the same call sites at the same positions, so most records hit it with one compare and
+// no hash. A hit is exact: the cached name is printable, so equal bytes need no cleaning.
+template <size_t N>
+std::string_view read_pooled_name(const char (&src)[N], std::string_view& cached) {
+  const size_t n = strnlen(src, N);
+  if (n != cached.size() || std::memcmp(src, cached.data(), n) != 0) cached = read_pooled_name(src);
+  return cached;
 }
 
 bool checked_span(uint64_t offset, uint64_t count, uint64_t elem, uint64_t limit) {
@@ -120,6 +131,20 @@ std::vector<const ParamSnapshot*> FlightRecorderSnapshot::missing_gradients() co
 
 namespace {
 
+// Every section the header places lies inside the file's `limit` bytes, with the sizes this
+// reader's structs have.
+bool layout_consistent(const FlightHeader& h, uint64_t limit) {
+  const FlightLayoutParams& p = h.layout;
+  return p.max_threads <= 4096 && p.max_range_depth <= 4096 && p.max_comms <= 4096 && p.ring_entries != 0 &&
+         p.ring_entries <= (1u << 20) && p.max_params <= (1u << 20) &&
+         h.thread_slot_bytes == sizeof(ThreadSlotHeader) + uint64_t(p.max_range_depth) * sizeof(OpenRange) &&
+         h.comm_slot_bytes == sizeof(CommSlotHeader) + uint64_t(p.ring_entries) * sizeof(CollectiveRecord) &&
+         h.collective_record_bytes == sizeof(CollectiveRecord) && h.param_slot_bytes == sizeof(ParamSlot) &&
+         checked_span(h.threads_offset, p.max_threads, h.thread_slot_bytes, limit) &&
+         checked_span(h.comms_offset, p.max_comms, h.comm_slot_bytes, limit) &&
+         checked_span(h.params_offset, p.max_params, sizeof(ParamSlot), limit);
+}
+
 // The parse of one copy of the file, its sections checked against the copies around it.
 Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, std::string_view display_name) {
   const std::span<const uint8_t> bytes = copies.data();
@@ -142,15 +167,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   const FlightLayoutParams& p = h->layout;
   if (h->header_bytes != sizeof(FlightHeader) || h->file_bytes > limit)
     return corrupt(fmt::format("{}: header says {} bytes but the file has {}: truncated", name, h->file_bytes, limit));
-  if (p.max_threads > 4096 || p.max_range_depth > 4096 || p.max_comms > 4096 || p.ring_entries == 0 ||
-      p.ring_entries > (1u << 20) || p.max_params > (1u << 20) ||
-      h->thread_slot_bytes != sizeof(ThreadSlotHeader) + uint64_t(p.max_range_depth) * sizeof(OpenRange) ||
-      h->comm_slot_bytes != sizeof(CommSlotHeader) + uint64_t(p.ring_entries) * sizeof(CollectiveRecord) ||
-      h->collective_record_bytes != sizeof(CollectiveRecord) || h->param_slot_bytes != sizeof(ParamSlot) ||
-      !checked_span(h->threads_offset, p.max_threads, h->thread_slot_bytes, limit) ||
-      !checked_span(h->comms_offset, p.max_comms, h->comm_slot_bytes, limit) ||
-      !checked_span(h->params_offset, p.max_params, sizeof(ParamSlot), limit))
-    return corrupt(name + ": inconsistent flight recorder layout (corrupt header)");
+  if (!layout_consistent(*h, limit)) return corrupt(name + ": inconsistent flight recorder layout (corrupt header)");
 
   FlightRecorderSnapshot s;
   s.schema_version = h->schema_version;
@@ -231,6 +248,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
     s.threads.push_back(std::move(t));
   }
 
+  thread_local std::vector<std::string_view> ring_names(1 << 14);  // per reading thread, across recorders
   for (uint32_t i = 0; i < p.max_comms; ++i) {
     const uint8_t* slot = base + h->comms_offset + uint64_t(i) * h->comm_slot_bytes;
     const auto* ch = reinterpret_cast<const CommSlotHeader*>(slot);
@@ -263,7 +281,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
       cs.start_ns = r.start_ns;
       cs.end_ns = r.end_ns;
       cs.step = r.step;
-      cs.range = read_pooled_name(r.range);
+      cs.range = read_pooled_name(r.range, ring_names[(uint64_t(i) * p.ring_entries + seq % p.ring_entries) % ring_names.size()]);
       cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
       cs.torn = !consistent || !state_ok;
       if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
@@ -274,6 +292,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   }
 
   const auto* params = reinterpret_cast<const ParamSlot*>(base + h->params_offset);
+  s.params.reserve(s.grad.n_params);
   for (uint32_t i = 0; i < s.grad.n_params; ++i) {
     const ParamSlot& ps = params[i];
     ParamSnapshot out;
@@ -372,19 +391,96 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
   return result;
 }
 
+std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
+  const uint64_t limit = bytes.size();
+  if (limit < sizeof(FlightHeader)) return {};
+  const auto* h = reinterpret_cast<const FlightHeader*>(bytes.data());
+  if (std::memcmp(h->magic, kFlightMagic, sizeof(kFlightMagic)) != 0 || h->header_bytes != sizeof(FlightHeader) ||
+      !layout_consistent(*h, limit))
+    return {};
+  const FlightLayoutParams& p = h->layout;
+  std::vector<FileExtent> out;
+  auto add = [&](uint64_t offset, uint64_t n) {
+    if (n == 0) return;
+    if (!out.empty() && out.back().offset + out.back().bytes == offset) out.back().bytes += n;
+    else out.push_back({offset, n});
+  };
+  add(0, sizeof(FlightHeader));  // identity, live state, watchdog, gradient state, the NCCL section
+  add(h->threads_offset, uint64_t(p.max_threads) * h->thread_slot_bytes);  // a few slots: all of them
+  std::vector<bool> claimed(p.max_comms);
+  for (uint32_t i = 0; i < p.max_comms; ++i) {
+    const uint64_t at = h->comms_offset + uint64_t(i) * h->comm_slot_bytes;
+    claimed[i] = reinterpret_cast<const CommSlotHeader*>(bytes.data() + at)->claimed == 1;
+    if (claimed[i]) add(at, h->comm_slot_bytes);
+  }
+  add(h->params_offset, uint64_t(p.max_params) * sizeof(ParamSlot));
+  const BoundsDirectory& bd = h->bounds;
+  if (bd.bounds_offset != 0 && bd.bound_slot_bytes == sizeof(BoundSlot) && bd.max_bounds <= 4096 &&
+      checked_span(bd.bounds_offset, bd.max_bounds, sizeof(BoundSlot), limit)) {
+    // The probe claims bound slots in order: those after the last one in use are still empty.
+    const auto* slots = reinterpret_cast<const BoundSlot*>(bytes.data() + bd.bounds_offset);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < bd.max_bounds; ++i)
+      if (slots[i].kind != uint32_t(BoundKind::kEmpty) || slots[i].seq != 0) used = i + 1;
+    add(bd.bounds_offset, uint64_t(used) * sizeof(BoundSlot));
+  } else if (bd.bounds_offset != 0) {
+    return {};  // the parse warns about it; read whole copies rather than judge a section it rejects
+  }
+  const auto* pd = reinterpret_cast<const PeerCountsDirectory*>(bytes.data() + kPeerCountsDirectoryOffset);
+  if (pd->offset != 0) {
+    if (pd->comm_bytes == 0 || !checked_span(pd->offset, p.max_comms, pd->comm_bytes, limit)) return {};
+    for (uint32_t i = 0; i < p.max_comms; ++i) {
+      const uint64_t at = pd->offset + uint64_t(i) * pd->comm_bytes;
+      uint64_t calls = 0;
+      std::memcpy(&calls, bytes.data() + at, sizeof(calls));
+      if (claimed[i] && calls != 0) add(at, pd->comm_bytes);  // communicators that made all_to_all_v calls
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const FileExtent& a, const FileExtent& b) { return a.offset < b.offset; });
+  // A system call costs more than copying a few pages more (in a VM here, 1-2 us against 0.3 us a
+  // page): extents closer than kMergeGap are read as one.
+  constexpr uint64_t kMergeGap = 8192;
+  std::vector<FileExtent> merged;
+  for (const FileExtent& e : out) {
+    if (!merged.empty() && e.offset <= merged.back().offset + merged.back().bytes + kMergeGap)
+      merged.back().bytes = std::max(merged.back().offset + merged.back().bytes, e.offset + e.bytes) - merged.back().offset;
+    else
+      merged.push_back(e);
+  }
+  return merged;
+}
+
 Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const ReadFile& read_file,
                                                            std::string_view display_name) {
   // Reused buffers: a reader of thousands of recorders allocates once per thread.
   thread_local std::array<std::vector<uint8_t>, 3> copies;
-  auto take = [&](std::vector<uint8_t>& copy) -> Status {
+  // The first copy is whole. The later ones read again only what the writer can still change
+  // (writable_extents); the rest, unclaimed slots and never-written sections, is the first copy's
+  // bytes in all three, judged as one copy is. At 16K ranks this is a third of the bytes read.
+  std::vector<FileExtent> extents;
+  auto take = [&](std::vector<uint8_t>& copy, const std::vector<uint8_t>* rest_from) -> Status {
     copy.resize(size);
-    RS_RETURN_IF_ERROR(read_file(0, copy));
+    if (rest_from == nullptr || extents.empty()) {
+      RS_RETURN_IF_ERROR(read_file(0, copy));
+    } else {
+      uint64_t at = 0;
+      for (const FileExtent& e : extents) {
+        std::memcpy(copy.data() + at, rest_from->data() + at, e.offset - at);
+        RS_RETURN_IF_ERROR(read_file(e.offset, {copy.data() + e.offset, e.bytes}));
+        at = e.offset + e.bytes;
+      }
+      std::memcpy(copy.data() + at, rest_from->data() + at, size - at);
+    }
     // The next copy's loads stay after this one's (the kernel's copy does not promise an order).
     std::atomic_thread_fence(std::memory_order_acquire);
     return Status::ok_status();
   };
   size_t before = 0, data = 1, after = 2;
-  for (size_t i : {before, data, after}) RS_RETURN_IF_ERROR(take(copies[i]));
+  RS_RETURN_IF_ERROR(take(copies[before], nullptr));
+  extents = writable_extents(copies[before]);
+  for (const FileExtent& e : extents)
+    if (e.offset > size || e.bytes > size - e.offset) extents.clear();  // writable_extents checks; belt and braces
+  for (size_t i : {data, after}) RS_RETURN_IF_ERROR(take(copies[i], &copies[before]));
   const seqlock::CopyWindow::ReadAt read_at = [&](uint64_t offset, void* out, size_t bytes) {
     return offset <= size && bytes <= size - offset && read_file(offset, {static_cast<uint8_t*>(out), bytes}).ok();
   };
@@ -397,7 +493,7 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
     if (!torn || window == 7) break;
     // Slide: the data copy was taken wholly before the after copy, so it can serve as `before`.
     std::tie(before, data, after) = std::tuple(data, after, before);
-    RS_RETURN_IF_ERROR(take(copies[after]));
+    RS_RETURN_IF_ERROR(take(copies[after], &copies[data]));  // every copy holds the same rest
   }
   return result;
 }

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -294,27 +296,38 @@ TEST_F(FlightRecorderTest, ACopyTornWhileTheWordLooksSettledIsNotTrusted) {
   const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
   const size_t size = h->file_bytes;
   const size_t name_at = h->threads_offset + sizeof(ThreadSlotHeader) + offsetof(OpenRange, name);
-  int whole_copies = 0, section_reads = 0;
+  // The first copy is whole; the later ones are the extents the writer can change, the first of
+  // which starts at 0 and holds the header and the thread slots.
+  const std::vector<FileExtent> extents = writable_extents({w->mapped_bytes(), size});
+  ASSERT_FALSE(extents.empty());
+  ASSERT_EQ(extents[0].offset, 0u);
+  ASSERT_GE(extents[0].bytes, name_at + 8);
+  auto part_of_a_copy = [&](uint64_t offset, size_t n) {
+    return (offset == 0 && n == size) ||
+           std::any_of(extents.begin(), extents.end(), [&](const FileExtent& e) { return e.offset == offset && e.bytes == n; });
+  };
+  int copies = 0, section_reads = 0;
   std::vector<uint8_t> torn_copy;
   const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
     const uint8_t* live = w->mapped_bytes();
-    if (offset != 0 || out.size() != size) {
+    if (!part_of_a_copy(offset, out.size())) {
       ++section_reads;
       std::memcpy(out.data(), live + offset, out.size());
-    } else if (++whole_copies == 2) {
+    } else if (offset == 0 && ++copies == 2) {
       std::memcpy(out.data(), live, name_at + 8);
       w->pop_range(t);
       w->push_range(t, "backward/block0/mlp", 2);
-      std::memcpy(out.data() + name_at + 8, live + name_at + 8, size - name_at - 8);
-      torn_copy.assign(out.begin(), out.end());
+      std::memcpy(out.data() + name_at + 8, live + name_at + 8, out.size() - name_at - 8);
+      torn_copy.assign(live, live + size);
+      std::copy(out.begin(), out.end(), torn_copy.begin());
     } else {
-      std::memcpy(out.data(), live, size);
+      std::memcpy(out.data(), live + offset, out.size());
     }
     return Status::ok_status();
   };
   auto s = read_flight_recorder_copies(size, read, "torn-on-purpose");
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  EXPECT_EQ(whole_copies, 3);
+  EXPECT_EQ(copies, 3);
   EXPECT_EQ(section_reads, 3) << "the torn stack is read again on its own: word, section, word";
   const ThreadSnapshot* m = s->main_thread();
   ASSERT_NE(m, nullptr);
@@ -336,20 +349,91 @@ TEST_F(FlightRecorderTest, AWriterBusyInEveryReadLeavesTheSectionTorn) {
   const int t = w->claim_thread_slot(1, "main");
   const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
   const size_t size = h->file_bytes;
-  int whole_copies = 0, reads = 0;
+  int copies = 0, reads = 0;  // every copy, whole or of the writable extents, starts at offset 0
   const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
     ++reads;
     w->push_range(t, reads % 2 ? "forward/block1/attn" : "backward/block0/mlp", reads);
     w->pop_range(t);
-    if (offset == 0 && out.size() == size) ++whole_copies;
+    if (offset == 0) ++copies;
     std::memcpy(out.data(), w->mapped_bytes() + offset, out.size());
     return Status::ok_status();
   };
   auto s = read_flight_recorder_copies(size, read, "always-moving");
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(whole_copies, 10);  // three, then one per further window, eight windows
-  EXPECT_GT(reads, whole_copies);
+  EXPECT_EQ(copies, 10);  // three, then one per further window, eight windows
+  EXPECT_GT(reads, copies);
   EXPECT_TRUE(s->main_thread()->torn);
+}
+
+// After the first whole copy, only what a writer can still change is read again: unclaimed
+// communicator slots, unused bound slots and the peer counts of communicators that made no
+// all_to_all_v are not. The snapshot is the one whole copies give.
+TEST_F(FlightRecorderTest, LaterCopiesReadOnlyWhatTheWriterCanChange) {
+  auto w = make();  // four communicator slots by default
+  const int tp = w->register_comm("tp0", 2, 1);
+  w->claim_thread_slot(1, "main");
+  w->push_range(0, "forward/block0/attn", 5);
+  const uint64_t seq = w->collective_enqueue(tp, {CollectiveOp::kAllReduceSum, DataType::kFloat32, 8, 32, -1}, 1,
+                                             "forward/block0/attn", 10);
+  w->collective_complete(tp, seq, 20);
+  BoundDesc b;
+  b.kind = BoundKind::kStep;
+  b.site = "step";
+  b.samples = 3;
+  w->write_bound(0, b);
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  const size_t size = h->file_bytes;
+  ASSERT_GE(h->layout.max_comms, 2u);
+
+  const std::vector<FileExtent> extents = writable_extents({w->mapped_bytes(), size});
+  ASSERT_FALSE(extents.empty());
+  auto covered = [&](uint64_t at) {
+    return std::any_of(extents.begin(), extents.end(), [&](const FileExtent& e) { return at >= e.offset && at < e.offset + e.bytes; });
+  };
+  EXPECT_TRUE(covered(offsetof(FlightHeader, live)));
+  EXPECT_TRUE(covered(h->comms_offset + sizeof(CommSlotHeader)));                       // tp0's ring
+  EXPECT_FALSE(covered(h->comms_offset + h->comm_slot_bytes));                         // slot 1: unclaimed
+  EXPECT_TRUE(covered(h->bounds.bounds_offset));                                       // bound 0: in use
+  EXPECT_FALSE(covered(h->bounds.bounds_offset + sizeof(BoundSlot)));                  // bound 1: never written
+  for (size_t i = 1; i < extents.size(); ++i) EXPECT_LT(extents[i - 1].offset + extents[i - 1].bytes, extents[i].offset);
+
+  size_t bytes_read = 0;
+  std::vector<size_t> per_copy;
+  const ReadFile read = [&](uint64_t offset, std::span<uint8_t> out) {
+    if (offset == 0) per_copy.push_back(0);
+    per_copy.back() += out.size();
+    bytes_read += out.size();
+    std::memcpy(out.data(), w->mapped_bytes() + offset, out.size());
+    return Status::ok_status();
+  };
+  auto s = read_flight_recorder_copies(size, read, "extents");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_EQ(per_copy.size(), 3u);
+  EXPECT_EQ(per_copy[0], size);
+  EXPECT_LT(per_copy[1], size - h->comm_slot_bytes);
+  EXPECT_EQ(per_copy[1], per_copy[2]);
+  auto whole = read_flight_recorder(file_);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(s->comms.size(), 1u);
+  ASSERT_EQ(s->comms[0].ring.size(), 1u);
+  EXPECT_EQ(s->comms[0].ring[0].range, whole->comms[0].ring[0].range);
+  EXPECT_EQ(s->comms[0].ring[0].end_ns, 20);
+  ASSERT_EQ(s->bounds.size(), 1u);
+  EXPECT_EQ(s->bounds[0].samples, 3u);
+  ASSERT_EQ(s->main_thread()->stack.size(), 1u);
+  EXPECT_EQ(s->main_thread()->stack[0].name, "forward/block0/attn");
+  EXPECT_TRUE(s->warnings.empty());
+}
+
+// A file whose layout does not validate is read in whole copies: the parse names the error.
+TEST_F(FlightRecorderTest, NoExtentsForACorruptLayout) {
+  auto w = make();
+  const auto* h = reinterpret_cast<const FlightHeader*>(w->mapped_bytes());
+  std::vector<uint8_t> bytes(w->mapped_bytes(), w->mapped_bytes() + h->file_bytes);
+  EXPECT_FALSE(writable_extents(bytes).empty());
+  reinterpret_cast<FlightHeader*>(bytes.data())->comm_slot_bytes += 8;
+  EXPECT_TRUE(writable_extents(bytes).empty());
+  EXPECT_TRUE(writable_extents(std::span<const uint8_t>(bytes).first(100)).empty());
 }
 
 TEST_F(FlightRecorderTest, AFailingCopyIsAnErrorNotASnapshot) {
