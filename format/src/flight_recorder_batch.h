@@ -1,6 +1,6 @@
 // flight_recorder_batch.h — reads many ranks' flight recorders at once, on a few threads.
 //
-// Is: read_flight_recorder over a list of files, split into contiguous slices read by up to
+// Is: read_flight_recorder over a list of files, taken in chunks of a few files by up to
 // `max_threads` threads (each with its own reused copy buffers), results in the order of the
 // files. At 16K ranks reading is most of hangdoctor's time and each file is independent. Is not: a
 // change of what one read sees (the seqlock checks are per file, as before) nor a thread pool kept

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -148,15 +149,15 @@ bool layout_consistent(const FlightHeader& h, uint64_t limit) {
 // The parse of one copy of the file, its sections checked against the copies around it.
 Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, std::string_view display_name) {
   const std::span<const uint8_t> bytes = copies.data();
-  const std::string name(display_name);
-  if (bytes.empty()) return corrupt(name + ": empty file (the rank may have died before creating its flight recorder)");
+  const std::string_view name = display_name;  // a copy only where an error needs one
+  if (bytes.empty()) return corrupt(std::string(name) + ": empty file (the rank may have died before creating its flight recorder)");
   if (bytes.size() < sizeof(FlightHeader))
     return corrupt(fmt::format("{}: {} bytes, smaller than a flight recorder header ({} bytes): truncated",
                                name, bytes.size(), sizeof(FlightHeader)));
   const auto* h = reinterpret_cast<const FlightHeader*>(bytes.data());
   if (std::memcmp(h->magic, kFlightMagic, sizeof(kFlightMagic)) != 0) {
     const bool zero = std::all_of(bytes.begin(), bytes.begin() + 64, [](uint8_t b) { return b == 0; });
-    return corrupt(name + (zero ? ": zero-filled, no flight recorder magic (never initialised, or lost in a machine crash)"
+    return corrupt(std::string(name) + (zero ? ": zero-filled, no flight recorder magic (never initialised, or lost in a machine crash)"
                                 : ": not a rankscope flight recorder (bad magic)"));
   }
   if (h->schema_version < kFlightSchemaMinReadable || h->schema_version > kFlightSchemaMaxReadable)
@@ -167,7 +168,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   const FlightLayoutParams& p = h->layout;
   if (h->header_bytes != sizeof(FlightHeader) || h->file_bytes > limit)
     return corrupt(fmt::format("{}: header says {} bytes but the file has {}: truncated", name, h->file_bytes, limit));
-  if (!layout_consistent(*h, limit)) return corrupt(name + ": inconsistent flight recorder layout (corrupt header)");
+  if (!layout_consistent(*h, limit)) return corrupt(std::string(name) + ": inconsistent flight recorder layout (corrupt header)");
 
   FlightRecorderSnapshot s;
   s.schema_version = h->schema_version;
@@ -484,10 +485,10 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
   const seqlock::CopyWindow::ReadAt read_at = [&](uint64_t offset, void* out, size_t bytes) {
     return offset <= size && bytes <= size - offset && read_file(offset, {static_cast<uint8_t*>(out), bytes}).ok();
   };
-  Result<FlightRecorderSnapshot> result = corrupt(std::string(display_name) + ": not read");
+  std::optional<Result<FlightRecorderSnapshot>> result;
   for (int window = 0; window < 8; ++window) {
     result = parse_copies(seqlock::CopyWindow(copies[before], copies[data], copies[after], &read_at), display_name);
-    const bool torn = result.ok() && std::any_of(result->warnings.begin(), result->warnings.end(), [](const std::string& w) {
+    const bool torn = result->ok() && std::any_of((*result)->warnings.begin(), (*result)->warnings.end(), [](const std::string& w) {
                         return w.find("torn") != std::string::npos;
                       });
     if (!torn || window == 7) break;
@@ -495,7 +496,7 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
     std::tie(before, data, after) = std::tuple(data, after, before);
     RS_RETURN_IF_ERROR(take(copies[after], &copies[data]));  // every copy holds the same rest
   }
-  return result;
+  return std::move(*result);
 }
 
 }  // namespace rankscope::format
