@@ -56,7 +56,7 @@ std::string_view read_pooled_name(const char (&src)[N]) {
 template <size_t N>
 std::string_view read_pooled_name(const char (&src)[N], std::string_view& cached) {
   const size_t n = strnlen(src, N);
-  if (n != cached.size() || std::memcmp(src, cached.data(), n) != 0) cached = read_pooled_name(src);
+  if (n != cached.size() || (n != 0 && std::memcmp(src, cached.data(), n) != 0)) cached = read_pooled_name(src);
   return cached;
 }
 

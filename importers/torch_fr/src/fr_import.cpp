@@ -110,7 +110,7 @@ format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_gl
   c.enqueue_ns = e.time_created_ns;
   c.start_ns = e.time_started_ns;
   c.end_ns = c.state == format::CollectiveState::kCompleted ? std::max(e.time_completed_ns, e.time_created_ns) : 0;
-  c.range = e.call_site;
+  c.range = format::intern_name(e.call_site);  // a view: the snapshot outlives the dump
   // NCCL-like work is launched on a stream and the call returns: what is open waits on the device.
   // Gloo's caller waits for a worker thread: its host is in the call.
   c.host_returned = e.signal == CompletionSignal::kState;
@@ -319,7 +319,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     format::ThreadSnapshot main;
     main.name = "main";
     if (!last_site.empty()) {
-      main.stack.push_back({last_site, 0});
+      main.stack.push_back({format::intern_name(last_site), 0});
       main.depth = 1;
     }
     s.threads.push_back(std::move(main));
