@@ -479,8 +479,10 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
   size_t before = 0, data = 1, after = 2;
   RS_RETURN_IF_ERROR(take(copies[before], nullptr));
   extents = writable_extents(copies[before]);
-  for (const FileExtent& e : extents)
-    if (e.offset > size || e.bytes > size - e.offset) extents.clear();  // writable_extents checks; belt and braces
+  // writable_extents checks this already; a stray extent must mean whole copies, never a read past the end.
+  if (std::any_of(extents.begin(), extents.end(),
+                  [&](const FileExtent& e) { return e.offset > size || e.bytes > size - e.offset; }))
+    extents.clear();
   for (size_t i : {data, after}) RS_RETURN_IF_ERROR(take(copies[i], &copies[before]));
   const seqlock::CopyWindow::ReadAt read_at = [&](uint64_t offset, void* out, size_t bytes) {
     return offset <= size && bytes <= size - offset && read_file(offset, {static_cast<uint8_t*>(out), bytes}).ok();
