@@ -11,8 +11,14 @@ jobs=$(nproc)
 # mpirun as root in containers and CI, and more ranks than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
+# The two full builds compile each target as one translation unit (CMake's unity build): the
+# headers every file includes (GoogleTest, nlohmann/json, fmt) are parsed once per target instead of
+# once per file, which halves CI's compile time. File-local names must therefore differ between the
+# files of one target; the Release and ThreadSanitizer builds below compile file by file.
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+
 echo "== release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE 'bench|slurm'
 # The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer and nsys-import
@@ -44,7 +50,7 @@ build-release/tests/probe_tests
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== ASan+UBSan build (CPU)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \
-    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" >/dev/null
+    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" "${unity[@]}" >/dev/null
   cmake --build build-asan -j"$jobs"
   # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.
   # The pages rendered in Chromium run Chromium's code, not ours: the release run covers them.

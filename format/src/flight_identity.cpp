@@ -23,7 +23,7 @@ std::string text_field(const char* p, size_t n) {
 
 }  // namespace
 
-Result<FlightIdentity> read_flight_identity(const std::filesystem::path& file) {
+Result<HeaderIdentity> read_flight_identity(const std::filesystem::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? not_found(fmt::format("{}: missing", file.string()))
@@ -36,7 +36,7 @@ Result<FlightIdentity> read_flight_identity(const std::filesystem::path& file) {
   if (h.schema_version != kFlightSchemaVersion)
     return unsupported(fmt::format("{}: schema version {}", file.string(), h.schema_version));
   if (h.ready != 1) return corrupt(fmt::format("{}: identity not written yet", file.string()));
-  FlightIdentity id;
+  HeaderIdentity id;
   id.rank = h.rank;
   id.world_size = h.world_size;
   id.pid = h.pid;

@@ -16,10 +16,6 @@
 namespace rankscope::probe {
 namespace {
 
-bool is_open(format::CollectiveState s) {
-  return s == format::CollectiveState::kEnqueued || s == format::CollectiveState::kStarted;
-}
-
 BoundPolicy policy_of(const Options& o) {
   BoundPolicy p;
   p.floor_s = o.hang_floor_s;
@@ -72,7 +68,7 @@ void Probe::Impl::learn_bounds(int64_t now_ns) {
       if (last - i < CollectiveTable::kCapacity) break;
       continue;
     }
-    if (is_open(v->state)) break;  // learned once it completes; later ones wait for it
+    if (format::is_open(v->state)) break;  // learned once it completes; later ones wait for it
     if (v->state == format::CollectiveState::kCompleted && v->end_ns >= v->enqueue_ns) {
       LearnedSite* s = learned_site(v->comm, v->site);
       s->bound.add(v->end_ns - v->enqueue_ns);
@@ -136,7 +132,7 @@ void Probe::Impl::detect_past_bounds(int64_t now_ns) {
   bool suspected_open = !suspected_events.empty();
   for (uint64_t i = learn_cursor; i < last; ++i) {  // every open collective is at or past the cursor
     std::optional<CollectiveView> v = collectives.view(i);
-    if (!v || !is_open(v->state)) continue;
+    if (!v || !format::is_open(v->state)) continue;
     const LearnedSite* s = nullptr;
     for (const LearnedSite& x : learned_sites)
       if (x.comm == v->comm && x.name == v->site) s = &x;

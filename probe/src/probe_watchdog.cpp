@@ -21,10 +21,6 @@ namespace {
 
 constexpr double kStackToolLimitS = 10.0;
 
-bool is_open(format::CollectiveState s) {
-  return s == format::CollectiveState::kEnqueued || s == format::CollectiveState::kStarted;
-}
-
 }  // namespace
 
 void Probe::Impl::watchdog_tick() {
@@ -74,7 +70,7 @@ void Probe::Impl::detect_stuck(int64_t now_ns) {
   bool any_stuck_open = false;
   for (uint64_t i = first; i < last; ++i) {
     std::optional<CollectiveView> v = collectives.view(i);
-    if (!v || !is_open(v->state)) continue;
+    if (!v || !format::is_open(v->state)) continue;
     first_open = std::min(first_open, i);
     if (now_ns - v->enqueue_ns < timeout_ns) continue;
     any_stuck_open = true;

@@ -121,14 +121,14 @@ Status check_unwinder_is_lock_free() {
                                  version));
 }
 
-int current_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
+int kernel_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
 // Async-signal-safe: getpid, gettid, atomics, the unwinder (warmed up by the caller's own unwind).
 void on_stack_signal(int, siginfo_t* info, void*) {
   const int saved_errno = errno;
   // Only our own tgkill: another sender of this number (there should be none) is ignored.
   if (info != nullptr && info->si_code == SI_TKILL && info->si_pid == ::getpid()) {
-    const int tid = current_tid();
+    const int tid = kernel_tid();
     const int count = g_slot_count.load(std::memory_order_acquire);
     for (int i = 0; i < count; ++i) {
       Slot& slot = g_slots[i];
@@ -269,7 +269,7 @@ Result<OwnThreadStacks> capture_own_thread_stacks(double time_limit_s) {
 
   OwnThreadStacks out;
   out.pid = ::getpid();
-  const int self = current_tid();
+  const int self = kernel_tid();
   // The caller's own stack first; this also warms the unwinder up (its first call may resolve
   // symbols and register tables) before any handler needs it.
   ThreadStack caller;

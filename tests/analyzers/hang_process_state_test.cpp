@@ -17,7 +17,7 @@
 #include "rankscope/format/flight_recorder_layout.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::hang::process_state_tests {
 namespace {
 
 using testing::FakeProcessTable;
@@ -182,4 +182,4 @@ TEST(HangFrozen, ARealStoppedProcessWithTheRealProcessTable) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::hang::process_state_tests

@@ -8,7 +8,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::hang::report_tests {
 namespace {
 
 using testing::FakeProcessTable;
@@ -96,4 +96,4 @@ TEST(HangReport, JsonMismatchCarriesValuesByRank) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::hang::report_tests

@@ -36,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 using format::NameKind;
 
-constexpr int64_t kStartNs = 1'700'000'000'000'000'000;
+constexpr int64_t kGpuStartNs = 1'700'000'000'000'000'000;
 constexpr int64_t kRank1OffsetNs = 2'500'000'000;  // rank 1's clock + this = rank 0's
 int64_t ms(double v) { return int64_t(v * 1e6 + 0.5); }
 
@@ -84,7 +84,7 @@ void write_gpu_fake_run(const fs::path& dir, const GpuFakeRunSpec& spec) {
   fs::create_directories(dir);
   format::RunMetadata meta;
   meta.run_id = "gpu-kernels";
-  meta.created_ns = kStartNs;
+  meta.created_ns = kGpuStartNs;
   meta.program = "skew_gpu_fake_run";
   meta.world_size = 2;
   meta.tp = 1;
@@ -97,16 +97,16 @@ void write_gpu_fake_run(const fs::path& dir, const GpuFakeRunSpec& spec) {
     format::EventStreamHeader h;
     h.rank = rank;
     h.world_size = 2;
-    h.created_ns = kStartNs;
+    h.created_ns = kGpuStartNs;
     h.run_id = meta.run_id;
     auto created = format::EventStreamWriter::create(format::event_stream_path(dir, rank), h);
     if (!created.ok()) throw std::runtime_error(created.status().to_string());
     format::EventStreamWriter& w = **created;
     const int64_t offset = rank == 1 ? kRank1OffsetNs : 0;
-    w.write_clock({offset, 20'000, kStartNs - offset, 16, 0});
+    w.write_clock({offset, 20'000, kGpuStartNs - offset, 16, 0});
     const uint32_t dp0 = w.intern(NameKind::kComm, "dp0");
     for (int64_t step = 1; step <= spec.steps; ++step) {
-      const int64_t begin = kStartNs + (step - 1) * ms(GpuFakeRunFacts::kStepMs) - offset;  // own clock
+      const int64_t begin = kGpuStartNs + (step - 1) * ms(GpuFakeRunFacts::kStepMs) - offset;  // own clock
       format::StepRecord rec;
       rec.step = step;
       rec.begin_ns = begin;
@@ -141,7 +141,7 @@ void write_gpu_fake_run(const fs::path& dir, const GpuFakeRunSpec& spec) {
       }
       w.write_trace_kernels(step, traced);
     }
-    w.write_end(kStartNs + spec.steps * ms(GpuFakeRunFacts::kStepMs) - offset);
+    w.write_end(kGpuStartNs + spec.steps * ms(GpuFakeRunFacts::kStepMs) - offset);
     if (auto st = w.flush(); !st.ok()) throw std::runtime_error(st.to_string());
   }
 }

@@ -14,6 +14,7 @@
 
 #include "train_job.h"
 
+namespace moe_equivalence_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 using namespace std::chrono_literals;
@@ -118,3 +119,4 @@ TEST(MoeFlags, BadMoeFlagsAreRefused) {
 }
 
 }  // namespace
+}  // namespace moe_equivalence_tests

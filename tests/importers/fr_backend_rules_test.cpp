@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::hangdoctor_json;
 
-fs::path fixtures() { return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch_fr"; }
+fs::path fr_fixtures() { return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch_fr"; }
 
 std::string where(const testing::HangdoctorRun& r) { return r.err + "\n" + r.report.dump(2); }
 
@@ -68,20 +68,20 @@ void expect_durations_bounded(const nlohmann::json& j, double age_s) {
 
 TEST(FrBackendRules, OnDemandDumpOfAHealthyNcclJobIsHealthy) {
   for (const char* scenario : {"nccl_healthy_timing", "nccl_healthy_no_timing"}) {
-    const auto r = hangdoctor_json((fixtures() / scenario).string());
+    const auto r = hangdoctor_json((fr_fixtures() / scenario).string());
     EXPECT_EQ(r.code, 0) << scenario << where(r);
     EXPECT_EQ(r.report["verdict"], "healthy") << scenario << where(r);
     EXPECT_TRUE(r.report["kind"].is_null());
     EXPECT_EQ(r.report["culprit_ranks"], nlohmann::json::array());
     EXPECT_EQ(r.report["headline"], "HEALTHY: 1 rank running; no collective is pending.") << where(r);
     EXPECT_NE(r.err.find(", 1 rank (0), missing none"), std::string::npos) << r.err;
-    expect_durations_bounded(r.report, age_of_dumps_s(fixtures() / scenario));
+    expect_durations_bounded(r.report, age_of_dumps_s(fr_fixtures() / scenario));
   }
 }
 
 TEST(FrBackendRules, TimeoutDumpWithTimingIsTheGpuBehindItsHostForAtLeastTheTimeout) {
   for (const char* scenario : {"nccl_timeout_timing", "nccl_timeout_timing_json"}) {
-    const auto r = hangdoctor_json((fixtures() / scenario).string());
+    const auto r = hangdoctor_json((fr_fixtures() / scenario).string());
     const auto& j = r.report;
     expect_verdict(r, 1, "gpu_behind_host", nlohmann::json::array({0}));
     EXPECT_EQ(j["verdict"], "hang") << scenario;
@@ -99,12 +99,12 @@ TEST(FrBackendRules, TimeoutDumpWithTimingIsTheGpuBehindItsHostForAtLeastTheTime
     EXPECT_EQ(headline.find("interconnect"), std::string::npos) << headline;
     EXPECT_NE(j["explanation"].get<std::string>().find("timeout of 8.0 s"), std::string::npos) << where(r);
     EXPECT_NE(r.err.find("timing on"), std::string::npos) << r.err;
-    expect_durations_bounded(j, age_of_dumps_s(fixtures() / scenario));
+    expect_durations_bounded(j, age_of_dumps_s(fr_fixtures() / scenario));
   }
 }
 
 TEST(FrBackendRules, TimeoutDumpWithoutTimingNeverCompletedAndCannotTellStarted) {
-  const auto r = hangdoctor_json((fixtures() / "nccl_timeout_no_timing").string());
+  const auto r = hangdoctor_json((fr_fixtures() / "nccl_timeout_no_timing").string());
   const auto& j = r.report;
   expect_verdict(r, 1, "stuck_in_collective", nlohmann::json::array());
   EXPECT_EQ(j["collective"]["seq"], 21);
@@ -114,11 +114,11 @@ TEST(FrBackendRules, TimeoutDumpWithoutTimingNeverCompletedAndCannotTellStarted)
   EXPECT_NE(headline.find("never completed, for at least 8.0 s; whether it started cannot be told"), std::string::npos)
       << headline;
   EXPECT_NE(r.err.find("timing off"), std::string::npos) << r.err;
-  expect_durations_bounded(j, age_of_dumps_s(fixtures() / "nccl_timeout_no_timing"));
+  expect_durations_bounded(j, age_of_dumps_s(fr_fixtures() / "nccl_timeout_no_timing"));
 }
 
 TEST(FrBackendRules, TimingOnTwoGpusTheOneThatNeverStartedIsBehindItsHost) {
-  const auto r = hangdoctor_json((fixtures() / "nccl_two_gpus_one_behind").string());
+  const auto r = hangdoctor_json((fr_fixtures() / "nccl_two_gpus_one_behind").string());
   expect_verdict(r, 1, "gpu_behind_host", nlohmann::json::array({1}));
   EXPECT_EQ(r.report["collective"]["seq"], 3);
   EXPECT_NE(r.report["headline"].get<std::string>().find("Rank 0 waits in that allreduce for at least 600 s."),
@@ -126,13 +126,13 @@ TEST(FrBackendRules, TimingOnTwoGpusTheOneThatNeverStartedIsBehindItsHost) {
 }
 
 TEST(FrBackendRules, TimingOnEveryGpuStartedNoneFinishedIsStuckInTheCollective) {
-  const auto r = hangdoctor_json((fixtures() / "nccl_two_gpus_both_started").string());
+  const auto r = hangdoctor_json((fr_fixtures() / "nccl_two_gpus_both_started").string());
   expect_verdict(r, 1, "stuck_in_collective", nlohmann::json::array());
   EXPECT_NE(r.report["explanation"].get<std::string>().find("suspect the interconnect"), std::string::npos) << where(r);
 }
 
 TEST(FrBackendRules, GlooRankThatNeverCalledTheCollectiveIsTheLaggingRank) {
-  const auto r = hangdoctor_json((fixtures() / "gloo_lagging").string());
+  const auto r = hangdoctor_json((fr_fixtures() / "gloo_lagging").string());
   const auto& j = r.report;
   expect_verdict(r, 1, "lagging_rank", nlohmann::json::array({1}));
   EXPECT_EQ(j["collective"]["comm"], "default_pg") << where(r);
@@ -144,11 +144,11 @@ TEST(FrBackendRules, GlooRankThatNeverCalledTheCollectiveIsTheLaggingRank) {
   // Gloo dumps are taken on demand: nothing says how long rank 0 has waited.
   EXPECT_NE(headline.find("Rank 0 waits in that allreduce for an unknown time."), std::string::npos) << headline;
   EXPECT_NE(r.err.find("backend gloo, 2 ranks (0-1)"), std::string::npos) << r.err;
-  expect_durations_bounded(j, age_of_dumps_s(fixtures() / "gloo_lagging"));
+  expect_durations_bounded(j, age_of_dumps_s(fr_fixtures() / "gloo_lagging"));
 }
 
 TEST(FrBackendRules, GlooOpRetiredByItsTimeoutWhileAPeerNeverCalledItIsStillOpen) {
-  const auto r = hangdoctor_json((fixtures() / "gloo_timed_out").string());
+  const auto r = hangdoctor_json((fr_fixtures() / "gloo_timed_out").string());
   expect_verdict(r, 1, "lagging_rank", nlohmann::json::array({1}));
   EXPECT_EQ(r.report["collective"]["seq"], 6);
   EXPECT_EQ(r.report["ranks"][0]["state"], "waiting");
@@ -166,7 +166,7 @@ TEST(FrBackendRules, DumpsWithoutEntriesAreNotJudged) {
 }
 
 TEST(FrBackendRules, GlooUnnamedPgConfigGivesTheEntriesGroupItsMembers) {
-  auto imp = import_fr_dumps(fixtures() / "gloo_lagging");
+  auto imp = import_fr_dumps(fr_fixtures() / "gloo_lagging");
   ASSERT_TRUE(imp.ok()) << imp.status().to_string();
   ASSERT_TRUE(imp->run.metadata.has_value());
   ASSERT_EQ(imp->run.metadata->groups.size(), 1u);

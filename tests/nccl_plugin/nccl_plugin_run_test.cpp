@@ -11,6 +11,7 @@
 #include "rankscope/format/nccl_section_writer.h"
 #include "rankscope/format/run_directory.h"
 
+namespace plugin_run_tests {
 namespace {
 
 namespace fs = std::filesystem;
@@ -108,3 +109,4 @@ TEST(NcclPluginRun, EmptyPluginDirectoryIsAClearError) {
 }
 
 }  // namespace
+}  // namespace plugin_run_tests

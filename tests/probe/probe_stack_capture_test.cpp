@@ -66,7 +66,7 @@ class ParkedChild {
   pid_t pid_ = -1;
 };
 
-std::string read_text(const std::filesystem::path& file) {
+std::string read_whole_file(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -81,8 +81,8 @@ TEST(ProbeStackCapture, DefaultToolNamesTheFunctions) {
   req.output = dir.path() / "evidence" / "child.stacks.txt";
   req.header = "# test header\n";
   auto r = capture_native_stacks(req);
-  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_text(req.output);
-  std::string text = read_text(req.output);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_whole_file(req.output);
+  std::string text = read_whole_file(req.output);
   EXPECT_EQ(text.rfind("# test header\n", 0), 0u);
   EXPECT_NE(text.find("rankscope_test_child_waits_forever"), std::string::npos) << text;
   if (r->tool == "eu-stack") {
@@ -102,9 +102,9 @@ TEST(ProbeStackCapture, FallsBackToGdbWhenTheFirstToolIsMissing) {
   req.tools = {"rankscope-no-such-tool", "gdb"};
   req.time_limit_s = 60;
   auto r = capture_native_stacks(req);
-  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_text(req.output);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_whole_file(req.output);
   EXPECT_EQ(r->tool, "gdb");
-  EXPECT_NE(read_text(req.output).find("rankscope_test_child_waits_forever"), std::string::npos);
+  EXPECT_NE(read_whole_file(req.output).find("rankscope_test_child_waits_forever"), std::string::npos);
 }
 
 TEST(ProbeStackCapture, NoUsableToolIsAnError) {
@@ -183,9 +183,9 @@ TEST(ProbeStackCaptureInProcess, NamesTheStuckFunctionOfTheStuckThread) {
   req.header = "# test header\n";
   req.tools = {"rankscope-no-such-tool", "in-process"};
   auto r = capture_native_stacks(req);
-  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_text(req.output);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << read_whole_file(req.output);
   EXPECT_EQ(r->tool, "in-process");
-  std::string text = read_text(req.output);
+  std::string text = read_whole_file(req.output);
   EXPECT_EQ(text.rfind("# test header\n", 0), 0u) << text;
   EXPECT_NE(text.find("# tool: in-process (pid " + std::to_string(::getpid())), std::string::npos) << text;
   // libdw when it loads here, else the ELF tables (the probe_stacks_without_libdw ctest hides it).
@@ -245,7 +245,7 @@ TEST(ProbeStackCaptureInProcess, WatchdogWithoutEuStackOrGdbNamesTheStuckThreads
     auto fr = format::read_flight_recorder(format::flight_recorder_path(dir.path(), 0));
     if (fr.ok() && !fr->watchdog.stacks_file.empty()) {
       stacks_file = fr->watchdog.stacks_file;
-      stacks = read_text(dir.path() / stacks_file);
+      stacks = read_whole_file(dir.path() / stacks_file);
       if (section_of_thread(stacks, stuck.tid()).find("rankscope_test_thread_stuck_on_condition") != std::string::npos)
         break;
     }
@@ -300,7 +300,7 @@ class PtraceStoppedThread {
   static bool wait_for_trace_stop(int pid, int tid) {
     const std::string stat = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
     for (int i = 0; i < 5000; ++i) {
-      std::string text = read_text(stat);
+      std::string text = read_whole_file(stat);
       size_t paren = text.rfind(')');
       if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 't') return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -19,6 +19,7 @@
 #include "tokenizer/validation_split.h"
 
 namespace gpt2 {
+namespace tokenize_cli_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 const std::string kDataDir = RANKSCOPE_SOURCE_DIR "/data";
@@ -231,4 +232,5 @@ TEST(TokenizeProcess, ExitStatus) {
 }
 
 }  // namespace
+}  // namespace tokenize_cli_tests
 }  // namespace gpt2

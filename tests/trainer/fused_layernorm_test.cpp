@@ -21,6 +21,7 @@
 #include "ops/cpu/cpu_ops.h"
 
 namespace gpt2 {
+namespace fused_layernorm_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 std::vector<float> random_vector(size_t n, uint32_t seed, float scale, float offset = 0.0f) {
@@ -168,4 +169,5 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ResidualLayerNorm,
                          });
 
 }  // namespace
+}  // namespace fused_layernorm_tests
 }  // namespace gpt2

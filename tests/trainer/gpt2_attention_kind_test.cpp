@@ -14,6 +14,7 @@
 #include "thread_group_comm.h"
 
 namespace gpt2 {
+namespace attention_kind_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 struct Trace {
@@ -118,4 +119,5 @@ TEST(AttentionKind, ParsesNamesAndRefusesOthers) {
 }
 
 }  // namespace
+}  // namespace attention_kind_tests
 }  // namespace gpt2

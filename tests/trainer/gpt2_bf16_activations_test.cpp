@@ -24,6 +24,7 @@
 #include "thread_group_comm.h"
 
 namespace gpt2 {
+namespace bf16_activation_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 struct Trace {
@@ -168,4 +169,5 @@ TEST(Bf16Activations, Fp32OnlyPlacesRefuseIt) {
 }
 
 }  // namespace
+}  // namespace bf16_activation_tests
 }  // namespace gpt2

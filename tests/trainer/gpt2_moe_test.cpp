@@ -20,6 +20,7 @@
 #include "thread_group_comm.h"
 
 namespace gpt2 {
+namespace moe_model_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 using testing::run_thread_group;
@@ -316,4 +317,5 @@ TEST(Gpt2Moe, BadMoeOptionsAreRefused) {
 }
 
 }  // namespace
+}  // namespace moe_model_tests
 }  // namespace gpt2

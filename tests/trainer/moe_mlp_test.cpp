@@ -16,6 +16,7 @@
 #include "moe_param_view.h"
 #include "thread_group_comm.h"
 
+namespace moe_mlp_tests {  // its own: in a unity build the test files of this binary share one translation unit
 namespace {
 
 using gpt2::ExpertLoop;
@@ -177,3 +178,4 @@ TEST(MoeMlp, ExpertParallel2MatchesOneRank) {
 }
 
 }  // namespace
+}  // namespace moe_mlp_tests

@@ -13,7 +13,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kExportHelp =
     "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B]\n\n"
     "Writes the run as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing):\n"
     "(RUN_DIR may also be PyTorch Flight Recorder dumps, a directory or a file prefix: then one\n"
@@ -33,7 +33,7 @@ int export_command(Args args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kExportHelp, stdout);
       return 0;
     } else if (a == "--chrome") {
       if (i + 1 >= args.size()) {
@@ -50,7 +50,7 @@ int export_command(Args args) {
       options.first_step = w->first;
       options.last_step = w->second;
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope export: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope export: unknown option '%s'\n\n%s", std::string(a).c_str(), kExportHelp);
       return 2;
     } else if (run_dir.empty()) {
       run_dir = std::string(a);
@@ -60,7 +60,7 @@ int export_command(Args args) {
     }
   }
   if (run_dir.empty() || chrome.empty()) {
-    std::fprintf(stderr, "rankscope export: %s\n\n%s", run_dir.empty() ? "no run directory given" : "say where: --chrome FILE", kHelp);
+    std::fprintf(stderr, "rankscope export: %s\n\n%s", run_dir.empty() ? "no run directory given" : "say where: --chrome FILE", kExportHelp);
     return 2;
   }
   const std::string tmp = chrome + ".tmp";

@@ -12,7 +12,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kImportKinetoHelp =
     "usage: rankscope import-kineto TRACE|DIR... -o RUN_DIR [--step-range NAME] [--seq-len T] [--batch B]\n"
     "                               [--no-trace] [--threads N] [--quiet]\n\n"
     "Reads PyTorch profiler traces (torch.profiler's Chrome-trace JSON, .json or .json.gz, one per rank;\n"
@@ -43,7 +43,7 @@ int import_kineto_command(Args args) {
     const std::string_view a = args[i];
     const bool has_value = i + 1 < args.size();
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kImportKinetoHelp, stdout);
       return 0;
     }
     if (a == "-o" || a == "--out" || a == "--step-range") {
@@ -55,14 +55,14 @@ int import_kineto_command(Args args) {
     } else if (const int common = parse_common_import_option("import-kineto", args, i, options, quiet); common != 0) {
       if (common < 0) return 2;
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope import-kineto: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope import-kineto: unknown option '%s'\n\n%s", std::string(a).c_str(), kImportKinetoHelp);
       return 2;
     } else {
       inputs.emplace_back(std::string(a));
     }
   }
   if (inputs.empty() || out.empty()) {
-    std::fprintf(stderr, "rankscope import-kineto: %s\n\n%s", inputs.empty() ? "no traces given" : "no run directory given (-o RUN_DIR)", kHelp);
+    std::fprintf(stderr, "rankscope import-kineto: %s\n\n%s", inputs.empty() ? "no traces given" : "no run directory given (-o RUN_DIR)", kImportKinetoHelp);
     return 2;
   }
   auto summary = kineto::import_kineto(inputs, out, options);

@@ -14,7 +14,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kImportNsysHelp =
     "usage: rankscope import-nsys REP.sqlite... -o RUN_DIR [--step-range NAME] [--nvtx-domain D]...\n"
     "                             [--seq-len T] [--batch B] [--no-trace] [--threads N] [--quiet]\n\n"
     "Reads Nsight Systems SQLite exports (nsys export --type sqlite), one per rank or several ranks per\n"
@@ -56,7 +56,7 @@ int import_nsys_command(Args args) {
       return false;
     };
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kImportNsysHelp, stdout);
       return 0;
     } else if (a == "-o" || a == "--out") {
       const auto v = value();
@@ -73,14 +73,14 @@ int import_nsys_command(Args args) {
     } else if (const int common = parse_common_import_option("import-nsys", args, i, options, quiet); common != 0) {
       if (common < 0) return 2;
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope import-nsys: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope import-nsys: unknown option '%s'\n\n%s", std::string(a).c_str(), kImportNsysHelp);
       return 2;
     } else {
       files.emplace_back(std::string(a));
     }
   }
   if (files.empty() || out.empty()) {
-    std::fprintf(stderr, "rankscope import-nsys: %s\n\n%s", files.empty() ? "no exports given" : "no run directory given (-o RUN_DIR)", kHelp);
+    std::fprintf(stderr, "rankscope import-nsys: %s\n\n%s", files.empty() ? "no exports given" : "no run directory given (-o RUN_DIR)", kImportNsysHelp);
     return 2;
   }
   auto summary = nsys::import_nsys(files, out, options);

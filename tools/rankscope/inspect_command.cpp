@@ -10,7 +10,7 @@
 namespace rankscope::cli {
 
 namespace {
-constexpr const char* kHelp =
+constexpr const char* kInspectHelp =
     "usage: rankscope inspect RUN_DIR [--json] [--last N]\n\n"
     "Shows every rank's state from its flight recorder: heartbeat age, step, open ranges, and the last\n"
     "collectives of each communicator with their states. Safe on a live, stuck or dead job.\n\n"
@@ -25,7 +25,7 @@ int inspect_command(Args args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const auto a = args[i];
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kInspectHelp, stdout);
       return 0;
     } else if (a == "--json") {
       json = true;
@@ -37,7 +37,7 @@ int inspect_command(Args args) {
         return 2;
       }
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope inspect: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope inspect: unknown option '%s'\n\n%s", std::string(a).c_str(), kInspectHelp);
       return 2;
     } else if (dir.empty()) {
       dir = a;
@@ -47,7 +47,7 @@ int inspect_command(Args args) {
     }
   }
   if (dir.empty()) {
-    std::fputs(kHelp, stderr);
+    std::fputs(kInspectHelp, stderr);
     return 2;
   }
   auto run = format::open_run_directory(dir);

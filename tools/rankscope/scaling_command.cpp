@@ -14,7 +14,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kScalingHelp =
     "usage: rankscope scaling SWEEP_DIR [--forecast T,T...] [--json FILE] [--html FILE]\n\n"
     "Sequence-length scaling over a sweep directory (written by gpt2-train --sweep-seq-len\n"
     "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
@@ -96,7 +96,7 @@ int scaling_command(Args all_args) {
   }
   std::string sweep_dir;
   ReportOutputs outputs;
-  if (auto stop = parse_report_args(args, "scaling", kHelp, "sweep directory", sweep_dir, outputs)) return *stop;
+  if (auto stop = parse_report_args(args, "scaling", kScalingHelp, "sweep directory", sweep_dir, outputs)) return *stop;
   auto report = analyzers::analyze_scaling(sweep_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());

@@ -19,7 +19,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kSkewHelp =
     "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B] [--quiet]\n\n"
     "Per-rank imbalance of a run, from its event streams, built on arrival times at collectives\n"
     "(a collective's duration measures waiting, not work: the fast rank shows the longest one).\n"
@@ -106,7 +106,7 @@ int skew_command(Args args) {
     const std::string_view a = args[i];
     auto value = [&]() -> std::string_view { return i + 1 < args.size() ? args[++i] : std::string_view(); };
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kSkewHelp, stdout);
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       outputs.quiet = true;
@@ -126,7 +126,7 @@ int skew_command(Args args) {
       options.first_step = w->first;
       options.last_step = w->second;
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope skew: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope skew: unknown option '%s'\n\n%s", std::string(a).c_str(), kSkewHelp);
       return 2;
     } else if (run_dir.empty()) {
       run_dir = std::string(a);
@@ -136,7 +136,7 @@ int skew_command(Args args) {
     }
   }
   if (run_dir.empty()) {
-    std::fprintf(stderr, "rankscope skew: no run directory given\n\n%s", kHelp);
+    std::fprintf(stderr, "rankscope skew: no run directory given\n\n%s", kSkewHelp);
     return 2;
   }
   auto report = analyzers::analyze_skew(run_dir, options);

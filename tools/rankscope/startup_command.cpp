@@ -12,7 +12,7 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kStartupHelp =
     "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n\n"
     "Per-rank start-up timeline from the run directory (gpt2-train records the start-up as step 0:\n"
     "init/launch from the process's start, init/comm, init/device, init/clock_align, init/model,\n"
@@ -51,7 +51,7 @@ void print_text(const analyzers::StartupReport& r, std::FILE* out) {
 int startup_command(Args args) {
   std::string run_dir;
   ReportOutputs outputs;
-  if (auto stop = parse_report_args(args, "startup", kHelp, "run directory", run_dir, outputs)) return *stop;
+  if (auto stop = parse_report_args(args, "startup", kStartupHelp, "run directory", run_dir, outputs)) return *stop;
   auto report = analyzers::analyze_startup(run_dir);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope startup: %s\n", report.status().to_string().c_str());

@@ -12,7 +12,7 @@
 namespace rankscope::cli {
 
 namespace {
-constexpr const char* kHelp =
+constexpr const char* kSynthHelp =
     "usage: rankscope synth --ranks N --steps S [--tp T] [--layers L]\n"
     "                       [--fault KIND:rank=R[,step=S,range=NAME,comm=C,seq=K,factor=F,param=P,ms=M,\n"
     "                                           delta=D,peer=P]]\n"
@@ -65,7 +65,7 @@ int synth_command(Args args) {
     std::string_view v;
     bool ok = true;
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kSynthHelp, stdout);
       return 0;
     } else if (a == "--ranks") {
       ok = value(v) && number(v, o.ranks);
@@ -110,7 +110,7 @@ int synth_command(Args args) {
       ok = value(v);
       out = v;
     } else {
-      std::fprintf(stderr, "rankscope synth: unknown option '%s'\n\n%s", std::string(a).c_str(), kHelp);
+      std::fprintf(stderr, "rankscope synth: unknown option '%s'\n\n%s", std::string(a).c_str(), kSynthHelp);
       return 2;
     }
     if (!ok) {
@@ -120,7 +120,7 @@ int synth_command(Args args) {
     }
   }
   if (!have_ranks || !have_steps || out.empty()) {
-    std::fprintf(stderr, "rankscope synth: --ranks, --steps and -o DIR are required\n\n%s", kHelp);
+    std::fprintf(stderr, "rankscope synth: --ranks, --steps and -o DIR are required\n\n%s", kSynthHelp);
     return 2;
   }
   if (o.local_host) o.live_pid = int(::getppid());  // alive after we exit, unlike our own pid

@@ -10,14 +10,14 @@
 #include "analysis_parts.h"
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::hang {
 namespace {
 
-constexpr double kNsPerS = 1e9;
 constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
 
-double seconds(int64_t ns) { return double(ns) / kNsPerS; }
+double seconds(int64_t ns) { return double(ns) / kNsPerSecond; }
 
 // Host-side work outside the model and the collectives: a stall here is not a collective problem.
 bool is_host_range(const std::string& name) {
@@ -189,7 +189,7 @@ std::vector<int> Classifier::find_dead() {
   int64_t freshest = 0;
   for (const auto& v : views_)
     if (v.readable() && !v.finished) freshest = std::max(freshest, v.heartbeat_ns);
-  const int64_t stale = int64_t(o_.stale_heartbeat_s * kNsPerS);
+  const int64_t stale = int64_t(o_.stale_heartbeat_s * kNsPerSecond);
   std::vector<int> dead, candidates;
   int unfinished = 0;
   for (auto& v : views_) {

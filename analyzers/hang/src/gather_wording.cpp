@@ -10,7 +10,7 @@
 namespace rankscope::hang {
 namespace {
 
-std::string human_bytes(uint64_t b) {
+std::string decimal_bytes(uint64_t b) {
   if (b >= (10u << 20)) return fmt::format("{:.1f} MB", double(b) / 1e6);
   if (b >= 10'000) return fmt::format("{:.0f} kB", double(b) / 1e3);
   return fmt::format("{} bytes", b);
@@ -21,7 +21,7 @@ std::string human_bytes(uint64_t b) {
 std::string gather_headline(const format::GatherRecord& r) {
   const std::string how = r.launcher == "slurm" ? fmt::format(" of Slurm job {}", r.job_id) : std::string();
   return fmt::format("gathered: {} of {} nodes{} answered in {:.2f} s ({} moved)", r.answered(), r.nodes.size(), how,
-                     r.seconds, human_bytes(r.stream_bytes));
+                     r.seconds, decimal_bytes(r.stream_bytes));
 }
 
 std::vector<std::string> gather_findings(const format::GatherRecord& r) {

@@ -4,11 +4,10 @@
 #include <fmt/format.h>
 
 #include "analysis_parts.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::hang {
 namespace {
-
-constexpr double kNsPerS = 1e9;
 
 void consider(std::optional<Detection>& best, double& best_ratio, int rank, std::string what, int64_t open_ns,
               const format::BoundSnapshot& b) {
@@ -16,8 +15,8 @@ void consider(std::optional<Detection>& best, double& best_ratio, int rank, std:
   const double ratio = double(open_ns) / double(b.bound_ns);
   if (best && ratio <= best_ratio) return;
   best_ratio = ratio;
-  best = Detection{"learned_bound", rank, std::move(what), double(open_ns) / kNsPerS, double(b.bound_ns) / kNsPerS,
-                   double(b.quantile_ns) / kNsPerS, b.samples, bound_basis(b)};
+  best = Detection{"learned_bound", rank, std::move(what), double(open_ns) / kNsPerSecond, double(b.bound_ns) / kNsPerSecond,
+                   double(b.quantile_ns) / kNsPerSecond, b.samples, bound_basis(b)};
 }
 
 }  // namespace

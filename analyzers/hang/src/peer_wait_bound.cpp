@@ -25,11 +25,10 @@
 #include <fmt/format.h>
 
 #include "analysis_parts.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::hang {
 namespace {
-
-constexpr double kNsPerS = 1e9;
 
 // The step statistic a rank published, in ns, with its wording; 0 when it learned none from
 // training steps (the start-up step alone is init: no scale for a training step).
@@ -82,7 +81,7 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
     if (start > 0 && w.rec->enqueue_ns - start > s.ns) s.ns = w.rec->enqueue_ns - start;
   }
   if (s.ns <= 0) return {};
-  s.basis = fmt::format("the waiters' whole start-up took {:.2f} s", double(s.ns) / kNsPerS);
+  s.basis = fmt::format("the waiters' whole start-up took {:.2f} s", double(s.ns) / kNsPerSecond);
   return s;
 }
 
@@ -128,13 +127,13 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
       }
     }
     if (!judged.insert({idle.rank, &b}).second) continue;  // this rank at this collective: judged already
-    if (!b.all_wait || b.waiters.empty() || b.waited_ns < int64_t(policy.min_wait_s * kNsPerS)) continue;
+    if (!b.all_wait || b.waiters.empty() || b.waited_ns < int64_t(policy.min_wait_s * kNsPerSecond)) continue;
     const std::vector<Waiter>& waiters = b.waiters;
     const int64_t waited_ns = b.waited_ns;
     const Scale s = scale_for(idle, waiters, policy.factor);
     if (s.ns <= 0) continue;
-    const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerS);
-    const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerS;
+    const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerSecond);
+    const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerSecond;
     if (idle_s < bound_s) continue;
     const double ratio = idle_s / bound_s;
     if (best && ratio <= best_ratio) continue;
@@ -146,10 +145,10 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
                          idle.stack.empty() ? std::string("no range") : idle.stack.back(), idle.snap->live.step,
                          waiters.size() == 1 ? "its peer" : fmt::format("{} peers", waiters.size()),
                          waiters.size() == 1 ? "waits" : "wait", format::short_op_name(waiters.front().rec->op), e.seq, e.comm,
-                         double(waited_ns) / kNsPerS);
+                         double(waited_ns) / kNsPerSecond);
     d.open_s = idle_s;
     d.bound_s = bound_s;
-    d.quantile_s = double(s.ns) / kNsPerS;
+    d.quantile_s = double(s.ns) / kNsPerSecond;
     d.basis = fmt::format("{}, floor {:g} s", s.basis, floor_s);
     best = d;
   }

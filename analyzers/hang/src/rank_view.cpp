@@ -56,7 +56,7 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
     for (const auto& c : s.comms) {
       for (const auto& rec : c.ring) {
         last = std::max({last, rec.enqueue_ns, rec.end_ns});
-        const bool open = rec.state == format::CollectiveState::kEnqueued || rec.state == format::CollectiveState::kStarted;
+        const bool open = format::is_open(rec.state);
         if (open) v.open.emplace_back(&c, &rec);
       }
     }

@@ -6,11 +6,10 @@
 
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/vocabulary.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::analyzers {
 namespace {
-
-constexpr double kNsPerMs = 1e6;
 
 // One rank's figures at one site, gathered over the steps.
 struct SiteAccumulator {
@@ -80,16 +79,16 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
     double wait_sum_ms = 0;
     for (const Record& rec : records_[r]) {
       const Instance& inst = instances_[rec.instance];
-      double wait = double(inst.last - rec.arrival_ns) / kNsPerMs;
-      if (rec.duration_ns >= 0) wait = std::min(wait, double(rec.duration_ns) / kNsPerMs);
+      double wait = double(inst.last - rec.arrival_ns) / kNsPerMillisecond;
+      if (rec.duration_ns >= 0) wait = std::min(wait, double(rec.duration_ns) / kNsPerMillisecond);
       wait = std::max(0.0, wait);
       wait_sum_ms += wait;
       SiteAccumulator& acc = per_site[inst.site];
-      const double rel = double(rec.arrival_ns - inst.last) / kNsPerMs;
+      const double rel = double(rec.arrival_ns - inst.last) / kNsPerMillisecond;
       acc.rel_ms.push_back(rel);
       acc.wait_ms.push_back(wait);
       if (inst.last_rank == int32_t(r) && inst.count >= 2) {
-        const double margin = double(inst.last - inst.second) / kNsPerMs;
+        const double margin = double(inst.last - inst.second) / kNsPerMillisecond;
         acc.margin_ms.push_back(margin);
         acc.margin_sum_ms += margin;
       }

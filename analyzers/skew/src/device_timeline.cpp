@@ -4,11 +4,11 @@
 #include <algorithm>
 
 #include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::analyzers {
 namespace {
 
-constexpr double kNsPerMs = 1e6;
 // The per-step times of a DeviceBreakdown, which means average alike.
 constexpr double DeviceBreakdown::*kTimes[] = {&DeviceBreakdown::step_ms,     &DeviceBreakdown::busy_ms,
                                                &DeviceBreakdown::compute_ms,  &DeviceBreakdown::transfer_ms,
@@ -92,25 +92,25 @@ std::optional<DeviceBreakdown> DeviceTimeline::finish(const std::map<int64_t, do
   for (const Step& s : steps_) {
     auto wall = step_ms.find(s.step);
     if (wall == step_ms.end()) continue;
-    const double frame_ms = std::max(wall->second, double(s.time.busy_ns) / kNsPerMs);
+    const double frame_ms = std::max(wall->second, double(s.time.busy_ns) / kNsPerMillisecond);
     ++d.traced_steps;
     d.first_traced_step = d.first_traced_step < 0 ? s.step : std::min(d.first_traced_step, s.step);
     d.last_traced_step = std::max(d.last_traced_step, s.step);
     d.step_ms += frame_ms;
-    d.busy_ms += double(s.time.busy_ns) / kNsPerMs;
-    d.compute_ms += double(s.time.compute_ns) / kNsPerMs;
-    d.transfer_ms += double(s.time.transfer_ns) / kNsPerMs;
-    d.memcpy_ms += double(s.time.memcpy_ns) / kNsPerMs;
-    d.idle_ms += frame_ms - double(s.time.busy_ns) / kNsPerMs;
-    d.kernel_ms += double(s.kernel_ns) / kNsPerMs;
-    d.outside_ranges_ms += double(s.outside_ns) / kNsPerMs;
+    d.busy_ms += double(s.time.busy_ns) / kNsPerMillisecond;
+    d.compute_ms += double(s.time.compute_ns) / kNsPerMillisecond;
+    d.transfer_ms += double(s.time.transfer_ns) / kNsPerMillisecond;
+    d.memcpy_ms += double(s.time.memcpy_ns) / kNsPerMillisecond;
+    d.idle_ms += frame_ms - double(s.time.busy_ns) / kNsPerMillisecond;
+    d.kernel_ms += double(s.kernel_ns) / kNsPerMillisecond;
+    d.outside_ranges_ms += double(s.outside_ns) / kNsPerMillisecond;
     for (const auto& [key, ns] : s.range_ns) range_ns[key] += ns;
   }
   if (d.traced_steps == 0) return std::nullopt;
   const double n = double(d.traced_steps);
   for (auto field : kTimes) d.*field /= n;
   for (size_t k = 0; k < range_ns.size(); ++k) {
-    if (range_ns[k] > 0) d.range_ms[range_names_[k]] = double(range_ns[k]) / kNsPerMs / n;
+    if (range_ns[k] > 0) d.range_ms[range_names_[k]] = double(range_ns[k]) / kNsPerMillisecond / n;
   }
   return d;
 }

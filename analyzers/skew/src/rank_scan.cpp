@@ -9,11 +9,10 @@
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/clock.h"
 
 namespace rankscope::analyzers {
 namespace {
-
-constexpr double kNsPerMs = 1e6;
 
 template <class T>
 void grow(std::vector<T>& v, size_t n, const T& fill) {
@@ -48,8 +47,8 @@ void RankScan::on_clock(const format::ClockRecord& clock) {
         "rank {}: clock record arrives after the first step; earlier steps are not aligned", rank_));
   }
   offset_ns_ = clock.offset_ns;
-  result_.summary.clock_offset_ms = double(clock.offset_ns) / kNsPerMs;
-  result_.summary.clock_uncertainty_ms = double(clock.uncertainty_ns) / kNsPerMs;
+  result_.summary.clock_offset_ms = double(clock.offset_ns) / kNsPerMillisecond;
+  result_.summary.clock_uncertainty_ms = double(clock.uncertainty_ns) / kNsPerMillisecond;
 }
 
 bool RankScan::is_range(uint32_t local) const {
@@ -96,7 +95,7 @@ void RankScan::on_step(const format::StepRecord& step) {
   // that did not run in this step on the main thread (count 0).
   grow(range_kernel_samples_, n_names, std::vector<double>());
   for (const auto& r : step.ranges) {
-    if (r.kernel_ns > 0 && is_range(r.name_id)) range_kernel_samples_[r.name_id].push_back(double(r.kernel_ns) / kNsPerMs);
+    if (r.kernel_ns > 0 && is_range(r.name_id)) range_kernel_samples_[r.name_id].push_back(double(r.kernel_ns) / kNsPerMillisecond);
   }
 
   // Ranges present in this step.
@@ -167,19 +166,19 @@ void RankScan::on_step(const format::StepRecord& step) {
       if (top_level_global_[r] == kNoName) top_level_global_[r] = names_.id(top_level_range(local_names_[r]));
       const uint32_t top = top_level_global_[r];
       grow(top_level_sum_, size_t(top) + 1, 0.0);
-      top_level_sum_[top] += double(total_ns_[r]) / kNsPerMs;
+      top_level_sum_[top] += double(total_ns_[r]) / kNsPerMillisecond;
     }
-    range_total_samples_[r].push_back(double(total_ns_[r]) / kNsPerMs);
-    range_compute_samples_[r].push_back(double(std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r])) / kNsPerMs);
+    range_total_samples_[r].push_back(double(total_ns_[r]) / kNsPerMillisecond);
+    range_compute_samples_[r].push_back(double(std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r])) / kNsPerMillisecond);
   }
 
   const int64_t step_ns = std::max<int64_t>(0, step.end_ns - step.begin_ns);
-  const double step_ms = double(step_ns) / kNsPerMs;
-  compute_ms_sum_ += double(std::max<int64_t>(0, busy - coll_inside)) / kNsPerMs;
-  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - busy - (coll_total - coll_inside))) / kNsPerMs;
-  collective_ms_sum_ += double(coll_total) / kNsPerMs;
+  const double step_ms = double(step_ns) / kNsPerMillisecond;
+  compute_ms_sum_ += double(std::max<int64_t>(0, busy - coll_inside)) / kNsPerMillisecond;
+  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - busy - (coll_total - coll_inside))) / kNsPerMillisecond;
+  collective_ms_sum_ += double(coll_total) / kNsPerMillisecond;
   step_ms_.push_back(step_ms);
-  noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - coll_total)) / kNsPerMs);
+  noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - coll_total)) / kNsPerMillisecond);
   result_.step_numbers.push_back(step.step);
   result_.step_ms.push_back(float(step_ms));
 

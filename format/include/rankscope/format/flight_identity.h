@@ -14,7 +14,8 @@
 
 namespace rankscope::format {
 
-struct FlightIdentity {
+// Not the writer's FlightIdentity (flight_recorder_writer.h), which holds what a writer is given.
+struct HeaderIdentity {
   int rank = -1;
   int world_size = 0;
   int pid = 0;
@@ -25,6 +26,6 @@ struct FlightIdentity {
 
 // kCorrupt for a short file, a bad magic or a header not yet `ready`; kUnsupported for another
 // schema version; kNotFound / kIo from the filesystem.
-Result<FlightIdentity> read_flight_identity(const std::filesystem::path& file);
+Result<HeaderIdentity> read_flight_identity(const std::filesystem::path& file);
 
 }  // namespace rankscope::format

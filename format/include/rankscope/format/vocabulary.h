@@ -39,6 +39,9 @@ enum class DataType : uint8_t {
 // began moving data (a GPU kernel started; on blocking CPU collectives equal to enqueued).
 enum class CollectiveState : uint8_t { kEmpty = 0, kEnqueued = 1, kStarted = 2, kCompleted = 3, kFailed = 4 };
 
+// Still running: enqueued, or its kernel started, and not yet ended.
+constexpr bool is_open(CollectiveState s) { return s == CollectiveState::kEnqueued || s == CollectiveState::kStarted; }
+
 enum class ProcessState : uint32_t { kStarting = 0, kRunning = 1, kFinished = 2, kAborted = 3 };
 
 // kSuspectedHang: a collective or step ran far past its learned bound (before the fixed timeout).
