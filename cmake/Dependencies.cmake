@@ -4,6 +4,11 @@ find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# RapidJSON's streaming writer (header-only): reports written in one pass where a DOM of 16K ranks
+# costs more than the diagnosis (hangdoctor's JSON). nlohmann_json stays for everything read.
+find_path(RAPIDJSON_INCLUDE_DIR NAMES rapidjson/prettywriter.h REQUIRED)
+add_library(rankscope_rapidjson INTERFACE)
+target_include_directories(rankscope_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIR})
 find_package(SQLite3 REQUIRED)  # nsys SQLite exports (importers/nsys)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)

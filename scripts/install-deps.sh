@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config make
-  libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev
+  libfmt-dev nlohmann-json3-dev rapidjson-dev libgtest-dev libgmock-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
   libjs-chart.js elfutils gdb python3-jsonschema libsqlite3-dev
   libdw-dev

@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   const bench::HangTiming t = bench::time_hangdoctor(dir);
   if (!t.ok) return 2;
   const hang::Diagnosis& d = t.diagnosis;
-  std::printf("hangdoctor on %d ranks: %.3f s median (min %.3f s, max %.3f s) of which reading recorders %.3f s; "
-              "budget < 1 s\n",
-              ranks, t.median(), t.total_s.front(), t.total_s.back(), t.open_s[2]);
+  std::printf("hangdoctor on %d ranks: %.3f s median (min %.3f s, max %.3f s); medians of its parts: reading "
+              "recorders %.3f s, diagnosis %.3f s, text and JSON reports %.3f s; budget < 1 s\n",
+              ranks, t.median(), t.total_s.front(), t.total_s.back(), t.open_s[2], t.diagnose_s[2], t.render_s[2]);
   std::printf("verdict: %s\n", d.headline.c_str());
   if (!keep) std::filesystem::remove_all(dir);
   const bool right = d.verdict == hang::Verdict::kHang && d.culprit_ranks == std::vector<int>{5};

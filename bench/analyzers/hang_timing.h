@@ -20,7 +20,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 struct HangTiming {
-  std::vector<double> open_s, total_s;  // sorted, 5 each
+  std::vector<double> open_s, diagnose_s, render_s, total_s;  // sorted, 5 each
   hang::Diagnosis diagnosis;            // of the last repetition
   bool ok = false;
   double median() const { return total_s[2]; }
@@ -34,13 +34,19 @@ inline HangTiming time_hangdoctor(const std::filesystem::path& dir) {
     auto run = format::open_run_directory(dir);
     if (!run.ok()) return t;
     t.open_s.push_back(seconds_since(t0));
+    const auto t1 = std::chrono::steady_clock::now();
     t.diagnosis = hang::diagnose(*run, procs);
+    t.diagnose_s.push_back(seconds_since(t1));
+    const auto t2 = std::chrono::steady_clock::now();
     const std::string text = hang::render_text(t.diagnosis);
-    const std::string json = hang::render_json(t.diagnosis).dump(2);
+    const std::string json = hang::render_json_text(t.diagnosis);
+    t.render_s.push_back(seconds_since(t2));
     t.total_s.push_back(seconds_since(t0));
     if (text.empty() || json.empty()) return t;
   }
   std::sort(t.open_s.begin(), t.open_s.end());
+  std::sort(t.diagnose_s.begin(), t.diagnose_s.end());
+  std::sort(t.render_s.begin(), t.render_s.end());
   std::sort(t.total_s.begin(), t.total_s.end());
   t.ok = true;
   return t;

@@ -544,6 +544,7 @@ void Classifier::fill_ranks() {
       r.waiting = collective_ref(v.pending_comm->name, *v.pending);
       r.waited_s = seconds(d_.reference_ns - v.aligned(v.pending->enqueue_ns));
     }
+    r.last_completed.reserve(s.comms.size());
     for (const auto& c : s.comms) {
       for (auto it = c.ring.rbegin(); it != c.ring.rend(); ++it) {
         if (it->state != format::CollectiveState::kCompleted) continue;

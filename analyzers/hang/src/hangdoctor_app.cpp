@@ -200,21 +200,19 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
   }
   if (!json_file.empty()) {
-    nlohmann::json j = render_json(d);
-    if (watched) {
-      j["wait"] = {{"quiet_s", wait_s}, {"samples", watched->samples}, {"stalled", watched->stalled},
-                   {"hang_to_verdict_s", watched->stalled ? nlohmann::json(watched->hang_to_verdict_s()) : nlohmann::json(nullptr)}};
-    }
-    if (gathered) {
-      j["gather"] = {{"nodes_asked", gathered->nodes.size()}, {"nodes_answered", gathered->answered()},
-                     {"seconds", gathered->seconds}, {"stream_bytes", gathered->stream_bytes},
-                     {"findings", gather_lines}};
-    }
+    ReportExtras extras;
+    if (watched)
+      extras.wait = WaitSummary{wait_s, watched->samples, watched->stalled,
+                                watched->stalled ? std::optional(watched->hang_to_verdict_s()) : std::nullopt};
+    if (gathered)
+      extras.gather = GatherSummary{gathered->nodes.size(), gathered->answered(), gathered->seconds,
+                                    gathered->stream_bytes, gather_lines};
+    const std::string json = render_json_text(d, extras);
     if (json_file == "-") {
-      std::fprintf(out, "%s\n", j.dump(2).c_str());
+      std::fprintf(out, "%s\n", json.c_str());
     } else {
       std::ofstream f(json_file);
-      f << j.dump(2) << "\n";
+      f << json << "\n";
       if (!f) {
         std::fprintf(err, "hangdoctor: cannot write %s\n", json_file.c_str());
         return 2;

@@ -31,7 +31,10 @@
 // in culprit_ranks and the headline names the node ("HANG: node n4: ranks 12-15 all stopped ...").
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,7 +44,29 @@ namespace rankscope::hang {
 
 inline constexpr int kHangReportSchemaVersion = 2;
 
+// What the CLI knows beyond the diagnosis: how --wait went, and the gather of a multi-node run.
+struct WaitSummary {
+  double quiet_s = 0;
+  int samples = 0;
+  bool stalled = false;
+  std::optional<double> hang_to_verdict_s;  // when stalled
+};
+struct GatherSummary {
+  uint64_t nodes_asked = 0;
+  int nodes_answered = 0;
+  double seconds = 0;
+  uint64_t stream_bytes = 0;
+  std::vector<std::string> findings;  // the gather's own lines (headline, unreachable nodes, ...)
+};
+struct ReportExtras {
+  std::optional<WaitSummary> wait;
+  std::optional<GatherSummary> gather;
+};
+
 std::string render_text(const Diagnosis& d);
+// The JSON report as text, written in one pass (what `hangdoctor --json` writes).
+std::string render_json_text(const Diagnosis& d, const ReportExtras& extras = {});
+// The same report parsed, for callers that look fields up (tests, tools that embed it).
 nlohmann::json render_json(const Diagnosis& d);
 
 }  // namespace rankscope::hang
