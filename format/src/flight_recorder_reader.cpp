@@ -244,15 +244,20 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
     const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);
     t.depth = copy->depth;
     const uint32_t stored = std::min(copy->depth, p.max_range_depth);
+    t.stack.reserve(stored);
     for (uint32_t d = 0; d < stored; ++d) t.stack.push_back({read_pooled_name(stack[d].name), stack[d].begin_ns});
     if (t.torn) s.warnings.push_back(fmt::format("thread {} range stack torn", t.tid));
     s.threads.push_back(std::move(t));
   }
 
   thread_local std::vector<std::string_view> ring_names(1 << 14);  // per reading thread, across recorders
+  auto comm_slot = [&](uint32_t i) { return base + h->comms_offset + uint64_t(i) * h->comm_slot_bytes; };
+  uint32_t claimed_comms = 0;
+  for (uint32_t i = 0; i < p.max_comms; ++i)
+    claimed_comms += copies.before(reinterpret_cast<const CommSlotHeader*>(comm_slot(i))->claimed) == 1;
+  s.comms.reserve(claimed_comms);
   for (uint32_t i = 0; i < p.max_comms; ++i) {
-    const uint8_t* slot = base + h->comms_offset + uint64_t(i) * h->comm_slot_bytes;
-    const auto* ch = reinterpret_cast<const CommSlotHeader*>(slot);
+    const auto* ch = reinterpret_cast<const CommSlotHeader*>(comm_slot(i));
     if (copies.before(ch->claimed) != 1) continue;  // published once: name, size, rank are complete
     CommSnapshot c;
     c.index = int(i);
@@ -392,15 +397,28 @@ Result<FlightRecorderSnapshot> read_flight_recorder(const std::filesystem::path&
   return result;
 }
 
-std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
-  const uint64_t limit = bytes.size();
-  if (limit < sizeof(FlightHeader)) return {};
+namespace {
+
+// The header of a copy whose layout validates, else null: what the reader's byte-range plans
+// (writable_extents, unclaimed_rings) start from.
+const FlightHeader* validated_header(std::span<const uint8_t> bytes) {
+  if (bytes.size() < sizeof(FlightHeader)) return nullptr;
   const auto* h = reinterpret_cast<const FlightHeader*>(bytes.data());
   if (std::memcmp(h->magic, kFlightMagic, sizeof(kFlightMagic)) != 0 || h->header_bytes != sizeof(FlightHeader) ||
-      !layout_consistent(*h, limit))
-    return {};
+      !layout_consistent(*h, bytes.size()))
+    return nullptr;
+  return h;
+}
+
+}  // namespace
+
+std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
+  const uint64_t limit = bytes.size();
+  const FlightHeader* h = validated_header(bytes);
+  if (h == nullptr) return {};
   const FlightLayoutParams& p = h->layout;
   std::vector<FileExtent> out;
+  out.reserve(8 + 2 * size_t(p.max_comms));
   auto add = [&](uint64_t offset, uint64_t n) {
     if (n == 0) return;
     if (!out.empty() && out.back().offset + out.back().bytes == offset) out.back().bytes += n;
@@ -442,6 +460,7 @@ std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
   // page): extents closer than kMergeGap are read as one.
   constexpr uint64_t kMergeGap = 8192;
   std::vector<FileExtent> merged;
+  merged.reserve(out.size());
   for (const FileExtent& e : out) {
     if (!merged.empty() && e.offset <= merged.back().offset + merged.back().bytes + kMergeGap)
       merged.back().bytes = std::max(merged.back().offset + merged.back().bytes, e.offset + e.bytes) - merged.back().offset;
@@ -451,6 +470,18 @@ std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
   return merged;
 }
 
+std::vector<FileExtent> unclaimed_rings(std::span<const uint8_t> bytes) {
+  const FlightHeader* h = validated_header(bytes);
+  if (h == nullptr) return {};
+  std::vector<FileExtent> out;
+  for (uint32_t i = 0; i < h->layout.max_comms; ++i) {
+    const uint64_t at = h->comms_offset + uint64_t(i) * h->comm_slot_bytes;
+    if (reinterpret_cast<const CommSlotHeader*>(bytes.data() + at)->claimed != 1)
+      out.push_back({at + sizeof(CommSlotHeader), h->comm_slot_bytes - sizeof(CommSlotHeader)});
+  }
+  return out;
+}
+
 Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const ReadFile& read_file,
                                                            std::string_view display_name) {
   // Reused buffers: a reader of thousands of recorders allocates once per thread.
@@ -458,19 +489,16 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
   // The first copy is whole. The later ones read again only what the writer can still change
   // (writable_extents); the rest, unclaimed slots and never-written sections, is the first copy's
   // bytes in all three, judged as one copy is. At 16K ranks this is a third of the bytes read.
-  std::vector<FileExtent> extents;
+  // Of the rest, the unclaimed slots' rings are not even copied over (unclaimed_rings): `fills`,
+  // what is copied from the first copy, is the file less the extents and those rings.
+  std::vector<FileExtent> extents, fills;
   auto take = [&](std::vector<uint8_t>& copy, const std::vector<uint8_t>* rest_from) -> Status {
     copy.resize(size);
     if (rest_from == nullptr || extents.empty()) {
       RS_RETURN_IF_ERROR(read_file(0, copy));
     } else {
-      uint64_t at = 0;
-      for (const FileExtent& e : extents) {
-        std::memcpy(copy.data() + at, rest_from->data() + at, e.offset - at);
-        RS_RETURN_IF_ERROR(read_file(e.offset, {copy.data() + e.offset, e.bytes}));
-        at = e.offset + e.bytes;
-      }
-      std::memcpy(copy.data() + at, rest_from->data() + at, size - at);
+      for (const FileExtent& f : fills) std::memcpy(copy.data() + f.offset, rest_from->data() + f.offset, f.bytes);
+      for (const FileExtent& e : extents) RS_RETURN_IF_ERROR(read_file(e.offset, {copy.data() + e.offset, e.bytes}));
     }
     // The next copy's loads stay after this one's (the kernel's copy does not promise an order).
     std::atomic_thread_fence(std::memory_order_acquire);
@@ -483,6 +511,17 @@ Result<FlightRecorderSnapshot> read_flight_recorder_copies(size_t size, const Re
   if (std::any_of(extents.begin(), extents.end(),
                   [&](const FileExtent& e) { return e.offset > size || e.bytes > size - e.offset; }))
     extents.clear();
+  if (!extents.empty()) {
+    std::vector<FileExtent> not_filled = unclaimed_rings(copies[before]);
+    not_filled.insert(not_filled.end(), extents.begin(), extents.end());
+    std::sort(not_filled.begin(), not_filled.end(), [](const FileExtent& a, const FileExtent& b) { return a.offset < b.offset; });
+    uint64_t at = 0;
+    for (const FileExtent& n : not_filled) {
+      if (n.offset > at) fills.push_back({at, n.offset - at});
+      at = std::max(at, n.offset + n.bytes);
+    }
+    if (at < size) fills.push_back({at, size - at});
+  }
   for (size_t i : {data, after}) RS_RETURN_IF_ERROR(take(copies[i], &copies[before]));
   const seqlock::CopyWindow::ReadAt read_at = [&](uint64_t offset, void* out, size_t bytes) {
     return offset <= size && bytes <= size - offset && read_file(offset, {static_cast<uint8_t*>(out), bytes}).ok();

@@ -35,11 +35,13 @@ Result<RunDirectory> open_run_directory(const std::filesystem::path& dir, const 
   std::vector<int> event_ranks;  // from the listing: no stat per rank later (16K ranks)
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     ++entries;
-    if (auto r = rank_of_file(entry.path(), ".flight")) max_rank = std::max(max_rank, *r);
-    if (auto r = rank_of_file(entry.path(), ".events")) {
+    const std::string& path = entry.path().native();
+    const std::string_view name = std::string_view(path).substr(path.rfind('/') + 1);  // npos + 1: the whole
+    if (auto r = rank_of_file_name(name, ".flight")) max_rank = std::max(max_rank, *r);
+    if (auto r = rank_of_file_name(name, ".events")) {
       max_rank = std::max(max_rank, *r);
       // Only the name event_stream_path gives (rank00005.events, not rank5.events) is the stream.
-      if (entry.path().filename() == event_stream_path(dir, *r).filename()) event_ranks.push_back(*r);
+      if (is_canonical_rank_file_name(name, *r, ".events")) event_ranks.push_back(*r);
     }
   }
   std::sort(event_ranks.begin(), event_ranks.end());

@@ -20,15 +20,25 @@ std::filesystem::path evidence_path(const std::filesystem::path& run_dir, int ra
 }
 
 std::optional<int> rank_of_file(const std::filesystem::path& file, std::string_view extension) {
-  const std::string name = file.filename().string();
-  if (name.size() <= 4 + extension.size() || name.rfind("rank", 0) != 0) return std::nullopt;
-  if (name.compare(name.size() - extension.size(), extension.size(), extension) != 0) return std::nullopt;
+  return rank_of_file_name(file.filename().native(), extension);
+}
+
+std::optional<int> rank_of_file_name(std::string_view name, std::string_view extension) {
+  if (name.size() <= 4 + extension.size() || !name.starts_with("rank") || !name.ends_with(extension)) return std::nullopt;
   const char* begin = name.data() + 4;
   const char* end = name.data() + name.size() - extension.size();
   int rank = -1;
   auto [ptr, ec] = std::from_chars(begin, end, rank);
   if (ec != std::errc() || ptr != end || rank < 0) return std::nullopt;
   return rank;
+}
+
+bool is_canonical_rank_file_name(std::string_view name, int rank, std::string_view extension) {
+  char digits[16];
+  const auto written = fmt::format_to_n(digits, sizeof(digits), "{:05d}", rank);
+  const size_t n = written.size;
+  return n <= sizeof(digits) && name.size() == 4 + n + extension.size() && name.starts_with("rank") &&
+         name.substr(4, n) == std::string_view(digits, n) && name.ends_with(extension);
 }
 
 }  // namespace rankscope::format

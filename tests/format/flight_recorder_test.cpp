@@ -425,6 +425,46 @@ TEST_F(FlightRecorderTest, LaterCopiesReadOnlyWhatTheWriterCanChange) {
   EXPECT_TRUE(s->warnings.empty());
 }
 
+// The later copies do not even hold the rings of unclaimed communicator slots: the reader's reused
+// buffers keep there whatever the previous recorder had. A recorder read right after one with two
+// busy communicators must show only its own one, with its own records.
+TEST_F(FlightRecorderTest, UnclaimedRingsInLaterCopiesAreNeverRead) {
+  auto busy = make();
+  const int a = busy->register_comm("tp0", 2, 0);
+  const int b = busy->register_comm("dp0", 4, 1);
+  for (int i = 0; i < 8; ++i)
+    for (int c : {a, b}) {
+      const uint64_t seq = busy->collective_enqueue(c, {CollectiveOp::kAllGather, DataType::kBFloat16, 64, 128, -1}, 1,
+                                                    "busy/site", 100 + i);
+      busy->collective_complete(c, seq, 200 + i);
+    }
+  auto first = read_flight_recorder(file_);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->comms.size(), 2u);
+  busy.reset();
+
+  file_ = dir_ / "rank00004.flight";
+  auto quiet = make();
+  const int only = quiet->register_comm("tp1", 2, 1);
+  const uint64_t seq = quiet->collective_enqueue(only, {CollectiveOp::kAllReduceSum, DataType::kFloat32, 8, 32, -1}, 2,
+                                                 "quiet/site", 10);
+  quiet->collective_complete(only, seq, 20);
+  const auto* h = reinterpret_cast<const FlightHeader*>(quiet->mapped_bytes());
+  const std::vector<FileExtent> rings = unclaimed_rings({quiet->mapped_bytes(), size_t(h->file_bytes)});
+  ASSERT_EQ(rings.size(), h->layout.max_comms - 1);
+  EXPECT_EQ(rings[0].offset, h->comms_offset + h->comm_slot_bytes + sizeof(CommSlotHeader));
+  EXPECT_EQ(rings[0].bytes, h->comm_slot_bytes - sizeof(CommSlotHeader));
+
+  auto s = read_flight_recorder(file_);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_EQ(s->comms.size(), 1u);
+  EXPECT_EQ(s->comms[0].name, "tp1");
+  ASSERT_EQ(s->comms[0].ring.size(), 1u);
+  EXPECT_EQ(s->comms[0].ring[0].range, "quiet/site");
+  EXPECT_EQ(s->comms[0].ring[0].end_ns, 20);
+  EXPECT_TRUE(s->warnings.empty());
+}
+
 // A file whose layout does not validate is read in whole copies: the parse names the error.
 TEST_F(FlightRecorderTest, NoExtentsForACorruptLayout) {
   auto w = make();

@@ -84,6 +84,23 @@ TEST(RunDirectoryLayout, RankOfFile) {
   EXPECT_FALSE(rank_of_file("rank.flight", ".flight").has_value());
   EXPECT_FALSE(rank_of_file("rankXY.flight", ".flight").has_value());
   EXPECT_FALSE(rank_of_file("rank00001.events", ".flight").has_value());
+  EXPECT_FALSE(rank_of_file("rank-3.flight", ".flight").has_value());
+  EXPECT_FALSE(rank_of_file("myrank00001.flight", ".flight").has_value());
+  EXPECT_EQ(rank_of_file_name("rank123456.events", ".events"), 123456);
+}
+
+TEST(RunDirectoryLayout, CanonicalNamesAreExactlyWhatThePathFunctionsGive) {
+  for (int r : {0, 5, 42, 99999, 123456}) {
+    const std::string events = event_stream_path("run", r).filename().string();
+    const std::string flight = flight_recorder_path("run", r).filename().string();
+    EXPECT_TRUE(is_canonical_rank_file_name(events, r, ".events")) << events;
+    EXPECT_TRUE(is_canonical_rank_file_name(flight, r, ".flight")) << flight;
+    EXPECT_FALSE(is_canonical_rank_file_name(events, r + 1, ".events")) << events;
+    EXPECT_FALSE(is_canonical_rank_file_name(flight, r, ".events")) << flight;
+  }
+  EXPECT_FALSE(is_canonical_rank_file_name("rank5.events", 5, ".events"));
+  EXPECT_FALSE(is_canonical_rank_file_name("rank000005.events", 5, ".events"));
+  EXPECT_FALSE(is_canonical_rank_file_name("rank00005.events.bak", 5, ".events"));
 }
 
 }  // namespace

@@ -23,5 +23,10 @@ std::filesystem::path evidence_path(const std::filesystem::path& run_dir, int ra
                                     std::string_view kind, int64_t unix_ms);
 // "rank00042.flight" -> 42; anything else -> nullopt.
 std::optional<int> rank_of_file(const std::filesystem::path& file, std::string_view extension);
+// The same on a bare file name, allocating nothing (a listing of 32K files).
+std::optional<int> rank_of_file_name(std::string_view name, std::string_view extension);
+// Whether `name` is exactly the name flight_recorder_path / event_stream_path give `rank`
+// ("rank00005.events", not "rank5.events").
+bool is_canonical_rank_file_name(std::string_view name, int rank, std::string_view extension);
 
 }  // namespace rankscope::format
