@@ -11,13 +11,15 @@ jobs=$(nproc)
 # mpirun as root in containers and CI, and more ranks than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-# The two full builds compile each target as one translation unit (CMake's unity build): the
-# headers every file includes (GoogleTest, nlohmann/json, fmt) are parsed once per target instead of
-# once per file, which halves CI's compile time. File-local names must therefore differ between the
-# files of one target; the Release and ThreadSanitizer builds below compile file by file.
+# Every build here compiles each target as one translation unit (CMake's unity build): the headers
+# every file includes (GoogleTest, nlohmann/json, fmt) are parsed once per target instead of once per
+# file, which halves CI's compile time. File-local names must therefore differ between the files of
+# one target (docs/ARCHITECTURE.md); a plain developer build compiles file by file.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+# Each stage's start, with the seconds since this script began: where CI's time goes.
+stage() { echo "== $* ($(date -u +%H:%M:%S), ${SECONDS} s in)"; }
 
-echo "== release build"
+stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE 'bench|slurm'
@@ -30,7 +32,7 @@ ctest --test-dir build --output-on-failure -L bench -LE bench_large
 # (scripts/slurm-cluster.sh: munged, slurmctld, slurmd n1..n4 in their own mount+UTS namespaces; the
 # ctest fixture slurm_cluster starts and stops it, the trap stops it if this script is interrupted).
 if slurm_why=$(scripts/slurm-cluster.sh can-run); then
-  echo "== multi-node: a four-node Slurm on this machine"
+  stage "multi-node: a four-node Slurm on this machine"
   trap 'scripts/slurm-cluster.sh stop build/slurm-cluster >/dev/null 2>&1 || true' EXIT
   ctest --test-dir build --output-on-failure -L slurm
 else
@@ -40,15 +42,15 @@ fi
 # The flight recorder's seqlocks and the probe's lock-free paths under -O3, what users of
 # CMAKE_BUILD_TYPE=Release get: the optimiser may reorder or tear a racing read that -O2 happens to
 # leave alone (issue 22 found torn range names only here).
-echo "== Release (-O3) build: format and probe tests"
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
+stage "Release (-O3) build: format and probe tests"
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=OFF "${unity[@]}" >/dev/null
 cmake --build build-release -j"$jobs" --target format_tests probe_tests
 build-release/tests/format_tests
 build-release/tests/format_tests --gtest_filter='FlightRecorder*' --gtest_repeat=20
 build-release/tests/probe_tests
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  echo "== ASan+UBSan build (CPU)"
+  stage "ASan+UBSan build (CPU)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \
     -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" "${unity[@]}" >/dev/null
   cmake --build build-asan -j"$jobs"
@@ -61,8 +63,8 @@ if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # The probe (recorder writer, watchdog thread, learned bounds, seqlocks) and the DDP reducer's
   # communication thread are lock-free by design: ThreadSanitizer checks them. CPU only, no MPI;
   # the trainer tests other than DDP use OpenMP/OpenBLAS, which TSan cannot see into.
-  echo "== ThreadSanitizer build (flight recorder, probe, DDP reducer, NCCL profiler plugin)"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_TSAN=ON -DRANKSCOPE_WITH_CUDA=OFF >/dev/null
+  stage "ThreadSanitizer build (flight recorder, probe, DDP reducer, NCCL profiler plugin)"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_TSAN=ON -DRANKSCOPE_WITH_CUDA=OFF "${unity[@]}" >/dev/null
   cmake --build build-tsan -j"$jobs" --target format_tests probe_tests trainer_runtime_test fake_nccl_driver rankscope_nccl_profiler
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/format_tests
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/probe_tests
@@ -73,3 +75,4 @@ if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/fake_nccl_driver --plugin build-tsan/lib/librankscope-nccl.so \
     --run-dir build-tsan/nccl_plugin_tsan_run --abi 5 --ranks 4 --tp 2 --steps 8 --reload --reload-after 3 --callback-thread
 fi
+stage "done"
