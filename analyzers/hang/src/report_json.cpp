@@ -1,9 +1,9 @@
 // report_json.cpp — the JSON report (schema in report.h), written as it is built.
 //
 // Is: one streaming pass over a Diagnosis with RapidJSON's writer. At 16K ranks a DOM of the report
-// (nlohmann) cost 1.5 million allocations and an eighth of hangdoctor's time; the text is the same
-// bytes the DOM's dump(2) gave: keys in sorted order within every object, two-space indent.
-// Is not: the schema's description (report.h).
+// (nlohmann) cost 1.5 million allocations and an eighth of hangdoctor's time. The text keeps what
+// the DOM's dump(2) gave: the same keys and values, keys sorted within every object, two-space
+// indent. Is not: the schema's description (report.h).
 #include "rankscope/analyzers/hang/report.h"
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
-
 
 namespace rankscope::hang {
 namespace {
