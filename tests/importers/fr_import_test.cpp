@@ -142,7 +142,7 @@ TEST(FrImport, P2pHangNamesTheReceiverThatNeverPosted) {
   EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value());
-  EXPECT_EQ(d.collective->comm, "default_pg/p2p:0-1");
+  EXPECT_EQ(d.collective->comm, "default_pg p2p 0-1");
   EXPECT_EQ(d.collective->op, format::CollectiveOp::kSend);
 }
 

@@ -5,6 +5,8 @@
 // when that folder is absent (CI); the same facts are checked on fixtures in fr_backend_rules_test.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "fr_hangdoctor_run.h"
 
 namespace rankscope::torch_fr {
@@ -53,6 +55,65 @@ TEST(FrRealDumps, TimeoutDumpIsTheGpuBehindItsHostForAtLeastTheTimeout) {
   EXPECT_TRUE(j["times_are_lower_bounds"].get<bool>());
   EXPECT_NE(j["headline"].get<std::string>().find("its GPU never started it, for at least 8.0 s"), std::string::npos)
       << j["headline"];
+}
+
+// Issue 31: other people's dumps of a 16-GPU Megatron-LM MoE job (TP4 PP2 DP2, EP8; format 2.9, NCCL
+// 2.27.3, only active entries, timing off), copied from NVIDIA/nvidia-resiliency-ext's
+// tests/attribution/unit/fr_traces (Apache-2.0) into tests/fixtures/torch_fr/real-megatron-moe.
+// Each folder's fault_injection.log names ranks 9 and 14.
+fs::path megatron_dumps(const std::string& run) {
+  return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch_fr/real-megatron-moe" / run;
+}
+
+std::set<int> ranks_of(const nlohmann::json& a) {
+  std::set<int> out;
+  for (const auto& x : a) out.insert(x.get<int>());
+  return out;
+}
+
+TEST(FrRealPeerDumps, GpuErrorNamesTheTwoFaultedRanksAndWhatTheirPeersCompleted) {
+  const auto r = hangdoctor_json(megatron_dumps("gpu_error_2nd").string());
+  const auto& j = r.report;
+  EXPECT_EQ(r.code, 1) << r.err << j.dump(2);
+  EXPECT_EQ(j["verdict"], "hang") << j["headline"];
+  EXPECT_EQ(ranks_of(j["culprit_ranks"]), (std::set<int>{9, 14})) << j["headline"];
+  // Their peers completed allgather #87749 on their tensor groups; they never saw it complete.
+  EXPECT_EQ(j["kind"], "gpu_behind_host") << j["headline"];
+  const std::string headline = j["headline"];
+  EXPECT_NE(headline.find("rank 9: allgather #87749 on tensor group 37 (ranks 8-11)"), std::string::npos) << headline;
+  EXPECT_NE(headline.find("rank 14: allgather #87749 on tensor group 38 (ranks 12-15)"), std::string::npos) << headline;
+  // Uneven MoE all_to_all sizes are not a desync, and nobody is "stuck in the collective".
+  EXPECT_EQ(headline.find("DESYNC"), std::string::npos);
+  // Every other rank waits on one of them: stage 1 in the expert all_to_all, stage 0 through the
+  // pipeline (rank 6's partner in stage 1 is rank 14, so it waits on 14 and not on 9).
+  ASSERT_EQ(j["waits_on_culprits"].size(), 2u);
+  std::set<int> all;
+  for (const auto& chain : j["waits_on_culprits"]) {
+    const auto behind = ranks_of(chain["behind"]);
+    all.insert(behind.begin(), behind.end());
+    for (const auto& at : chain["missing_from"]) {
+      const auto w = ranks_of(at["waiters"]);
+      all.insert(w.begin(), w.end());
+    }
+  }
+  EXPECT_EQ(all, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 15}));
+}
+
+TEST(FrRealPeerDumps, GilHeldNamesTheTwoRanksWithEmptyDumps) {
+  const auto r = hangdoctor_json(megatron_dumps("lock_gil_1st").string());
+  const auto& j = r.report;
+  EXPECT_EQ(r.code, 1) << r.err << j.dump(2);
+  EXPECT_EQ(j["verdict"], "hang") << j["headline"];
+  EXPECT_EQ(ranks_of(j["culprit_ranks"]), (std::set<int>{9, 14})) << j["headline"];
+  EXPECT_EQ(j["kind"], "lagging_rank") << j["headline"];
+  // Each is named at its own tensor group's collective, which the dumps' pg_status alone tells
+  // (their dumps hold no entry to name a pg_id).
+  const std::string headline = j["headline"];
+  EXPECT_NE(headline.find("rank 9 never entered reduce_scatter #88684 on tensor group 37 (ranks 8-11)"), std::string::npos)
+      << headline;
+  EXPECT_NE(headline.find("rank 14 never entered reduce_scatter #88684 on tensor group 38 (ranks 12-15)"), std::string::npos)
+      << headline;
+  EXPECT_NE(j["explanation"].get<std::string>().find("Nothing is open in their dumps"), std::string::npos);
 }
 
 }  // namespace

@@ -83,10 +83,16 @@ struct WaitEdge {
 struct WaitGraph {
   std::vector<WaitEdge> edges;
   std::vector<WaitEdge> all_entered;      // collectives every member entered (absent = -1)
-  std::vector<int> terminal;              // absent ranks that are not themselves waiting
+  std::vector<WaitEdge> behind;           // the waiter's oldest open collective, entered by `absent`, whose
+                                          // own oldest open collective is older (its device gets there later)
+  std::vector<int> terminal;              // absent ranks that wait for no absent rank themselves
 };
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
+
+// wait_chains.cpp. Per culprit: the collectives it never entered with their waiters, and the ranks
+// waiting on those in turn (diagnosis.h WaitChain).
+std::vector<WaitChain> wait_chains(const WaitGraph& g, const std::vector<int>& culprits, const std::vector<RankView>& views);
 
 // forming_hang.cpp. Ranks idle for at least `idle_after_s` (on the reference clock) that a peer
 // already waits for, though other ranks may still be busy.

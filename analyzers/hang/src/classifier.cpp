@@ -56,6 +56,7 @@ class Classifier {
   void blame_terminal(const WaitGraph& g);
   void blame_least_progress();
   void classify_live_culprits(const std::vector<int>& culprits, const WaitGraph* g);
+  std::optional<CollectiveRef> completed_by_a_peer(const RankView& v) const;
   std::optional<WaitEdge> innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const;
   std::vector<int> waiters_at(const std::string& comm, uint64_t seq) const;
   bool none_started(const std::string& comm, uint64_t seq) const;
@@ -163,6 +164,25 @@ Diagnosis Classifier::run() {
   }
   fill_ranks();
   find_nodes();
+  if ((d_.verdict == Verdict::kHang || d_.verdict == Verdict::kCrash) && !d_.culprit_ranks.empty()) {
+    const WaitGraph g = build_wait_graph(views_, groups_);
+    d_.waits = wait_chains(g, d_.culprit_ranks, views_);
+    for (auto& chain : d_.waits)
+      if (auto e = innermost_edge(g, {chain.culprit})) {
+        const auto* c = views_[e->waiter].comm(e->comm);
+        const auto* rec = c ? c->find(e->seq) : nullptr;
+        chain.first = rec ? collective_ref(e->comm, *rec) : CollectiveRef{e->comm, e->seq};
+      }
+    facts_.culprits_idle = std::all_of(d_.culprit_ranks.begin(), d_.culprit_ranks.end(),
+                                       [&](int r) { return views_[r].readable() && !views_[r].waiting(); });
+    if (facts_.peers_completed) {
+      std::string at;
+      for (int r : d_.culprit_ranks)
+        if (auto c = completed_by_a_peer(views_[r]))
+          at += fmt::format("{}rank {}: {} #{} on {}", at.empty() ? "" : "; ", r, format::short_op_name(c->op), c->seq, c->comm);
+      facts_.stopped_at = at;
+    }
+  }
   if (d_.collective) {
     facts_.waiters = waiters_at(d_.collective->comm, d_.collective->seq);
     facts_.progress = progress_on(d_.collective->comm);
@@ -328,12 +348,24 @@ void Classifier::set_collective(const std::string& comm, uint64_t seq) {
 }
 
 std::optional<WaitEdge> Classifier::innermost_edge(const WaitGraph& g, const std::vector<int>& culprits) const {
+  // A collective the culprits never entered says more than a send or recv they never posted (the
+  // pipeline's sends wait on whatever stopped the stage): send/recv only when nothing else waits.
+  auto point_to_point = [&](const WaitEdge& e) {
+    const auto* c = views_[e.waiter].comm(e.comm);
+    const auto* rec = c ? c->find(e.seq) : nullptr;
+    return rec && (rec->op == format::CollectiveOp::kSend || rec->op == format::CollectiveOp::kRecv);
+  };
   std::optional<WaitEdge> best;
+  bool best_p2p = false;
   for (const auto& e : g.edges) {
     if (std::find(culprits.begin(), culprits.end(), e.absent) == culprits.end()) continue;
-    if (!best || innermost_rank(groups_, e.comm) < innermost_rank(groups_, best->comm) ||
-        (e.comm == best->comm && e.seq < best->seq))
+    const bool p2p = point_to_point(e);
+    if (!best || (best_p2p && !p2p) ||
+        (p2p == best_p2p && (innermost_rank(groups_, e.comm) < innermost_rank(groups_, best->comm) ||
+                             (e.comm == best->comm && e.seq < best->seq)))) {
       best = e;
+      best_p2p = p2p;
+    }
   }
   return best;
 }
@@ -389,20 +421,15 @@ void Classifier::blame_stuck() {
 }
 
 void Classifier::blame_terminal(const WaitGraph& g) {
+  // Every rank the others wait for that waits for no missing rank itself is where the hang starts
+  // (two GPUs that failed in two tensor-parallel groups are two culprits). The collective named is
+  // the innermost one they are missing from.
   std::vector<int> culprits = g.terminal;
   const auto e = innermost_edge(g, culprits);
-  // Name the ranks missing from the innermost stuck collective; others waited for elsewhere are
-  // usually downstream of the same cause and are listed in the rank groups.
-  std::vector<int> here;
-  for (const auto& x : g.edges)
-    if (x.comm == e->comm && x.seq == e->seq && std::find(culprits.begin(), culprits.end(), x.absent) != culprits.end())
-      here.push_back(x.absent);
-  std::sort(here.begin(), here.end());
-  here.erase(std::unique(here.begin(), here.end()), here.end());
   set_collective(e->comm, e->seq);
-  d_.culprit_ranks = here;
+  d_.culprit_ranks = culprits;
 
-  const bool finished = std::all_of(here.begin(), here.end(), [&](int r) { return views_[r].readable() && views_[r].finished; });
+  const bool finished = std::all_of(culprits.begin(), culprits.end(), [&](int r) { return views_[r].readable() && views_[r].finished; });
   if (finished) {
     // It left the job while others still wait for it: it issued fewer collectives (a skip).
     d_.verdict = Verdict::kDesync;
@@ -414,7 +441,29 @@ void Classifier::blame_terminal(const WaitGraph& g) {
     d_.mismatch = m;
     return;
   }
-  classify_live_culprits(here, &g);
+  classify_live_culprits(culprits, &g);
+  // A culprit inside a collective its peers completed with it: its own device (or the thread that
+  // watches it) stopped reporting completions, and its host went on until it blocked.
+  const bool device_stopped = !culprits.empty() && std::all_of(culprits.begin(), culprits.end(), [&](int r) {
+    return completed_by_a_peer(views_[r]).has_value();
+  });
+  if (device_stopped && d_.kind == Kind::kLaggingRank) {
+    d_.kind = Kind::kGpuBehindHost;
+    facts_.peers_completed = true;
+  }
+}
+
+// The culprit's oldest open collective, when another member completed it.
+std::optional<CollectiveRef> Classifier::completed_by_a_peer(const RankView& v) const {
+  if (!v.readable() || !v.waiting() || v.dead) return std::nullopt;
+  const GroupView* group = find_group(groups_, v.pending_comm->name);
+  if (!group) return std::nullopt;
+  for (int m : group->ranks) {
+    if (m == v.rank || m < 0 || m >= int(views_.size()) || !views_[m].readable()) continue;
+    const auto* c = views_[m].comm(v.pending_comm->name);
+    if (c && c->completed_count > v.pending->seq) return collective_ref(v.pending_comm->name, *v.pending);
+  }
+  return std::nullopt;
 }
 
 void Classifier::classify_live_culprits(const std::vector<int>& culprits, const WaitGraph* g) {

@@ -222,6 +222,24 @@ void write_rank(ReportWriter& w, const RankReport& r) {
   w.end_object();
 }
 
+void write_wait_chain(ReportWriter& w, const WaitChain& c) {
+  w.begin_object();
+  w.member("behind", c.behind);
+  w.member("behind_via", c.behind_via);
+  w.member("culprit", c.culprit);
+  w.key("missing_from");
+  w.begin_array();
+  for (const auto& at : c.missing_from) {
+    w.begin_object();
+    w.key("collective");
+    write_collective(w, at.collective);
+    w.member("waiters", at.waiters);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 void write_wait(ReportWriter& w, const WaitSummary& x) {
   w.begin_object();
   w.member("hang_to_verdict_s", x.hang_to_verdict_s);
@@ -300,6 +318,10 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
     w.key("wait");
     write_wait(w, *extras.wait);
   }
+  w.key("waits_on_culprits");
+  w.begin_array();
+  for (const auto& c : d.waits) write_wait_chain(w, c);
+  w.end_array();
   w.member("world_size", d.world_size);
   w.end_object();
   return std::string(out.GetString(), out.GetSize());

@@ -2,8 +2,15 @@
 //
 // A rank inside (comm, seq) waits for every member of comm that never issued seq (its issued count
 // on comm is <= seq, or its recorder is missing). Ranks that are waited for but wait for nobody
-// themselves are where the hang starts; waiters downstream (DP ranks waiting for a TP group that
-// waits for one rank) are not blamed.
+// missing themselves are where the hang starts: idle ranks, and ranks inside collectives that
+// every member entered (a device that stopped, a collective stuck in the fabric). Waiters
+// downstream (DP ranks waiting for a TP group that waits for one rank) are not blamed.
+//
+// A rank also waits, without anyone missing, behind a member whose device queue holds older work:
+// the member entered the collective (a send's peer posted its recv), but its own oldest open
+// collective is older, so its device reaches this one only after that one (NCCL work of every
+// group waits on the compute stream it was issued from). These "behind" edges carry a pipeline
+// stage's wait to the stage that blocks it; they never make a culprit.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -18,6 +25,11 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
   // (at 16K ranks a DP group has thousands of members).
   std::map<std::pair<std::string, uint64_t>, std::vector<int>> absent_at;
   std::unordered_map<std::string, const GroupView*> group_of;
+  auto group_for = [&](const std::string& comm) {
+    auto [git, new_comm] = group_of.try_emplace(comm, nullptr);
+    if (new_comm) git->second = find_group(groups, comm);
+    return git->second;
+  };
   for (const auto& w : views) {
     if (!w.waiting() || w.dead) continue;
     for (const auto& [comm_snap, rec] : w.open) {
@@ -25,9 +37,7 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
       const uint64_t seq = rec->seq;
       auto [it, fresh] = absent_at.try_emplace({comm, seq});
       if (fresh) {
-        auto [git, new_comm] = group_of.try_emplace(comm, nullptr);
-        if (new_comm) git->second = find_group(groups, comm);
-        if (const GroupView* group = git->second) {
+        if (const GroupView* group = group_for(comm)) {
           for (int m : group->ranks) {
             if (m < 0 || m >= int(views.size())) continue;
             const RankView& mv = views[m];
@@ -45,11 +55,35 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
       if (!anyone_absent) g.all_entered.push_back({w.rank, -1, comm, seq});
     }
   }
+  // Behind: the waiter's oldest open collective, entered by a member whose own oldest is older.
+  // Worked out once per (comm, seq), as the absent members are.
+  std::map<std::pair<std::string, uint64_t>, std::vector<int>> behind_at;
+  for (const auto& w : views) {
+    if (!w.waiting() || w.dead) continue;
+    const std::string& comm = w.pending_comm->name;
+    const uint64_t seq = w.pending->seq;
+    auto [it, fresh] = behind_at.try_emplace({comm, seq});
+    if (fresh) {
+      if (const GroupView* group = group_for(comm)) {
+        for (int m : group->ranks) {
+          if (m < 0 || m >= int(views.size())) continue;
+          const RankView& mv = views[m];
+          if (!mv.readable() || !mv.waiting() || mv.dead) continue;
+          if (mv.pending_comm->name == comm && mv.pending->seq == seq) continue;  // its oldest too
+          if (mv.issued(comm) <= int64_t(seq) || !mv.inside(comm, seq)) continue;  // absent, or finished there
+          it->second.push_back(m);
+        }
+      }
+    }
+    for (int m : it->second)
+      if (m != w.rank) g.behind.push_back({w.rank, m, comm, seq});
+  }
+  std::vector<uint8_t> waits_on_absent(views.size(), 0);
+  for (const auto& e : g.edges)
+    if (e.waiter >= 0 && e.waiter < int(views.size())) waits_on_absent[e.waiter] = 1;
   for (const auto& e : g.edges) {
-    const RankView& a = views[e.absent];
-    const bool waits_itself = a.readable() && a.waiting() && !a.dead;
-    if (!waits_itself && std::find(g.terminal.begin(), g.terminal.end(), e.absent) == g.terminal.end())
-      g.terminal.push_back(e.absent);
+    if (waits_on_absent[e.absent]) continue;
+    if (std::find(g.terminal.begin(), g.terminal.end(), e.absent) == g.terminal.end()) g.terminal.push_back(e.absent);
   }
   std::sort(g.terminal.begin(), g.terminal.end());
   return g;

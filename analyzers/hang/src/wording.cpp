@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "rankscope/analyzers/hang/rank_list.h"
 
 namespace rankscope::hang {
@@ -28,6 +30,16 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
     idle = std::max(idle, r->idle_s);
   }
   if (places.empty()) return "its flight recorder is missing, so what it does is unknown";
+  // Dumps (PyTorch's) record no ranges: what a rank with nothing open did is what it did not enqueue.
+  const bool no_ranges = d.times_are_lower_bounds && places.size() == 1 && places.begin()->first.first == "no open range";
+  if (no_ranges) {
+    bool open = false;
+    for (int c : culprits)
+      if (const RankReport* r = find_rank(d, c)) open = open || r->waiting.has_value();
+    if (!open)
+      return fmt::format("{} nothing open (all {} enqueued completed), idle {}", culprits.size() == 1 ? "it has" : "they have",
+                         culprits.size() == 1 ? "it" : "they", how_long(d, idle, ""));
+  }
   std::string out;
   for (const auto& [place, ranks] : places) {
     const std::string subject = places.size() == 1 ? (culprits.size() == 1 ? "it is" : "they are")
@@ -56,8 +68,90 @@ std::string waiters_sentence(const Diagnosis& d, const WordingFacts& f) {
                      how_long(d, max_waited(d, f.waiters), "since"));
 }
 
+// "Rank 9: ranks 8,10,11 wait in allgather #87761 on tensor group 37 (ranks 8-11) and ... , which it
+// never entered; ranks 0-7 wait behind them (through send #13999 on pipeline group 39 p2p 0-8 and 7
+// more)." Two collectives and two communicators at most are named per culprit.
+std::string chains_text(const Diagnosis& d) {
+  auto p2p = [](const CollectiveRef& c) { return c.op == format::CollectiveOp::kSend || c.op == format::CollectiveOp::kRecv; };
+  std::string out;
+  size_t shown = 0;
+  for (const auto& c : d.waits) {
+    if (shown++ == 4) {
+      out += fmt::format(" {} more culprits are waited on alike.", d.waits.size() - 4);
+      break;
+    }
+    // Collectives it never entered, by name; the send/recv it never posted join the ranks waiting
+    // behind (a pipeline's stages wait on each other through them).
+    std::string at;
+    size_t named = 0, more = 0;
+    std::set<int> all, behind(c.behind.begin(), c.behind.end());
+    std::set<std::string> via(c.behind_via.begin(), c.behind_via.end());
+    for (const auto& a : c.missing_from) {
+      all.insert(a.waiters.begin(), a.waiters.end());
+      if (p2p(a.collective)) {
+        behind.insert(a.waiters.begin(), a.waiters.end());
+        via.insert(a.collective.comm);
+        continue;
+      }
+      if (named == 2) {
+        ++more;
+        continue;
+      }
+      at += fmt::format("{}{} in {} #{} on {}", named++ == 0 ? "" : " and ", who(d, a.waiters),
+                        format::short_op_name(a.collective.op), a.collective.seq, a.collective.comm);
+    }
+    for (int r : all) behind.erase(r);
+    for (const auto& a : c.missing_from)
+      if (p2p(a.collective))
+        for (int r : a.waiters) behind.insert(r);  // waiting in a send/recv with it: said with the pipeline
+    all.insert(behind.begin(), behind.end());
+    if (more > 0) at += fmt::format(" (and in {} more {})", more, more == 1 ? "group" : "groups");
+    std::string line = fmt::format(" Waiting on {} ({} {}):", who(d, {c.culprit}), all.size(), all.size() == 1 ? "rank" : "ranks");
+    if (!at.empty()) line += fmt::format(" {}, which it never entered", at);
+    if (!behind.empty()) {
+      std::string through;
+      size_t i = 0;
+      for (const auto& v : via)
+        if (i++ < 2) through += (i > 1 ? ", " : "") + v;
+      if (via.size() > 2) through += fmt::format(" and {} more", via.size() - 2);
+      line += fmt::format("{}{} through send/recv and device queues ({})", at.empty() ? " " : "; ",
+                          who(d, std::vector<int>(behind.begin(), behind.end())), through);
+    }
+    out += line + ".";
+  }
+  return out;
+}
+
+// "rank 9 never entered reduce_scatter #88684 on tensor group 37 (ranks 8-11) and rank 14 never
+// entered reduce_scatter #88684 on tensor group 38 (ranks 12-15)", where culprits miss different
+// collectives; "" when they all miss the verdict's.
+std::string per_culprit_missing(const Diagnosis& d) {
+  if (!d.collective || d.waits.size() < 2) return "";
+  bool differ = false;
+  for (const auto& c : d.waits) differ = differ || (c.first && c.first->comm != d.collective->comm);
+  if (!differ) return "";
+  std::string out;
+  for (size_t i = 0; i < d.waits.size() && i < 3; ++i) {
+    const auto& c = d.waits[i];
+    if (!c.first) continue;
+    out += fmt::format("{}{} never entered {}", out.empty() ? "" : (i + 1 == d.waits.size() ? " and " : ", "), who(d, {c.culprit}),
+                       collective_phrase(*c.first));
+  }
+  if (d.waits.size() > 3) out += fmt::format(", and {} more ranks alike", d.waits.size() - 3);
+  return out;
+}
+
+// Chains say more than a flat list where several culprits stop different groups, or waits pass
+// from group to group (a pipeline behind an expert all_to_all).
+bool use_chains(const Diagnosis& d) {
+  if (d.waits.empty()) return false;
+  if (d.culprit_ranks.size() > 1) return true;
+  return std::any_of(d.waits.begin(), d.waits.end(), [](const WaitChain& c) { return !c.behind.empty(); });
+}
+
 // Ranks waiting somewhere else than the verdict's collective: downstream of the same cause.
 std::string downstream_text(const Diagnosis& d, const WordingFacts& f) {
+  if (use_chains(d)) return chains_text(d);
   std::map<std::string, std::vector<int>> at;
   for (const auto& r : d.ranks) {
     if (r.state != RankState::kWaiting || !r.waiting) continue;
@@ -157,6 +251,28 @@ void word_frozen(Diagnosis& d, const WordingFacts& f) {
 // its GPU to hand over the input) and its device never got there.
 void word_gpu_behind_host(Diagnosis& d, const WordingFacts& f) {
   const CollectiveRef& c = *d.collective;
+  if (f.peers_completed) {
+    // The culprits' peers completed with them what the culprits still show open, and the culprits
+    // never entered what their peers now wait in.
+    const bool one = d.culprit_ranks.size() == 1;
+    const std::string each = per_culprit_missing(d);
+    d.headline = fmt::format("HANG: {} stopped: {}, and {} still {} open work {} peers completed with {} "
+                             "({}): {} stopped reporting completions.",
+                             who(d, d.culprit_ranks),
+                             each.empty() ? fmt::format("{} never entered {}", one ? "it" : "they", collective_phrase(c)) : each,
+                             one ? "it" : "they",
+                             one ? "shows" : "show", one ? "its" : "their", one ? "it" : "them", f.stopped_at,
+                             one ? "its GPU" : "their GPUs");
+    d.explanation = fmt::format("A collective completes on all members or on none, so {} the peers saw finish did run "
+                                "on {}; {} own record of it never completed. {} host went on enqueueing and then stopped "
+                                "(blocked on the device). That is a GPU fault (an Xid or ECC error, a device that fell "
+                                "off the bus) or a watchdog that cannot query the device; the dumps cannot tell which: "
+                                "look at {} host's kernel log and nvidia-smi.",
+                                one ? "the work" : "the work", who(d, d.culprit_ranks), one ? "its" : "their",
+                                one ? "Its" : "Their", one ? "its" : "each") +
+                    downstream_text(d, f);
+    return;
+  }
   const RankReport* r = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
   const bool staging = r && std::find(r->range_stack.begin(), r->range_stack.end(), "device_sync") != r->range_stack.end();
   const std::string culprits = who(d, d.culprit_ranks);
@@ -365,12 +481,24 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
                                    only->range, human_seconds(only->range_s > 0 ? only->range_s : only->idle_s),
                                    collective_phrase(*d.collective), waiters);
         } else {
-          d.headline = fmt::format("HANG: {} never entered {}; {}{}.{}", culprits, collective_phrase(*d.collective), where,
-                                   host, waiters);
+          const std::string each = per_culprit_missing(d);
+          d.headline = each.empty() ? fmt::format("HANG: {} never entered {}; {}{}.{}", culprits,
+                                                  collective_phrase(*d.collective), where, host, waiters)
+                                    : fmt::format("HANG: {}; {}{}.", each, where, host);
         }
-        d.explanation = fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
-                                    "(last issued: {}).",
-                                    culprits, d.collective->comm, d.collective->seq, f.progress) +
+        const bool many = d.culprit_ranks.size() > 1;
+        d.explanation = (many ? std::string()
+                              : fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
+                                            "(last issued: {}).",
+                                            culprits, d.collective->comm, d.collective->seq, f.progress)) +
+                        (d.times_are_lower_bounds && f.culprits_idle
+                             ? fmt::format("{}Nothing is open in {}: everything {} enqueued completed and {} enqueued "
+                                           "nothing after, so {} stopped issuing work (a Python thread holding the GIL, "
+                                           "a data loader, host code, or a stopped process); the dumps cannot tell which, "
+                                           "the stacks can (py-spy dump --pid).",
+                                           many ? "" : " ", many ? "their dumps" : "its dump", many ? "they" : "it",
+                                           many ? "they" : "it", many ? "their hosts" : "its host")
+                             : std::string()) +
                         (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
                                                       "pipeline, the file system or the host, not at the network."
                                                     : "") +

@@ -22,6 +22,11 @@ struct WordingFacts {
   std::string progress;       // the last collective each rank issued on the verdict's communicator
   std::string later;          // a later, harder disagreement that followed from the first one
   bool none_started = false;  // no member's record of the verdict's collective says it started
+  // kGpuBehindHost: each culprit still shows open a collective its peers completed with it (its
+  // device, or the thread watching it, stopped reporting completions); `stopped_at` says which.
+  bool peers_completed = false;
+  bool culprits_idle = false;  // every culprit is readable and has no open collective
+  std::string stopped_at;
 };
 
 std::string human_bytes(uint64_t bytes);   // "3.1 MiB"

@@ -83,8 +83,11 @@ void parse_profiling_name(FrEntry& e) {
       {"all_gather_base", CollectiveOp::kAllGather}, {"allgather_into_tensor_coalesced", CollectiveOp::kAllGather},
       {"reduce_scatter", CollectiveOp::kReduceScatter}, {"reduce_scatter_base", CollectiveOp::kReduceScatter},
       {"reduce_scatter_tensor_coalesced", CollectiveOp::kReduceScatter},
-      {"broadcast", CollectiveOp::kBroadcast},     {"all_to_all", CollectiveOp::kAllToAll},
-      {"alltoall", CollectiveOp::kAllToAll},       {"alltoall_base", CollectiveOp::kAllToAllV},
+      // PyTorch names all_to_all_single "all_to_all" whether or not it passes split sizes
+      // (ProcessGroupNCCL::alltoall_base), and the list form may carry tensors of any size: every
+      // all_to_all may be uneven, so sizes may differ across ranks by design (an MoE dispatch).
+      {"broadcast", CollectiveOp::kBroadcast},     {"all_to_all", CollectiveOp::kAllToAllV},
+      {"alltoall", CollectiveOp::kAllToAllV},      {"alltoall_base", CollectiveOp::kAllToAllV},
       {"barrier", CollectiveOp::kBarrier},         {"send", CollectiveOp::kSend},
       {"recv", CollectiveOp::kRecv}};
   if (auto it = kOps.find(op); it != kOps.end()) e.op = it->second;
@@ -168,6 +171,12 @@ Result<FrDump> normalise(const Value& root, bool partial) {
             for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.numel += count;
           }
+        } else if (n == "output_sizes") {
+          for (const Value& shape : x.items()) {
+            uint64_t count = 1;
+            for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+            e.out_numel += count;
+          }
         } else if (n == "state") {
           e.state = str_of(&x);
           has_state = true;
@@ -206,21 +215,22 @@ Result<FrDump> normalise(const Value& root, bool partial) {
       d.entries.push_back(std::move(e));
     }
   }
+  // pg_status is keyed by the process-local pg_id; which group each id is, is worked out once the
+  // dump is read (fr_pg_status.h), since a rank with no entries names none.
   bool pg_status_saw_start = false;
   if (const Value* st = root.find("pg_status")) {
     for (const auto& [k, v] : st->entries()) {
       auto id = int_of(&k);
-      std::string group;
-      if (id && group_of_pg_id.count(*id)) group = group_of_pg_id[*id];
-      if (group.empty()) continue;  // no entry says which group this pg_id is on this rank
+      if (!id) continue;
       FrStatus s;
       s.last_enqueued = int_of(v.find("last_enqueued_collective")).value_or(-1);
       s.last_started = int_of(v.find("last_started_collective")).value_or(-1);
       s.last_completed = int_of(v.find("last_completed_collective")).value_or(-1);
       pg_status_saw_start = pg_status_saw_start || s.last_started >= 0;
-      d.status[group] = s;
+      d.status_by_pg_id[*id] = s;
     }
   }
+  d.pg_id_names = std::move(group_of_pg_id);
   decide_entry_states(d, pg_status_saw_start);
   return d;
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -59,6 +60,73 @@ JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
     out.by_name.emplace(name, std::move(g));
   }
   return out;
+}
+
+}  // namespace rankscope::torch_fr
+
+namespace rankscope::torch_fr {
+namespace {
+
+// Megatron-LM's group descs (megatron/core/parallel_state.py, initialize_model_parallel's
+// group_desc arguments) shortened to the role a reader knows them by.
+std::string role_of(const std::string& desc) {
+  static const std::map<std::string, std::string> kRoles = {
+      {"DATA_PARALLEL_GROUP", "data"},
+      {"DATA_PARALLEL_GROUP_WITH_CP", "data+context"},
+      {"INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP", "partial data+context"},
+      {"CONTEXT_PARALLEL_GROUP", "context"},
+      {"MODEL_PARALLEL_GROUP", "model"},
+      {"TENSOR_MODEL_PARALLEL_GROUP", "tensor"},
+      {"PIPELINE_MODEL_PARALLEL_GROUP", "pipeline"},
+      {"EMBEDDING_GROUP", "embedding"},
+      {"POSITION_EMBEDDING_GROUP", "position embedding"},
+      {"TENSOR_AND_DATA_PARALLEL_GROUP", "tensor+data"},
+      {"TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP", "tensor+data+context"},
+      {"TENSOR_AND_CONTEXT_PARALLEL_GROUP", "tensor+context"},
+      {"HIERARCHICAL_CONTEXT_PARALLEL_GROUP", "hierarchical context"},
+      {"EXPERT_MODEL_PARALLEL_GROUP", "expert"},
+      {"EXPERT_TENSOR_PARALLEL_GROUP", "expert-tensor"},
+      {"EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP", "expert-tensor+expert"},
+      {"EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP", "expert-tensor+expert+pipeline"},
+      {"EXPERT_DATA_PARALLEL_GROUP", "expert-data"},
+      {"INTRA_EXPERT_DATA_PARALLEL_GROUP", "intra expert-data"},
+      {"INTER_PARTIAL_EXPERT_DATA_PARALLEL_GROUP", "inter expert-data"},
+      {"INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP", "distributed-optimizer"},
+      {"default_pg", "default"},
+  };
+  if (auto it = kRoles.find(desc); it != kRoles.end()) return it->second;
+  return desc.empty() || desc == "undefined" ? "process" : desc;
+}
+
+}  // namespace
+
+std::string compact_ranks(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  if (ranks.size() > 3) {
+    const int stride = ranks[1] - ranks[0];
+    bool even = stride > 1;
+    for (size_t i = 1; i < ranks.size() && even; ++i) even = ranks[i] - ranks[i - 1] == stride;
+    if (even) return fmt::format("{},{},...,{}", ranks[0], ranks[1], ranks.back());
+  }
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string group_short_name(const FrGroup& g, bool desc_is_unique) {
+  if (desc_is_unique && !g.desc.empty() && g.desc != "undefined") return g.desc;
+  return fmt::format("{} group {}", role_of(g.desc), g.name);
+}
+
+std::string group_comm_name(const FrGroup& g, bool desc_is_unique) {
+  if (desc_is_unique && !g.desc.empty() && g.desc != "undefined") return g.desc;
+  return fmt::format("{} ({} {})", group_short_name(g, false), g.ranks.size() == 1 ? "rank" : "ranks", compact_ranks(g.ranks));
 }
 
 }  // namespace rankscope::torch_fr

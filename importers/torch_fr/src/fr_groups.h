@@ -29,3 +29,19 @@ struct JobGroups {
 JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world);
 
 }  // namespace rankscope::torch_fr
+
+namespace rankscope::torch_fr {
+
+// The communicator name a report uses for a group. A desc no other group of the job has is the
+// name itself ("default_pg", "tp0"). A desc many groups share (Megatron gives every tensor-parallel
+// group the desc TENSOR_MODEL_PARALLEL_GROUP, and the same kind of group has a different name on
+// ranks of different stages) names the kind, the group's name and its members: "pipeline group 46
+// (ranks 1,5,9,13)"; Megatron's descs are shortened to their role ("tensor", "expert", ...).
+// `desc_is_unique`: no other group of the job has this desc.
+std::string group_comm_name(const FrGroup& g, bool desc_is_unique);
+// The same without the members, for the pair communicators of send/recv: "pipeline group 46".
+std::string group_short_name(const FrGroup& g, bool desc_is_unique);
+// "1,5,9,13", "0-7", "0,8,...,1016" (a stride of more than 3 members).
+std::string compact_ranks(const std::vector<int>& ranks);
+
+}  // namespace rankscope::torch_fr

@@ -14,7 +14,10 @@
 
 #include "fr_dump_time.h"
 #include "fr_entry_state.h"
+#include "fr_discovery.h"
 #include "fr_groups.h"
+#include "fr_p2p.h"
+#include "fr_pg_status.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -22,73 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Candidate {
-  int rank;
-  fs::path file;
-};
-
-// Splits "comm_lib_trace_rank_12" into ("comm_lib_trace_rank_", 12); false without a trailing number.
-bool split_rank(const std::string& name, std::string* prefix, int* rank) {
-  size_t i = name.size();
-  while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
-  if (i == name.size() || name.size() - i > 8) return false;
-  *prefix = name.substr(0, i);
-  *rank = std::stoi(name.substr(i));
-  return true;
-}
-
-bool starts_like_a_dump(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char c = 0;
-  return in.get(c) && (uint8_t(c) == 0x80 || c == '{');
-}
-
-// The dumps under `path`: a directory (the most common prefix among dump-looking files) or a prefix.
-std::vector<Candidate> discover(const fs::path& path, std::string* prefix_out) {
-  std::error_code ec;
-  fs::path dir = path;
-  std::string want_prefix;
-  if (!fs::is_directory(path, ec)) {
-    dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    want_prefix = path.filename().string();
-  }
-  std::map<std::string, std::vector<Candidate>> by_prefix;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec)) continue;
-    std::string prefix;
-    int rank = 0;
-    if (!split_rank(e.path().filename().string(), &prefix, &rank)) continue;
-    if (!want_prefix.empty() && prefix != want_prefix) continue;
-    if (want_prefix.empty() && !starts_like_a_dump(e.path())) continue;
-    by_prefix[prefix].push_back({rank, e.path()});
-  }
-  std::vector<Candidate> best;
-  for (auto& [prefix, c] : by_prefix) {
-    if (c.size() > best.size()) {
-      best = std::move(c);
-      *prefix_out = prefix;
-    }
-  }
-  std::sort(best.begin(), best.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
-  return best;
-}
-
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out.empty() ? "none" : out;
-}
-
 // "1 rank (0)", "4 ranks (0-3)", "no rank".
 std::string ranks_phrase(const std::vector<int>& ranks) {
   if (ranks.empty()) return "no rank";
-  return fmt::format("{} {} ({})", ranks.size(), ranks.size() == 1 ? "rank" : "ranks", rank_ranges(ranks));
+  return fmt::format("{} {} ({})", ranks.size(), ranks.size() == 1 ? "rank" : "ranks", compact_ranks(ranks));
 }
 
 // The backend's rule decided completed and started (fr_entry_state.h).
@@ -117,16 +57,94 @@ format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_gl
   return c;
 }
 
-}  // namespace
 
-bool looks_like_fr_dumps(const fs::path& path) {
-  std::string prefix;
-  return !discover(path, &prefix).empty();
+template <typename Map>
+const typename Map::mapped_type* find_or_null(const Map& m, const typename Map::key_type& k) {
+  auto it = m.find(k);
+  return it == m.end() ? nullptr : &it->second;
 }
 
+// An all_to_all's totals as the run model's peer counts: what this rank sends in all (its input)
+// and receives in all (its output). Per-peer splits are not in a dump, so only the sums over the
+// members can be checked (analyzers/hang a2a_counts.cpp: they must be equal).
+format::PeerCountsSnapshot a2a_totals(const FrEntry& e, uint64_t seq, const FrGroup& g, int rank_in_group) {
+  format::PeerCountsSnapshot p;
+  p.seq = seq;
+  p.n_peers = uint32_t(g.ranks.size());
+  p.rank_in_comm = rank_in_group;
+  p.send_total = e.numel;
+  p.recv_total = e.out_numel;
+  p.send_min = p.send_max = p.recv_min = p.recv_max = 0;
+  return p;
+}
+
+// The communicator of one process group on one rank: its collectives (send/recv go to pair
+// communicators), issued and completed from the entries and, where its row counts collectives,
+// pg_status (fr_pg_status.h), which sees past the window.
+format::CommSnapshot collective_comm(const FrDump& d, const std::string& name, const std::string& comm_name,
+                                     const FrGroup& g, int rank_in_group, const GroupProgress* progress,
+                                     std::string* last_site) {
+  format::CommSnapshot c;
+  c.name = comm_name;
+  c.size = int(g.ranks.size());
+  c.rank_in_comm = rank_in_group;
+  int64_t max_seq = 0, max_completed = 0;
+  for (const FrEntry& e : d.entries) {
+    if (e.group != name) continue;
+    // A send/recv carries the group's collective counter as it stood: that many were issued.
+    max_seq = std::max(max_seq, e.collective_seq);
+    if (e.is_p2p || e.collective_seq < 1) continue;
+    const uint64_t seq = uint64_t(e.collective_seq);
+    if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
+    c.ring.push_back(record_of(e, seq, -1));
+    if (e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
+      c.peer_counts.push_back(a2a_totals(e, seq, g, rank_in_group));
+    if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
+    if (!e.call_site.empty()) *last_site = e.call_site;
+  }
+  // Never lowers what the entries show (an on-demand dump can precede the watchdog's pass).
+  if (progress && progress->numbering != SeqNumbering::kP2P) {
+    max_seq = std::max(max_seq, progress->status.last_enqueued);
+    max_completed = std::max(max_completed, progress->status.last_completed);
+  }
+  // Sequence numbers stay PyTorch's (1-based), so the verdict quotes the number a user sees in
+  // the dump: "issued" counts a phantom seq 0, i.e. issued = last enqueued + 1.
+  c.next_seq = uint64_t(std::max<int64_t>(0, max_seq) + 1);
+  c.completed_count = uint64_t(std::max<int64_t>(0, max_completed) + 1);
+  return c;
+}
+
+// One side of a send/recv pair (fr_p2p.h). A matched send and recv must look alike to the mismatch
+// check: the op is named from the lower rank's side ("send" = lower to higher), whichever side
+// recorded it, and the call site is left out (the two sides call from different places by design).
+format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int rank, const std::string& name,
+                               std::string* last_site) {
+  format::CommSnapshot c;
+  c.name = name;
+  c.size = 2;
+  c.rank_in_comm = rank == pair.lo ? 0 : 1;
+  const int peer = rank == pair.lo ? pair.hi : pair.lo;
+  for (const auto& [e, seq] : side.calls) {
+    if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // a batch's calls share a number: keep the first
+    FrEntry as_lower = *e;
+    if (rank != pair.lo)
+      as_lower.op = e->op == format::CollectiveOp::kSend ? format::CollectiveOp::kRecv : format::CollectiveOp::kSend;
+    as_lower.call_site.clear();
+    c.ring.push_back(record_of(as_lower, seq, peer));
+    if (!e->call_site.empty()) *last_site = e->call_site;
+  }
+  c.next_seq = side.next_seq;
+  c.completed_count = side.completed_count;
+  return c;
+}
+
+}  // namespace
+
+bool looks_like_fr_dumps(const fs::path& path) { return !discover_dumps(path).files.empty(); }
+
 Result<FrImport> import_fr_dumps(const fs::path& path) {
-  std::string prefix;
-  const std::vector<Candidate> files = discover(path, &prefix);
+  const DiscoveredDumps found = discover_dumps(path);
+  const std::vector<DumpFile>& files = found.files;
   if (files.empty()) {
     return not_found(fmt::format("{}: no Flight Recorder dumps (files named <prefix><rank>, e.g. comm_lib_trace_rank_0)",
                                  path.string()));
@@ -187,16 +205,23 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       if (!ranks.empty()) world = std::max(world, ranks.back() + 1);
   }
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
+  for (auto& [rank, d] : dumps) resolve_pg_status(d);
   JobGroups job_groups = resolve_groups(dumps, world);
   const std::map<std::string, FrGroup>& groups = job_groups.by_name;
   reopen_failed_retirements(dumps, groups);
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
-  std::map<std::string, std::string> comm_name;
+  std::map<std::string, std::string> comm_name, short_name;
   for (const auto& [name, g] : groups) {
-    const bool plain = !g.desc.empty() && g.desc != "undefined" && desc_count[g.desc] == 1;
-    comm_name[name] = plain ? g.desc : (g.desc.empty() ? "pg" : g.desc) + ":" + name;
+    comm_name[name] = group_comm_name(g, desc_count[g.desc] == 1);
+    short_name[name] = group_short_name(g, desc_count[g.desc] == 1);
   }
+  const auto progress = group_progress(dumps);
+  // Send/recv pairs, and each rank's pair communicators (fr_p2p.h).
+  std::map<int, std::vector<std::pair<const PairComm*, const PairSide*>>> pairs_of;
+  const std::vector<PairComm> pairs = pair_p2p(dumps, groups, progress);
+  for (const PairComm& p : pairs)
+    for (const auto& [rank, side] : p.sides) pairs_of[rank].emplace_back(&p, &side);
 
   format::RunMetadata meta;
   meta.program = "pytorch (Flight Recorder " + out.version + ")";
@@ -221,8 +246,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       if (auto u = unreadable.find(r); u != unreadable.end()) {
         rf.flight_status = u->second;
       } else {
-        rf.flight_status = not_found(fmt::format("{}{}: no dump (the rank may have died, been stopped, or hung "
-                                                 "holding the GIL)", prefix, r));
+        rf.flight_status = not_found(fmt::format("no dump for rank {} (the rank may have died, been stopped, or hung "
+                                                 "holding the GIL)", r));
       }
       out.missing.push_back(r);
       out.run.problems.push_back(rf.flight_status.message());
@@ -249,71 +274,18 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     s.live.process_state = format::ProcessState::kRunning;
     s.live.clock_uncertainty_ns = -1;
     std::string last_site;
+    const std::map<std::string, GroupProgress>* rank_progress = nullptr;
+    if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
     for (const auto& [name, g] : groups) {
       auto pos = std::find(g.ranks.begin(), g.ranks.end(), r);
       if (pos == g.ranks.end()) continue;
-      format::CommSnapshot c;
-      c.index = int(s.comms.size());
-      c.name = comm_name[name];
-      c.size = int(g.ranks.size());
-      c.rank_in_comm = int(pos - g.ranks.begin());
-      int64_t max_seq = 0, max_completed = 0;
-      bool has_p2p = false;
-      std::map<std::pair<int, int>, uint64_t> pair_seq;
-      for (const FrEntry& e : d.entries) {
-        if (e.group != name) continue;
-        if (e.is_p2p) {
-          has_p2p = true;
-          if (e.peer_in_group < 0 || e.peer_in_group >= int(g.ranks.size())) continue;
-          const int peer = g.ranks[size_t(e.peer_in_group)];
-          const auto key = std::minmax(r, peer);
-          const std::string pname = fmt::format("{}/p2p:{}-{}", c.name, key.first, key.second);
-          const uint64_t seq = pair_seq[key]++;
-          format::CommSnapshot* pc = nullptr;
-          for (auto& x : s.comms)
-            if (x.name == pname) pc = &x;
-          if (!pc) {
-            s.comms.push_back({});
-            pc = &s.comms.back();
-            pc->index = int(s.comms.size() - 1);
-            pc->name = pname;
-            pc->size = 2;
-            pc->rank_in_comm = r == key.first ? 0 : 1;
-            if (p2p_groups.insert(pname).second) meta.groups.push_back({pname, {key.first, key.second}});
-          }
-          // A matched send/recv must look alike to the mismatch check: a pair's op is named from
-          // its lower rank's side ("send" = lower to higher), whichever side recorded it.
-          FrEntry as_lower = e;
-          if (r != key.first) {
-            as_lower.op = e.op == format::CollectiveOp::kSend ? format::CollectiveOp::kRecv : format::CollectiveOp::kSend;
-          }
-          as_lower.call_site.clear();  // the two sides call from different places by design
-          pc->ring.push_back(record_of(as_lower, seq, peer));
-          pc->next_seq = seq + 1;
-          if (state_of(e) == format::CollectiveState::kCompleted) pc->completed_count = seq + 1;
-          if (!e.call_site.empty()) last_site = e.call_site;
-          continue;
-        }
-        if (e.collective_seq < 1) continue;
-        const uint64_t seq = uint64_t(e.collective_seq);
-        if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
-        c.ring.push_back(record_of(e, seq, -1));
-        max_seq = std::max(max_seq, e.collective_seq);
-        if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
-        if (!e.call_site.empty()) last_site = e.call_site;
-      }
-      // pg_status sees past ring wraparound; the entries are the fallback. Its counters are the
-      // work's seq_, which is the p2p seq for send/recv (initWork: isP2P ? seqP2P_ : seqCollective_),
-      // so they count collectives only in a group this rank used for no send or recv.
-      if (auto st = d.status.find(name); st != d.status.end() && !has_p2p) {
-        max_seq = std::max(max_seq, st->second.last_enqueued);
-        max_completed = std::max(max_completed, st->second.last_completed);
-      }
-      // Sequence numbers stay PyTorch's (1-based), so the verdict quotes the number a user sees in
-      // the dump: "issued" counts a phantom seq 0, i.e. issued = last enqueued + 1.
-      c.next_seq = uint64_t(std::max<int64_t>(0, max_seq) + 1);
-      c.completed_count = uint64_t(std::max<int64_t>(0, max_completed) + 1);
-      s.comms.push_back(std::move(c));
+      s.comms.push_back(collective_comm(d, name, comm_name[name], g, int(pos - g.ranks.begin()),
+                                        rank_progress ? find_or_null(*rank_progress, name) : nullptr, &last_site));
+    }
+    for (const auto& [pair, side] : pairs_of[r]) {
+      const std::string pname = fmt::format("{} p2p {}-{}", short_name[pair->group], pair->lo, pair->hi);
+      if (p2p_groups.insert(pname).second) meta.groups.push_back({pname, {pair->lo, pair->hi}});
+      s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
     }
     for (auto& c : s.comms) c.index = int(&c - s.comms.data());
     format::ThreadSnapshot main;
@@ -332,8 +304,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   const std::string timing = !out.event_backend ? "no start or end events (Gloo: 'retired' marks completion)"
                              : out.timing       ? "timing on (a 'scheduled' collective never started on the GPU)"
                                                 : "timing off (TORCH_NCCL_ENABLE_TIMING unset: 'running' and 'never started' look the same)";
-  out.summary = fmt::format("read PyTorch Flight Recorder dumps {}*: format {}{}, {}, missing {}{}; {}",
-                            (fs::is_directory(path) ? path / prefix : path).string(), out.version,
+  out.summary = fmt::format("read PyTorch Flight Recorder dumps {}: format {}{}, {}, missing {}{}; {}",
+                            found.pattern, out.version,
                             backends.empty() ? "" : ", backend " + backends, ranks_phrase(out.found),
                             out.missing.empty() ? "none" : ranks_phrase(out.missing),
                             (out.partial.empty() ? "" : ", ended early " + ranks_phrase(out.partial)) +

@@ -53,6 +53,7 @@ struct FrEntry {
   int peer_in_group = -1;         // send/recv: the other side, group-local
   format::DataType dtype = format::DataType::kUnknown;
   uint64_t numel = 0;             // elements over all input tensors
+  uint64_t out_numel = 0;         // elements over all output tensors
   std::string state;              // "scheduled", "started", "completed"
   bool retired = false;
   bool has_duration = false;
@@ -76,7 +77,11 @@ struct FrDump {
   // pg_config entries with an empty name: Gloo records a group's ranks before the group gets its
   // name and desc (PyTorch 2.11), so its entries name a group pg_config does not (fr_import.cpp).
   std::vector<std::vector<int>> unnamed_group_ranks;
-  std::map<std::string, FrStatus> status;  // by group name (mapped from pg_id through the entries)
+  std::map<int64_t, FrStatus> status_by_pg_id;  // pg_status as written: by process-local pg_id
+  std::map<int64_t, std::string> pg_id_names;   // pg_id -> group name, as the entries say
+  // pg_status by group name: each pg_id named by the entries, or by the groups' creation order
+  // (fr_pg_status.h); filled by resolve_pg_status.
+  std::map<std::string, FrStatus> status;
   std::vector<FrEntry> entries;            // oldest first
   bool partial = false;                    // the file ended early (entries are what was complete)
   bool timing = false;                     // start events existed: an entry started or has a duration,

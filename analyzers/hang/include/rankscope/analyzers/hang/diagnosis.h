@@ -139,6 +139,21 @@ struct NodeFinding {
   std::string cause;            // the shared cause in words: "stopped (SIGSTOP or SIGTSTP)", ...
 };
 
+// Who waits on one culprit, and through what (issue 31): the collectives it never entered with the
+// ranks inside them, then the ranks that wait on those in turn (behind them in a device queue, or a
+// send/recv whose peer waits).
+struct WaitChain {
+  struct At {
+    CollectiveRef collective;
+    std::vector<int> waiters;
+  };
+  int culprit = -1;
+  std::optional<CollectiveRef> first;   // the innermost collective it never entered (the verdict's, per culprit)
+  std::vector<At> missing_from;         // most waiters first
+  std::vector<int> behind;              // further ranks that wait on those waiters, directly or not
+  std::vector<std::string> behind_via;  // the communicators of those waits
+};
+
 struct Diagnosis {
   Verdict verdict = Verdict::kHealthy;
   Kind kind = Kind::kNone;
@@ -161,6 +176,7 @@ struct Diagnosis {
   std::optional<Detection> detection;        // why stuck (absent when healthy or finished)
   int hosts = 0;                             // distinct hosts among the ranks (0: none known)
   std::vector<NodeFinding> nodes;            // node problems; empty with one host
+  std::vector<WaitChain> waits;              // per culprit, who waits on it (hang verdicts with a wait graph)
 };
 
 // The host of `rank` as the report knows it ("" unknown).

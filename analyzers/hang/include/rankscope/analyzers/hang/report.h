@@ -29,6 +29,9 @@
 // cause, os_state (frozen), liveness (dead)}: most or all ranks of one host in the same state while
 // other hosts' ranks wait on them (empty with one host). With one node finding its ranks are all
 // in culprit_ranks and the headline names the node ("HANG: node n4: ranks 12-15 all stopped ...").
+// Added within version 2 (issue 31, many groups): waits_on_culprits[] {culprit, missing_from[]
+// {collective, waiters}, behind, behind_via}: per culprit, the collectives it never entered with the
+// ranks waiting in them, then the ranks waiting on those in turn and through which communicators.
 #pragma once
 
 #include <cstdint>

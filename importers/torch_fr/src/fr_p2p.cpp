@@ -1,0 +1,97 @@
+// fr_p2p.cpp — send/recv paired across ranks (fr_p2p.h).
+#include "fr_p2p.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rankscope::torch_fr {
+namespace {
+
+// Two sides' numbers are near enough to be one count when their ranges overlap or nearly touch (a
+// side may have completed a few calls the other still shows open).
+constexpr int64_t kAlignedSlack = 64;
+
+struct Key {
+  std::string group;
+  int lo, hi;
+  bool operator<(const Key& o) const { return std::tie(group, lo, hi) < std::tie(o.group, o.lo, o.hi); }
+};
+
+}  // namespace
+
+std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups,
+                               const std::map<int, std::map<std::string, GroupProgress>>& progress) {
+  std::map<Key, std::map<int, std::vector<const FrEntry*>>> calls;
+  std::map<std::pair<int, std::string>, std::set<int>> peers_of;  // (rank, group) -> global peers
+  for (const auto& [rank, d] : dumps) {
+    for (const FrEntry& e : d.entries) {
+      if (!e.is_p2p) continue;
+      auto g = groups.find(e.group);
+      if (g == groups.end() || e.peer_in_group < 0 || e.peer_in_group >= int(g->second.ranks.size())) continue;
+      const int peer = g->second.ranks[size_t(e.peer_in_group)];
+      const auto [lo, hi] = std::minmax(rank, peer);
+      calls[{e.group, lo, hi}][rank].push_back(&e);
+      peers_of[{rank, e.group}].insert(peer);
+    }
+  }
+  std::vector<PairComm> out;
+  for (const auto& [key, by_rank] : calls) {
+    PairComm p;
+    p.group = key.group;
+    p.lo = key.lo;
+    p.hi = key.hi;
+    const size_t members = groups.at(key.group).ranks.size();
+    // Aligned: every side that shows send/recv on the group shows them only with the other side,
+    // and where both show some, their numbers are one count.
+    p.aligned = true;
+    for (int side : {key.lo, key.hi}) {
+      auto it = peers_of.find({side, key.group});
+      if (members > 2 && it != peers_of.end() && it->second.size() > 1) p.aligned = false;
+    }
+    auto lo_calls = by_rank.find(key.lo), hi_calls = by_rank.find(key.hi);
+    if (p.aligned && lo_calls != by_rank.end() && hi_calls != by_rank.end()) {
+      auto range = [](const std::vector<const FrEntry*>& v) {
+        int64_t a = INT64_MAX, b = INT64_MIN;
+        for (const FrEntry* e : v) a = std::min(a, e->p2p_seq), b = std::max(b, e->p2p_seq);
+        return std::pair(a, b);
+      };
+      const auto [la, lb] = range(lo_calls->second);
+      const auto [ha, hb] = range(hi_calls->second);
+      p.aligned = std::max(la, ha) <= std::min(lb, hb) + kAlignedSlack;
+    }
+    for (int side : {key.lo, key.hi}) {
+      PairSide& s = p.sides[side];
+      auto it = by_rank.find(side);
+      const std::vector<const FrEntry*> none;
+      const std::vector<const FrEntry*>& mine = it == by_rank.end() ? none : it->second;
+      if (p.aligned) {
+        int64_t issued = 0, completed = 0;
+        for (const FrEntry* e : mine) {
+          s.calls.emplace_back(e, uint64_t(std::max<int64_t>(0, e->p2p_seq)));
+          issued = std::max(issued, e->p2p_seq);
+          if (e->completed) completed = std::max(completed, e->p2p_seq);
+        }
+        // The side's pg_status row, when it counts send/recv, sees past the window. A dump with
+        // no row (no pg_status, or an id no rule could name) falls back on the entries.
+        if (auto r = progress.find(side); r != progress.end()) {
+          if (auto g = r->second.find(key.group); g != r->second.end() && g->second.numbering == SeqNumbering::kP2P) {
+            issued = std::max(issued, g->second.status.last_enqueued);
+            completed = std::max(completed, g->second.status.last_completed);
+          }
+        }
+        s.next_seq = uint64_t(issued) + 1;
+        s.completed_count = uint64_t(completed) + 1;
+      } else {
+        uint64_t n = 0;
+        for (const FrEntry* e : mine)
+          if (!e->completed) s.calls.emplace_back(e, ++n);
+        s.next_seq = n + 1;
+        s.completed_count = 1;
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace rankscope::torch_fr
