@@ -1,7 +1,7 @@
 // fr_megatron_job.h — test utility: PyTorch Flight Recorder dumps (format 2.9, one pickle per rank)
 // of a simulated Megatron-LM job with tensor, pipeline, data and expert parallelism, healthy or hung
 // by an injected fault, shaped like the dumps of the real 16-GPU Megatron MoE job in
-// shared/data/real-peers/megatron-moe-fr (NVIDIA/nvidia-resiliency-ext's FR traces).
+// tests/fixtures/torch_fr/real-megatron-moe (NVIDIA/nvidia-resiliency-ext's FR traces).
 //
 // Is: a generator written from the rules of the sources it imitates, each cited where it is used in
 // fr_megatron_job.cpp —
@@ -50,14 +50,21 @@ struct MegatronLayout {
   int ep() const { return moe ? tp * dp : 1; }
 };
 
+// Each fault hits in iteration fault_iteration at the first op of the backward of microbatch
+// microbatches/2 (kA2aCountMismatch: that microbatch's first MoE dispatch).
 enum class MegatronFault {
-  kNone,               // healthy: dumped at a quiet point after the last iteration, nothing open
-  kGpuError,           // the rank's watchdog stops seeing completions; its GPU still runs; its host
-                       // blocks at the next host-sync point
+  kNone,               // healthy: dumped at a quiet point after the last iteration, nothing open (with
+                       // only_active no entries at all; with batch_p2p_comm the per-op send/recv
+                       // records stay open, as PyTorch never completes them)
+  kGpuError,           // the rank's watchdog stops seeing completions; its GPU still runs what its host
+                       // enqueued, and the host blocks at its next host-sync point (the MoE token-count
+                       // copy to the host, the optimizer's .item())
   kGilHeld,            // the rank's host stops enqueueing; what it enqueued completes
-  kKilled,             // the rank's host stops and its GPU with it; it writes no dump
+  kKilled,             // the rank's host stops; its GPU had drained to the host's last sync point and
+                       // what was enqueued after it never runs; it writes no dump
   kStageStall,         // every rank of one pipeline stage stops enqueueing at the same point
-  kA2aCountMismatch,   // one rank's MoE dispatch all_to_all has one input row too many
+  kA2aCountMismatch,   // one rank's MoE dispatch all_to_all has one input row too many: every EP member
+                       // enqueues it, none completes it
 };
 
 struct MegatronJobSpec {
@@ -66,7 +73,7 @@ struct MegatronJobSpec {
   // The ranks the fault hits. kStageStall: the stage of the first rank listed (all its ranks stall);
   // kA2aCountMismatch: the first rank listed. Empty: rank world/2 + 1 (rank 9 of 16, as the real job).
   std::vector<int> fault_ranks;
-  int fault_iteration = 3;   // 1-based; the fault hits there, at the backward of microbatch microbatches/2
+  int fault_iteration = 3;   // 1-based
   int iterations = 5;        // what a healthy job runs; a hung job stops earlier
   bool only_active = true;   // TORCH_INCLUDE_ONLY_ACTIVE: only entries not completed (as the real dumps)
   int ring = 2000;           // TORCH_FR_BUFFER_SIZE: entries the recorder keeps

@@ -6,6 +6,10 @@
 // recorded the call (a member that never entered it is a lagging rank, not a count problem). With
 // digests the sums over all members must match; one bad pair (i, j) off by d leaves the sketch
 // difference d·w(i, j), which locates it by trying every pair.
+// Where only totals are known (PyTorch's Flight Recorder keeps each rank's input and output sizes,
+// not its splits), the sums must still match; then a member whose total alone differs from a total
+// every other member shares (an MoE dispatch sends tokens x top-k rows from every rank; its combine
+// receives them back) is named as the outlier, as such, never as a located pair.
 #include <algorithm>
 #include <map>
 
@@ -80,6 +84,32 @@ std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Memb
           if (by_rank[j].second->exact) m.expected = by_rank[j].second->recv[i];
           break;
         }
+  }
+  if (m.sender < 0 && d != 0 && recs.size() >= 3) {
+    // The outlier: a total that every member but one shares.
+    auto outlier = [&](auto total) -> const Member* {
+      std::map<uint64_t, std::vector<const Member*>> by_total;
+      for (const auto& [mem, p] : recs) by_total[total(*p)].push_back(mem);
+      if (by_total.size() != 2) return nullptr;
+      const auto& a = by_total.begin()->second;
+      const auto& b = std::next(by_total.begin())->second;
+      if (a.size() == 1 && b.size() > 1) return a.front();
+      if (b.size() == 1 && a.size() > 1) return b.front();
+      return nullptr;
+    };
+    const Member* sender = outlier([](const format::PeerCountsSnapshot& p) { return p.send_total; });
+    const Member* receiver = outlier([](const format::PeerCountsSnapshot& p) { return p.recv_total; });
+    // One of the two, not both: two outliers could be either's fault.
+    if ((sender != nullptr) != (receiver != nullptr)) {
+      m.evidence = "outlier";
+      const Member* odd = sender ? sender : receiver;
+      for (const auto& [mem, p] : recs) {
+        const uint64_t total = sender ? p->send_total : p->recv_total;
+        if (mem == odd) m.sent = total;   // outlier: `sent` is its own total
+        else m.expected = total;          // and `expected` the total every other member has
+      }
+      (sender ? m.sender : m.receiver) = odd->world;
+    }
   }
   return m;
 }

@@ -39,7 +39,14 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& f) {
   const std::string where = fmt::format("{} #{} on {}{}", format::short_op_name(c.op), c.seq, c.comm,
                                         c.range.empty() ? "" : fmt::format(" (called from {})", c.range));
   const uint64_t row = m.row_elements;
-  if (m.sender >= 0 && m.sent && m.expected) {
+  if (m.evidence == "outlier") {
+    const bool sends = m.sender >= 0;
+    d.headline = fmt::format("DESYNC: the counts of {} disagree: its members send {} in total than they receive, and {} "
+                             "{} {} in all where every other member {} {}.",
+                             where, difference_text(m.difference, row), who(d, {sends ? m.sender : m.receiver}),
+                             sends ? "sends" : "receives", amount(m.sent.value_or(0), row), sends ? "sends" : "receives",
+                             amount(m.expected.value_or(0), row));
+  } else if (m.sender >= 0 && m.sent && m.expected) {
     d.headline = fmt::format("DESYNC: the counts of {} disagree: {} sends {} to {}, which expects {} from it.", where,
                              who(d, {m.sender}), amount(*m.sent, row), who(d, {m.receiver}), amount(*m.expected, row));
   } else if (m.sender >= 0) {
@@ -60,6 +67,10 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& f) {
   else if (m.evidence == "totals")
     d.explanation += " The communicator is larger than the flight recorder keeps exact counts for, and more than one "
                      "pair differs, so the sketches detect the disagreement without locating it.";
+  else if (m.evidence == "outlier")
+    d.explanation += " Only each member's totals are recorded (PyTorch's Flight Recorder keeps input and output sizes, "
+                     "not the splits), so the pair is not located: the member named is the one whose total differs from "
+                     "what all the others share.";
   if (m.other_pairs > 0) d.explanation += fmt::format(" {} other pair(s) of this call disagree too.", m.other_pairs);
   d.explanation += " In an MoE dispatch both sides derive their splits from the counts all_to_all before it (the combine "
                    "swaps them): check the rank that expected a different count.";

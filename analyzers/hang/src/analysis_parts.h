@@ -78,6 +78,10 @@ struct WaitEdge {
   int absent = 0;                 // never issued the waiter's seq on that comm
   std::string comm;
   uint64_t seq = 0;
+  // The waiter is held here: its oldest open collective, or one its host waits in. A later
+  // collective queued on a device is not where the rank is stuck (it may wait on a peer that already
+  // finished it and whose completion the stuck device never reported).
+  bool blocking = true;
 };
 
 struct WaitGraph {
@@ -85,7 +89,7 @@ struct WaitGraph {
   std::vector<WaitEdge> all_entered;      // collectives every member entered (absent = -1)
   std::vector<WaitEdge> behind;           // the waiter's oldest open collective, entered by `absent`, whose
                                           // own oldest open collective is older (its device gets there later)
-  std::vector<int> terminal;              // absent ranks that wait for no absent rank themselves
+  std::vector<int> terminal;              // missing ranks in the parts of the graph (both kinds of edges) nothing leaves
 };
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);

@@ -383,7 +383,15 @@ void Classifier::blame_silent(Verdict verdict, Kind kind, const std::vector<int>
 
 void Classifier::blame_stuck() {
   d_.verdict = Verdict::kHang;
-  const WaitGraph g = build_wait_graph(views_, groups_);
+  WaitGraph g = build_wait_graph(views_, groups_);
+  // A rank whose device stopped reporting completions is a culprit wherever it sits in the graph:
+  // its peers completed with it what it still shows open (a collective completes on all members or
+  // on none). Another rank's hang can hold the others up first and hide it from the waits.
+  for (const auto& v : views_)
+    if (v.waiting() && v.pending->host_returned && completed_by_a_peer(v) &&
+        std::find(g.terminal.begin(), g.terminal.end(), v.rank) == g.terminal.end())
+      g.terminal.push_back(v.rank);
+  std::sort(g.terminal.begin(), g.terminal.end());
   if (!g.terminal.empty()) {
     blame_terminal(g);
   } else if (!g.all_entered.empty()) {
@@ -426,7 +434,8 @@ void Classifier::blame_terminal(const WaitGraph& g) {
   // the innermost one they are missing from.
   std::vector<int> culprits = g.terminal;
   const auto e = innermost_edge(g, culprits);
-  set_collective(e->comm, e->seq);
+  if (e) set_collective(e->comm, e->seq);
+  else set_collective(views_[culprits.front()].pending_comm->name, views_[culprits.front()].pending->seq);
   d_.culprit_ranks = culprits;
 
   const bool finished = std::all_of(culprits.begin(), culprits.end(), [&](int r) { return views_[r].readable() && views_[r].finished; });
@@ -435,9 +444,10 @@ void Classifier::blame_terminal(const WaitGraph& g) {
     d_.verdict = Verdict::kDesync;
     d_.kind = Kind::kCollectiveMismatch;
     Mismatch m{"issued", {}};
-    if (const GroupView* grp = find_group(groups_, e->comm))
+    if (const GroupView* grp = find_group(groups_, d_.collective->comm))
       for (int r : grp->ranks)
-        if (r < int(views_.size()) && views_[r].readable()) m.values_by_rank[r] = std::to_string(views_[r].issued(e->comm));
+        if (r < int(views_.size()) && views_[r].readable())
+          m.values_by_rank[r] = std::to_string(views_[r].issued(d_.collective->comm));
     d_.mismatch = m;
     return;
   }

@@ -129,9 +129,9 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       return 2;
     }
     if (!quiet) std::fprintf(json_file == "-" ? err : out, "%s\n", r->summary.c_str());
-    if (r->entries == 0) {
-      std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries (dumped with includeCollectives=False, "
-                        "or just after a reset): nothing to judge\n", dir.c_str());
+    if (r->entries == 0 && r->status_rows == 0) {
+      std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries and no pg_status (dumped with "
+                        "includeCollectives=False, or just after a reset): nothing to judge\n", dir.c_str());
       return 2;
     }
     run = std::move(r->run);

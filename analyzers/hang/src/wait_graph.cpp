@@ -10,7 +10,7 @@
 // the member entered the collective (a send's peer posted its recv), but its own oldest open
 // collective is older, so its device reaches this one only after that one (NCCL work of every
 // group waits on the compute stream it was issued from). These "behind" edges carry a pipeline
-// stage's wait to the stage that blocks it; they never make a culprit.
+// stage's wait to the stage that blocks it, and a rank waiting behind another is not a culprit.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -18,6 +18,73 @@
 #include "analysis_parts.h"
 
 namespace rankscope::hang {
+
+namespace {
+
+// The culprits: in the graph of both kinds of edges, the strongly connected parts nothing leaves
+// (sinks), and in each, the ranks some rank waits on as missing. A rank waiting on nobody is a sink
+// of its own. A cycle is a sink too: a stage that stopped posting is missing from its neighbour's
+// send while its own open send waits behind that neighbour's older work; the missing one is the
+// culprit, the one waited on only as "behind" is not. Ranks missing from each other's collectives
+// (each waits on the other as missing) are no culprits: that is a desync, said as such.
+std::vector<int> sink_culprits(const WaitGraph& g, size_t n) {
+  std::vector<std::vector<int>> out(n), in(n);
+  std::vector<uint8_t> missing(n, 0), present(n, 0);
+  for (const auto* list : {&g.edges, &g.behind})
+    for (const auto& e : *list) {
+      if (!e.blocking) continue;
+      out[size_t(e.waiter)].push_back(e.absent);
+      in[size_t(e.absent)].push_back(e.waiter);
+      present[size_t(e.waiter)] = present[size_t(e.absent)] = 1;
+    }
+  std::vector<uint8_t> misses(n, 0);  // waits on a missing rank itself
+  for (const auto& e : g.edges)
+    if (e.blocking) missing[size_t(e.absent)] = 1, misses[size_t(e.waiter)] = 1;
+  // Kosaraju, iteratively: finishing order on `out`, then components on `in`.
+  std::vector<int> order, comp(n, -1);
+  std::vector<uint8_t> seen(n, 0);
+  for (size_t root = 0; root < n; ++root) {
+    if (!present[root] || seen[root]) continue;
+    std::vector<std::pair<int, size_t>> stack = {{int(root), 0}};
+    seen[root] = 1;
+    while (!stack.empty()) {
+      auto& [v, i] = stack.back();
+      if (i < out[size_t(v)].size()) {
+        const int w = out[size_t(v)][i++];
+        if (!seen[size_t(w)]) {
+          seen[size_t(w)] = 1;
+          stack.emplace_back(w, 0);
+        }
+      } else {
+        order.push_back(v);
+        stack.pop_back();
+      }
+    }
+  }
+  int comps = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (comp[size_t(*it)] >= 0) continue;
+    std::vector<int> stack = {*it};
+    comp[size_t(*it)] = comps;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (int w : in[size_t(v)])
+        if (comp[size_t(w)] < 0) comp[size_t(w)] = comps, stack.push_back(w);
+    }
+    ++comps;
+  }
+  std::vector<uint8_t> leaves(size_t(comps), 0);
+  for (size_t v = 0; v < n; ++v)
+    for (int w : out[v])
+      if (comp[v] != comp[size_t(w)]) leaves[size_t(comp[v])] = 1;
+  std::vector<int> culprits;
+  for (size_t v = 0; v < n; ++v)
+    if (present[v] && missing[v] && !misses[v] && !leaves[size_t(comp[v])]) culprits.push_back(int(v));
+  return culprits;
+}
+
+}  // namespace
 
 WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups) {
   WaitGraph g;
@@ -47,9 +114,10 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
         }
       }
       bool anyone_absent = false;
+      const bool blocking = rec == w.pending || !rec->host_returned;
       for (int m : it->second) {
         if (m == w.rank) continue;
-        g.edges.push_back({w.rank, m, comm, seq});
+        g.edges.push_back({w.rank, m, comm, seq, blocking});
         anyone_absent = true;
       }
       if (!anyone_absent) g.all_entered.push_back({w.rank, -1, comm, seq});
@@ -78,13 +146,7 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
     for (int m : it->second)
       if (m != w.rank) g.behind.push_back({w.rank, m, comm, seq});
   }
-  std::vector<uint8_t> waits_on_absent(views.size(), 0);
-  for (const auto& e : g.edges)
-    if (e.waiter >= 0 && e.waiter < int(views.size())) waits_on_absent[e.waiter] = 1;
-  for (const auto& e : g.edges) {
-    if (waits_on_absent[e.absent]) continue;
-    if (std::find(g.terminal.begin(), g.terminal.end(), e.absent) == g.terminal.end()) g.terminal.push_back(e.absent);
-  }
+  g.terminal = sink_culprits(g, views.size());
   std::sort(g.terminal.begin(), g.terminal.end());
   return g;
 }

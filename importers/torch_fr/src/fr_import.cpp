@@ -81,7 +81,7 @@ format::PeerCountsSnapshot a2a_totals(const FrEntry& e, uint64_t seq, const FrGr
 // The communicator of one process group on one rank: its collectives (send/recv go to pair
 // communicators), issued and completed from the entries and, where its row counts collectives,
 // pg_status (fr_pg_status.h), which sees past the window.
-format::CommSnapshot collective_comm(const FrDump& d, const std::string& name, const std::string& comm_name,
+format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries, const std::string& comm_name,
                                      const FrGroup& g, int rank_in_group, const GroupProgress* progress,
                                      std::string* last_site) {
   format::CommSnapshot c;
@@ -89,8 +89,8 @@ format::CommSnapshot collective_comm(const FrDump& d, const std::string& name, c
   c.size = int(g.ranks.size());
   c.rank_in_comm = rank_in_group;
   int64_t max_seq = 0, max_completed = 0;
-  for (const FrEntry& e : d.entries) {
-    if (e.group != name) continue;
+  for (const FrEntry* entry : entries) {
+    const FrEntry& e = *entry;
     // A send/recv carries the group's collective counter as it stood: that many were issued.
     max_seq = std::max(max_seq, e.collective_seq);
     if (e.is_p2p || e.collective_seq < 1) continue;
@@ -127,7 +127,8 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
   for (const auto& [e, seq] : side.calls) {
     if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // a batch's calls share a number: keep the first
     FrEntry as_lower = *e;
-    if (rank != pair.lo)
+    if (pair.src >= 0) as_lower.op = format::CollectiveOp::kSend;  // one direction: named as its sender sees it
+    else if (rank != pair.lo)
       as_lower.op = e->op == format::CollectiveOp::kSend ? format::CollectiveOp::kRecv : format::CollectiveOp::kSend;
     as_lower.call_site.clear();
     c.ring.push_back(record_of(as_lower, seq, peer));
@@ -230,7 +231,22 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   std::set<std::string> p2p_groups;
 
   const DumpTime when = bound_dump_time(dumps, comm_name);
-  out.pending = when.pending;
+  // A row with work enqueued past what completed is pending, unless the rank's own entries show
+  // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
+  // every entry completed).
+  for (const auto& [rank, d] : dumps) {
+    out.status_rows += d.status_by_pg_id.size();
+    for (const auto& [id, st] : d.status_by_pg_id) {
+      if (st.last_enqueued <= st.last_completed) continue;
+      int64_t completed = st.last_completed;
+      auto name = d.pg_id_names.find(id);
+      for (const FrEntry& e : d.entries)
+        if (e.completed && (name == d.pg_id_names.end() || e.group == name->second))
+          completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
+      out.status_pending = out.status_pending || st.last_enqueued > completed;
+    }
+  }
+  out.pending = when.pending || out.status_pending;
   out.time_basis = when.basis;
   out.timeout_s = when.timeout_s;
 
@@ -276,14 +292,21 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     std::string last_site;
     const std::map<std::string, GroupProgress>* rank_progress = nullptr;
     if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
+    std::map<std::string, std::vector<const FrEntry*>> entries_of;  // by group name, oldest first
+    for (const FrEntry& e : d.entries) entries_of[e.group].push_back(&e);
+    static const std::vector<const FrEntry*> kNone;
     for (const auto& [name, g] : groups) {
       auto pos = std::find(g.ranks.begin(), g.ranks.end(), r);
       if (pos == g.ranks.end()) continue;
-      s.comms.push_back(collective_comm(d, name, comm_name[name], g, int(pos - g.ranks.begin()),
+      auto mine = entries_of.find(name);
+      s.comms.push_back(collective_comm(mine == entries_of.end() ? kNone : mine->second, comm_name[name], g,
+                                        int(pos - g.ranks.begin()),
                                         rank_progress ? find_or_null(*rank_progress, name) : nullptr, &last_site));
     }
     for (const auto& [pair, side] : pairs_of[r]) {
-      const std::string pname = fmt::format("{} p2p {}-{}", short_name[pair->group], pair->lo, pair->hi);
+      const std::string pname =
+          pair->src < 0 ? fmt::format("{} p2p {}-{}", short_name[pair->group], pair->lo, pair->hi)
+                        : fmt::format("{} p2p {}->{}", short_name[pair->group], pair->src, pair->src == pair->lo ? pair->hi : pair->lo);
       if (p2p_groups.insert(pname).second) meta.groups.push_back({pname, {pair->lo, pair->hi}});
       s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
     }

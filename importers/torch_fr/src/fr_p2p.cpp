@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "rankscope/format/vocabulary.h"
+
 namespace rankscope::torch_fr {
 namespace {
 
@@ -23,8 +25,14 @@ std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::ma
                                const std::map<int, std::map<std::string, GroupProgress>>& progress) {
   std::map<Key, std::map<int, std::vector<const FrEntry*>>> calls;
   std::map<std::pair<int, std::string>, std::set<int>> peers_of;  // (rank, group) -> global peers
+  // Every entry carries the group's p2p counter as it stood when it was recorded (FlightRecorder's
+  // record() gets seqCollective_ and seqP2P_ alike), so a collective after the last send/recv still
+  // says how many send/recv the rank had posted on that group.
+  std::map<std::pair<int, std::string>, int64_t> p2p_counter;
   for (const auto& [rank, d] : dumps) {
     for (const FrEntry& e : d.entries) {
+      auto [c, fresh] = p2p_counter.try_emplace({rank, e.group}, e.p2p_seq);
+      if (!fresh) c->second = std::max(c->second, e.p2p_seq);
       if (!e.is_p2p) continue;
       auto g = groups.find(e.group);
       if (g == groups.end() || e.peer_in_group < 0 || e.peer_in_group >= int(g->second.ranks.size())) continue;
@@ -59,18 +67,17 @@ std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::ma
       const auto [ha, hb] = range(hi_calls->second);
       p.aligned = std::max(la, ha) <= std::min(lb, hb) + kAlignedSlack;
     }
-    for (int side : {key.lo, key.hi}) {
-      PairSide& s = p.sides[side];
-      auto it = by_rank.find(side);
-      const std::vector<const FrEntry*> none;
-      const std::vector<const FrEntry*>& mine = it == by_rank.end() ? none : it->second;
-      if (p.aligned) {
+    if (p.aligned) {
+      for (int side : {key.lo, key.hi}) {
+        PairSide& s = p.sides[side];
+        auto it = by_rank.find(side);
         int64_t issued = 0, completed = 0;
-        for (const FrEntry* e : mine) {
-          s.calls.emplace_back(e, uint64_t(std::max<int64_t>(0, e->p2p_seq)));
-          issued = std::max(issued, e->p2p_seq);
-          if (e->completed) completed = std::max(completed, e->p2p_seq);
-        }
+        if (it != by_rank.end())
+          for (const FrEntry* e : it->second) {
+            s.calls.emplace_back(e, uint64_t(std::max<int64_t>(0, e->p2p_seq)));
+            if (e->completed) completed = std::max(completed, e->p2p_seq);
+          }
+        if (auto c = p2p_counter.find({side, key.group}); c != p2p_counter.end()) issued = std::max(issued, c->second);
         // The side's pg_status row, when it counts send/recv, sees past the window. A dump with
         // no row (no pg_status, or an id no rule could name) falls back on the entries.
         if (auto r = progress.find(side); r != progress.end()) {
@@ -81,15 +88,28 @@ std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::ma
         }
         s.next_seq = uint64_t(issued) + 1;
         s.completed_count = uint64_t(completed) + 1;
-      } else {
+      }
+      out.push_back(std::move(p));
+      continue;
+    }
+    // One communicator per direction, its open calls numbered in posting order on each side.
+    for (int src : {key.lo, key.hi}) {
+      PairComm d = p;
+      d.src = src;
+      bool any = false;
+      for (int side : {key.lo, key.hi}) {
+        PairSide& s = d.sides[side];
+        const format::CollectiveOp mine = side == src ? format::CollectiveOp::kSend : format::CollectiveOp::kRecv;
         uint64_t n = 0;
-        for (const FrEntry* e : mine)
-          if (!e->completed) s.calls.emplace_back(e, ++n);
+        if (auto it = by_rank.find(side); it != by_rank.end())
+          for (const FrEntry* e : it->second)
+            if (e->op == mine && !e->completed) s.calls.emplace_back(e, ++n);
         s.next_seq = n + 1;
         s.completed_count = 1;
+        any = any || n > 0;
       }
+      if (any) out.push_back(std::move(d));
     }
-    out.push_back(std::move(p));
   }
   return out;
 }

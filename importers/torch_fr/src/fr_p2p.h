@@ -37,6 +37,7 @@ struct PairComm {
   std::string group;  // group name
   int lo = -1, hi = -1;  // global ranks
   bool aligned = false;
+  int src = -1;       // not aligned: the direction, src sends to the other (-1 when aligned: both directions)
   std::map<int, PairSide> sides;  // by global rank: lo and hi (a side with nothing posted is present too)
 };
 

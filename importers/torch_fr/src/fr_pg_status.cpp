@@ -75,6 +75,10 @@ std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::ma
     for (const auto& [group, st] : d.status) {
       GroupProgress p;
       p.status = st;
+      // Completed past enqueued: the two counters come from works of different kinds (a send/recv
+      // completed last, a collective was enqueued last), so the completed one is in the other
+      // numbering and says nothing here.
+      if (p.status.last_completed > p.status.last_enqueued) p.status.last_completed = -1;
       if (auto it = newest.find(group); it != newest.end()) {
         const FrEntry& e = *it->second;
         if (e.is_p2p && e.p2p_seq == st.last_enqueued) p.numbering = SeqNumbering::kP2P;

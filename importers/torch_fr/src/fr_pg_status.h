@@ -17,7 +17,9 @@
 //      isP2P ? seqP2P_ : seqCollective_). A row is p2p-numbered when the rank's newest entry on that
 //      group is a send/recv whose p2p_seq_id is the row's last_enqueued, collective-numbered when it
 //      is a collective whose collective_seq_id is; a rank with no entry on the group takes the
-//      numbering every member that has one agrees on.
+//      numbering every member that has one agrees on. The two counters can come from works of
+//      different kinds (a collective enqueued last, a send/recv completed last): a row whose
+//      last_completed exceeds its last_enqueued has its completed count dropped.
 // Is not: the mapping into the run model (fr_import.cpp).
 #pragma once
 

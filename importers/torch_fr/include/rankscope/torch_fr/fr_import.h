@@ -4,8 +4,8 @@
 // the rank taken from each file name's trailing number), one version for all ranks (mixed versions
 // are refused), and the mapping into format::RunDirectory: one communicator per process group,
 // named by its desc (plus ":<name>" where descs repeat), keyed by group name and members — never by
-// pg_id or record_id; seq = collective_seq_id (issued = last enqueued + 1) from pg_status; send/recv on a
-// pair communicator "<group>/p2p:<a>-<b>" counted per pair; each entry's state by its backend's rule
+// pg_id or record_id; seq = collective_seq_id (issued = last enqueued + 1) from pg_status (fr_pg_status.h);
+// send/recv on a pair communicator "<group> p2p <a>-<b>" (fr_p2p.h); each entry's state by its backend's rule
 // (fr_entry_state.h); every rank's heartbeat at a lower bound of when the dumps were written
 // (fr_dump_time.h). The classifier cannot tell where its evidence came from. Is not: the diagnosis
 // (analyzers/hang).
@@ -33,6 +33,11 @@ struct FrImport {
   // Some entry never completed. Without one the dumps were taken on demand from a job that was not
   // stuck (the watchdog dumps only on a timeout), and hangdoctor reads them as healthy.
   bool pending = false;
+  // pg_status rows read over all dumps, and whether one has work enqueued and not completed: dumps
+  // with only active entries (or a rank holding the GIL) can hold no entry and still say where each
+  // rank stands.
+  size_t status_rows = 0;
+  bool status_pending = false;
   // The run's "now" (every heartbeat) is only a lower bound on when the dumps were written; this
   // sentence says what it rests on (fr_dump_time.h), and timeout_s the watchdog timeout it used.
   std::string time_basis;

@@ -108,7 +108,10 @@ struct CountMismatch {
   std::optional<uint64_t> expected;
   int64_t difference = 0;           // sent - expected (elements)
   uint64_t row_elements = 0;        // elements per row (run.json model.channels divides every count); 0 unknown
-  std::string evidence;             // exact | sketch | totals
+  // exact | sketch | totals | outlier. outlier (only totals known, as in PyTorch's dumps): the one
+  // member whose total sent (sender set) or received (receiver set) differs from the total every
+  // other member has; `sent` is its total, `expected` the others'.
+  std::string evidence;
   int other_pairs = 0;              // further disagreeing pairs at the same collective (exact evidence)
 };
 
