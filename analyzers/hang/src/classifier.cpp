@@ -510,7 +510,18 @@ void Classifier::classify_live_culprits(const std::vector<int>& culprits, const 
 }
 
 void Classifier::blame_least_progress() {
-  // Nobody is inside a collective: name the ranks that got least far (step, then collectives).
+  // Nobody is inside a collective, and some rank left no recorder at all (a PyTorch job's rank that
+  // died or held the GIL writes no dump; its peers' failed Gloo collectives read as retired): that
+  // rank is what is known to be wrong.
+  std::vector<int> missing;
+  for (const auto& v : views_)
+    if (!v.readable()) missing.push_back(v.rank);
+  if (!missing.empty() && d_.times_are_lower_bounds) {
+    d_.culprit_ranks = missing;
+    d_.kind = Kind::kLaggingRank;
+    return;
+  }
+  // Name the ranks that got least far (step, then collectives).
   auto progress = [&](const RankView& v) { return std::pair(v.snap->live.step, v.snap->live.collectives_completed); };
   std::optional<std::pair<int64_t, uint64_t>> least;
   for (const auto& v : views_)

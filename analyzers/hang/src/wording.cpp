@@ -29,7 +29,9 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
     places[{r->range.empty() ? std::string("no open range") : r->range, r->step}].push_back(c);
     idle = std::max(idle, r->idle_s);
   }
-  if (places.empty()) return "its flight recorder is missing, so what it does is unknown";
+  if (places.empty())
+    return culprits.size() == 1 ? "its flight recorder is missing, so what it does is unknown"
+                                : "their flight recorders are missing, so what they do is unknown";
   // Dumps (PyTorch's) record no ranges: what a rank with nothing open did is what it did not enqueue.
   const bool no_ranges = d.times_are_lower_bounds && places.size() == 1 && places.begin()->first.first == "no open range";
   if (no_ranges) {

@@ -53,13 +53,64 @@ JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
       std::iota(g.ranks.begin(), g.ranks.end(), 0);
     } else {
       g.ranks.assign(n.seen_on.begin(), n.seen_on.end());
-      out.notes.push_back(fmt::format("group '{}' ({}): not in pg_config; members are the ranks whose dumps name it, so "
-                                      "a member that never called it is not seen",
-                                      name, n.desc));
+      out.members_guessed.insert(name);
     }
     out.by_name.emplace(name, std::move(g));
   }
+  if (!out.members_guessed.empty()) {
+    std::string some;
+    size_t shown = 0;
+    for (const auto& name : out.members_guessed)
+      if (shown++ < 3) some += fmt::format("{}'{}' ({})", some.empty() ? "" : ", ", name, out.by_name.at(name).desc);
+    out.notes.push_back(fmt::format("{} {} not in pg_config ({}{}; Gloo's dumps name none): members are the ranks "
+                                    "whose dumps name each, so a member that never called one is not seen",
+                                    out.members_guessed.size(), out.members_guessed.size() == 1 ? "group is" : "groups are",
+                                    some, out.members_guessed.size() > 3 ? ", ..." : ""));
+  }
+  complete_from_siblings(out, dumps, world);
   return out;
+}
+
+void complete_from_siblings(JobGroups& groups, const std::map<int, FrDump>& dumps, int world) {
+  // Ranks with no dump, and which group already holds each.
+  std::set<int> no_dump;
+  for (int r = 0; r < world; ++r)
+    if (!dumps.count(r)) no_dump.insert(r);
+  if (no_dump.empty()) return;
+  std::map<std::string, size_t> sibling_size;  // desc -> the largest group of that desc
+  for (const auto& [name, g] : groups.by_name)
+    if (!g.desc.empty()) sibling_size[g.desc] = std::max(sibling_size[g.desc], g.ranks.size());
+  for (const auto& name : groups.members_guessed) {
+    FrGroup& g = groups.by_name.at(name);
+    const size_t want = sibling_size[g.desc];
+    if (g.desc.empty() || g.ranks.empty() || g.ranks.size() >= want) continue;
+    std::set<int> held;
+    for (const auto& [other, og] : groups.by_name)
+      if (other != name && og.desc == g.desc) held.insert(og.ranks.begin(), og.ranks.end());
+    // The stride the members already show (1 for a contiguous tensor group, TP for a data group).
+    // One member shows no stride: a contiguous run is tried (tensor groups).
+    int stride = g.ranks.size() == 1 ? 1 : 0;
+    for (size_t i = 1; i < g.ranks.size(); ++i) stride = std::gcd(stride, g.ranks[i] - g.ranks[i - 1]);
+    // The places inside the run the members span first (a hole), then past its ends.
+    auto fitting = [&](int lo, int hi) {
+      std::vector<int> fits;
+      for (int r : no_dump)
+        if (!held.count(r) && stride > 0 && (r - g.ranks.front()) % stride == 0 && r >= lo && r <= hi) fits.push_back(r);
+      return fits;
+    };
+    const int reach = int(want - g.ranks.size()) * stride;
+    std::vector<int> fits = fitting(g.ranks.front(), g.ranks.back());
+    if (fits.size() != want - g.ranks.size()) fits = fitting(g.ranks.front() - reach, g.ranks.back() + reach);
+    if (fits.size() != want - g.ranks.size()) continue;  // not exactly the missing places: leave it
+    g.ranks.insert(g.ranks.end(), fits.begin(), fits.end());
+    std::sort(g.ranks.begin(), g.ranks.end());
+    const bool one = fits.size() == 1;
+    groups.notes.push_back(fmt::format("group '{}' ({}): {} {} {} no dump and {} taken as {}: the largest group of that "
+                                       "desc has {} members, and {} its missing places",
+                                       name, g.desc, one ? "rank" : "ranks", compact_ranks(fits), one ? "has" : "have",
+                                       one ? "is" : "are",
+                                       one ? "a member" : "members", want, one ? "it fills" : "they fill"));
+  }
 }
 
 }  // namespace rankscope::torch_fr

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,20 @@ namespace rankscope::torch_fr {
 struct JobGroups {
   std::map<std::string, FrGroup> by_name;
   std::vector<std::string> notes;  // rule 3 was used: members may be missing
+  std::set<std::string> members_guessed;  // groups whose members came from rule 3
 };
 
 // `world`: ranks 0..world-1 exist (from file names and every known group).
 JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world);
+
+// Rule 3 cannot see a member whose dump is missing (a rank that died or held the GIL): Gloo's dumps
+// name no group in pg_config, so the expert group of a stage whose ranks 9 and 14 left no dump would
+// lose them. Megatron makes every group of one desc the same size, each in an arithmetic run of
+// ranks (contiguous tensor groups, strided data and pipeline groups). A group of guessed members
+// smaller than the largest of its desc takes the dump-less ranks no sibling holds that lie on its
+// stride, when they are exactly as many as its missing places; otherwise it is left as it is.
+// Called by resolve_groups.
+void complete_from_siblings(JobGroups& groups, const std::map<int, FrDump>& dumps, int world);
 
 }  // namespace rankscope::torch_fr
 

@@ -81,9 +81,11 @@ format::PeerCountsSnapshot a2a_totals(const FrEntry& e, uint64_t seq, const FrGr
 // The communicator of one process group on one rank: its collectives (send/recv go to pair
 // communicators), issued and completed from the entries and, where its row counts collectives,
 // pg_status (fr_pg_status.h), which sees past the window.
+// `members_known`: pg_config lists the group (Gloo's dumps lose it): only then can sums over the
+// members be checked.
 format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries, const std::string& comm_name,
                                      const FrGroup& g, int rank_in_group, const GroupProgress* progress,
-                                     std::string* last_site) {
+                                     bool members_known, std::string* last_site) {
   format::CommSnapshot c;
   c.name = comm_name;
   c.size = int(g.ranks.size());
@@ -97,7 +99,7 @@ format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries,
     const uint64_t seq = uint64_t(e.collective_seq);
     if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
     c.ring.push_back(record_of(e, seq, -1));
-    if (e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
+    if (members_known && e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
       c.peer_counts.push_back(a2a_totals(e, seq, g, rank_in_group));
     if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
     if (!e.call_site.empty()) *last_site = e.call_site;
@@ -246,7 +248,10 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       out.status_pending = out.status_pending || st.last_enqueued > completed;
     }
   }
-  out.pending = when.pending || out.status_pending;
+  // A rank that left no dump is evidence too: every rank dumps on demand or on the watchdog's
+  // signal, so a job with a dump missing is not judged healthy.
+  out.pending = when.pending || out.status_pending || !unreadable.empty() ||
+                int(dumps.size()) < world;
   out.time_basis = when.basis;
   out.timeout_s = when.timeout_s;
 
@@ -301,7 +306,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       auto mine = entries_of.find(name);
       s.comms.push_back(collective_comm(mine == entries_of.end() ? kNone : mine->second, comm_name[name], g,
                                         int(pos - g.ranks.begin()),
-                                        rank_progress ? find_or_null(*rank_progress, name) : nullptr, &last_site));
+                                        rank_progress ? find_or_null(*rank_progress, name) : nullptr,
+                                        !job_groups.members_guessed.count(name), &last_site));
     }
     for (const auto& [pair, side] : pairs_of[r]) {
       const std::string pname =
@@ -324,7 +330,9 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   out.run.metadata = std::move(meta);
   std::string backends;
   for (const auto& b : out.backends) backends += (backends.empty() ? "" : "+") + b;
-  const std::string timing = !out.event_backend ? "no start or end events (Gloo: 'retired' marks completion)"
+  const std::string timing = !out.event_backend ? "no start or end events (Gloo: 'retired' marks completion, a failed "
+                                                  "collective's too; send/recv are not recorded, so a rank blocked in "
+                                                  "one shows nothing open)"
                              : out.timing       ? "timing on (a 'scheduled' collective never started on the GPU)"
                                                 : "timing off (TORCH_NCCL_ENABLE_TIMING unset: 'running' and 'never started' look the same)";
   out.summary = fmt::format("read PyTorch Flight Recorder dumps {}: format {}{}, {}, missing {}{}; {}",
