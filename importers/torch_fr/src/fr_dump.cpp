@@ -103,6 +103,48 @@ void parse_profiling_name(FrEntry& e) {
   }
 }
 
+// The keys of an entry dict an entry is read by. PyTorch's pickler memoizes the key strings (every
+// entry's "state" is one string object), so the unpickled keys share a node: a key is matched by
+// text once per distinct node, then by pointer (2000 entries of ~20 keys a rank, 1024 ranks).
+enum class EntryKey { kOther, kProcessGroup, kPgId, kTimeoutMs, kCollectiveSeqId, kProfilingName, kInputDtypes, kInputSizes, kOutputSizes, kState, kRetired, kDurationMs, kTimeCreatedNs, kTimeDiscoveredStartedNs, kTimeDiscoveredCompletedNs, kFrames, kIsP2p, kP2pSeqId };
+
+class EntryKeyCache {
+ public:
+  EntryKey lookup(const Value& key) {
+    const void* node = key.node();
+    for (const auto& [n, k] : seen_)
+      if (n == node && node) return k;
+    const std::string* text = key.as_string();
+    EntryKey k = EntryKey::kOther;
+    if (text)
+      for (const auto& [name, value] : kNames)
+        if (*text == name) k = value;
+    if (node && seen_.size() < 64) seen_.emplace_back(node, k);
+    return k;
+  }
+
+ private:
+  static constexpr std::pair<std::string_view, EntryKey> kNames[] = {
+      {"process_group", EntryKey::kProcessGroup},
+      {"pg_id", EntryKey::kPgId},
+      {"timeout_ms", EntryKey::kTimeoutMs},
+      {"collective_seq_id", EntryKey::kCollectiveSeqId},
+      {"profiling_name", EntryKey::kProfilingName},
+      {"input_dtypes", EntryKey::kInputDtypes},
+      {"input_sizes", EntryKey::kInputSizes},
+      {"output_sizes", EntryKey::kOutputSizes},
+      {"state", EntryKey::kState},
+      {"retired", EntryKey::kRetired},
+      {"duration_ms", EntryKey::kDurationMs},
+      {"time_created_ns", EntryKey::kTimeCreatedNs},
+      {"time_discovered_started_ns", EntryKey::kTimeDiscoveredStartedNs},
+      {"time_discovered_completed_ns", EntryKey::kTimeDiscoveredCompletedNs},
+      {"frames", EntryKey::kFrames},
+      {"is_p2p", EntryKey::kIsP2p},
+      {"p2p_seq_id", EntryKey::kP2pSeqId}};
+  std::vector<std::pair<const void*, EntryKey>> seen_;
+};
+
 Result<FrDump> normalise(const Value& root, bool partial) {
   if (!root.is_dict()) {
     return unsupported(fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
@@ -137,6 +179,7 @@ Result<FrDump> normalise(const Value& root, bool partial) {
     }
   }
   std::map<int64_t, std::string> group_of_pg_id;
+  EntryKeyCache key_cache;
   if (const Value* entries = root.find("entries")) {
     for (const Value& v : entries->items()) {
       if (v.partial()) continue;  // the entry the file ended inside
@@ -145,52 +188,51 @@ Result<FrDump> normalise(const Value& root, bool partial) {
       const Value* pg_id = nullptr;
       bool has_state = false;
       for (const auto& [key, x] : v.entries()) {
-        const std::string* k = key.as_string();
-        if (!k || k->empty()) continue;
-        const std::string& n = *k;
-        if (n == "process_group") {
+        const EntryKey n = key_cache.lookup(key);
+        if (n == EntryKey::kOther) continue;
+        if (n == EntryKey::kProcessGroup) {
           if (!x.items().empty()) e.group = str_of(&x.items()[0]);
           if (x.items().size() > 1) e.group_desc = str_of(&x.items()[1]);
-        } else if (n == "pg_id") {
+        } else if (n == EntryKey::kPgId) {
           pg_id = &x;
-        } else if (n == "timeout_ms") {
+        } else if (n == EntryKey::kTimeoutMs) {
           e.timeout_ms = std::max<int64_t>(0, int_of(&x).value_or(0));
-        } else if (n == "is_p2p") {
+        } else if (n == EntryKey::kIsP2p) {
           e.is_p2p = x.as_bool().value_or(false);
-        } else if (n == "collective_seq_id") {
+        } else if (n == EntryKey::kCollectiveSeqId) {
           e.collective_seq = int_of(&x).value_or(0);
-        } else if (n == "p2p_seq_id") {
+        } else if (n == EntryKey::kP2pSeqId) {
           e.p2p_seq = int_of(&x).value_or(0);
-        } else if (n == "profiling_name") {
+        } else if (n == EntryKey::kProfilingName) {
           e.profiling_name = str_of(&x);
-        } else if (n == "input_dtypes") {
+        } else if (n == EntryKey::kInputDtypes) {
           if (!x.items().empty()) e.dtype = dtype_of(str_of(&x.items()[0]));
-        } else if (n == "input_sizes") {
+        } else if (n == EntryKey::kInputSizes) {
           for (const Value& shape : x.items()) {
             uint64_t count = 1;
             for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.numel += count;
           }
-        } else if (n == "output_sizes") {
+        } else if (n == EntryKey::kOutputSizes) {
           for (const Value& shape : x.items()) {
             uint64_t count = 1;
             for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.out_numel += count;
           }
-        } else if (n == "state") {
+        } else if (n == EntryKey::kState) {
           e.state = str_of(&x);
           has_state = true;
-        } else if (n == "retired") {
+        } else if (n == EntryKey::kRetired) {
           e.retired = x.as_bool().value_or(false);
-        } else if (n == "duration_ms") {
+        } else if (n == EntryKey::kDurationMs) {
           e.has_duration = x.as_double().has_value();
-        } else if (n == "time_created_ns") {
+        } else if (n == EntryKey::kTimeCreatedNs) {
           e.time_created_ns = int_of(&x).value_or(0);
-        } else if (n == "time_discovered_started_ns") {
+        } else if (n == EntryKey::kTimeDiscoveredStartedNs) {
           e.time_started_ns = int_of(&x).value_or(0);
-        } else if (n == "time_discovered_completed_ns") {
+        } else if (n == EntryKey::kTimeDiscoveredCompletedNs) {
           e.time_completed_ns = int_of(&x).value_or(0);
-        } else if (n == "frames") {
+        } else if (n == EntryKey::kFrames) {
           // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
           const Value* site = x.items().empty() ? nullptr : &x.items()[0];
           for (const Value& f : x.items()) {

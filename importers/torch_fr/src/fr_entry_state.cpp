@@ -42,6 +42,11 @@ void decide_entry_states(FrDump& d, bool pg_status_saw_start) {
 }
 
 void reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups) {
+  // Only entries that complete by `retired` (Gloo's) can be reopened: most jobs have none.
+  bool any = false;
+  for (const auto& [rank, d] : dumps)
+    for (const FrEntry& e : d.entries) any = any || (e.signal == CompletionSignal::kRetired && e.completed);
+  if (!any) return;
   for (const auto& [name, group] : groups) {
     // The least any whole member issued on this group (collective seqs; pg_status where no p2p
     // mixes its seqs in). A member with no evidence about the group says nothing.
