@@ -285,7 +285,7 @@ TEST(FrMegatronJob, P2pEntriesNameGroupLocalPeersSelfFirst) {
     const FrDump d = parsed(bytes);
     for (const auto& e : d.entries) {
       if (!e.is_p2p) continue;
-      const std::string& name = e.profiling_name;
+      const std::string name(e.profiling_name);
       const bool send = name.rfind("nccl:send ", 0) == 0;
       const int peer_global = rank < 8 ? rank + 8 : rank - 8;
       if (e.group_desc == "PIPELINE_MODEL_PARALLEL_GROUP") {
@@ -321,7 +321,7 @@ TEST(FrMegatronJob, P2pEntriesNameGroupLocalPeersSelfFirst) {
   for (const auto& e : parsed(job4.dumps.at(5)).entries)
     if (e.is_p2p) {
       EXPECT_EQ(e.group_desc, "PIPELINE_MODEL_PARALLEL_GROUP");
-      names.insert(e.profiling_name);
+      names.insert(std::string(e.profiling_name));
     }
   EXPECT_EQ(names, (std::set<std::string>{"nccl:recv 1<-0", "nccl:send 1->2", "nccl:recv 1<-2", "nccl:send 1->0"}));
 }

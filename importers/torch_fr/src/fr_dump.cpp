@@ -11,6 +11,8 @@
 #include <charconv>
 
 #include "fr_entry_state.h"
+#include "fr_flat_pickle.h"
+#include "rankscope/format/name_pool.h"
 #include "rankscope/pickle/unpickler.h"
 
 namespace rankscope::torch_fr {
@@ -38,11 +40,22 @@ Value from_json(const nlohmann::json& j, int depth) {
   return Value();
 }
 
+// A string's bytes, from either reader's values.
+std::optional<std::string_view> text_of(const Value& v) {
+  const std::string* s = v.as_string();
+  return s ? std::optional<std::string_view>(*s) : std::nullopt;
+}
+std::optional<std::string_view> text_of(const FlatValue& v) { return v.text(); }
+const void* identity_of(const Value& v) { return v.node(); }
+// The flat reader's strings are views: matching the text costs what a cache lookup would.
+const void* identity_of(const FlatValue&) { return nullptr; }
+
 // An int, or a string holding one (the JSON form writes pg_status values as strings).
-std::optional<int64_t> int_of(const Value* v) {
+template <typename V>
+std::optional<int64_t> int_of(const V* v) {
   if (!v) return std::nullopt;
   if (auto i = v->as_int()) return i;
-  if (const std::string* s = v->as_string()) {
+  if (auto s = text_of(*v)) {
     int64_t x = 0;
     auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), x);
     if (ec == std::errc() && p == s->data() + s->size()) return x;
@@ -50,9 +63,10 @@ std::optional<int64_t> int_of(const Value* v) {
   return std::nullopt;
 }
 
-std::string str_of(const Value* v) {
-  const std::string* s = v ? v->as_string() : nullptr;
-  return s ? *s : std::string();
+template <typename V>
+std::string str_of(const V* v) {
+  auto s = v ? text_of(*v) : std::nullopt;
+  return s ? std::string(*s) : std::string();
 }
 
 format::DataType dtype_of(const std::string& torch_name) {
@@ -110,16 +124,31 @@ enum class EntryKey { kOther, kProcessGroup, kPgId, kTimeoutMs, kCollectiveSeqId
 
 class EntryKeyCache {
  public:
-  EntryKey lookup(const Value& key) {
-    const void* node = key.node();
-    for (const auto& [n, k] : seen_)
-      if (n == node && node) return k;
-    const std::string* text = key.as_string();
+  // Every entry writes its keys in the same order: the key at `position` is checked against the
+  // one found there last time first.
+  template <typename V>
+  EntryKey lookup(size_t position, const V& key) {
+    const auto text = text_of(key);
+    if (!text) return EntryKey::kOther;
+    if (position < at_.size() && at_[position].first == *text) return at_[position].second;
+    const void* node = identity_of(key);
     EntryKey k = EntryKey::kOther;
-    if (text)
+    bool cached = false;
+    for (const auto& [n, known] : seen_)
+      if (n == node && node) k = known, cached = true;
+    if (!cached) {
       for (const auto& [name, value] : kNames)
-        if (*text == name) k = value;
-    if (node && seen_.size() < 64) seen_.emplace_back(node, k);
+        if (*text == name) {
+          k = value;
+          break;
+        }
+      if (node && seen_.size() < 64) seen_.emplace_back(node, k);
+    }
+    if (position < 64) {
+      if (position >= at_.size()) at_.resize(position + 1);
+      // The name kept is the table's (static) when known; an unknown key's text lives as long as the dump.
+      at_[position] = {k == EntryKey::kOther ? std::string(*text) : std::string(name_of(k)), k};
+    }
     return k;
   }
 
@@ -142,10 +171,19 @@ class EntryKeyCache {
       {"frames", EntryKey::kFrames},
       {"is_p2p", EntryKey::kIsP2p},
       {"p2p_seq_id", EntryKey::kP2pSeqId}};
+  static std::string_view name_of(EntryKey k) {
+    for (const auto& [name, value] : kNames)
+      if (value == k) return name;
+    return {};
+  }
   std::vector<std::pair<const void*, EntryKey>> seen_;
+  std::vector<std::pair<std::string, EntryKey>> at_;  // last key text and meaning at each position
 };
 
-Result<FrDump> normalise(const Value& root, bool partial) {
+// Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
+// FlatValue: the fast path for PyTorch's pickles).
+template <typename V>
+Result<FrDump> normalise(const V& root, bool partial) {
   if (!root.is_dict()) {
     return unsupported(fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
   }
@@ -162,7 +200,7 @@ Result<FrDump> normalise(const Value& root, bool partial) {
   }
   d.comm_lib_version = str_of(root.find("comm_lib_version"));
   if (d.comm_lib_version.empty()) d.comm_lib_version = str_of(root.find("nccl_version"));
-  if (const Value* pgc = root.find("pg_config")) {
+  if (const V* pgc = root.find("pg_config")) {
     for (const auto& [k, v] : pgc->entries()) {
       FrGroup g;
       g.name = str_of(v.find("name"));
@@ -180,19 +218,23 @@ Result<FrDump> normalise(const Value& root, bool partial) {
   }
   std::map<int64_t, std::string> group_of_pg_id;
   EntryKeyCache key_cache;
-  if (const Value* entries = root.find("entries")) {
-    for (const Value& v : entries->items()) {
+  if (const V* entries = root.find("entries")) {
+    d.entries.reserve(entries->items().size());
+    for (const V& v : entries->items()) {
       if (v.partial()) continue;  // the entry the file ended inside
       // One pass over the entry's keys (a dump has ~2000 entries of ~25 keys per rank).
       FrEntry e;
-      const Value* pg_id = nullptr;
+      const V* pg_id = nullptr;
       bool has_state = false;
+      size_t position = 0;
       for (const auto& [key, x] : v.entries()) {
-        const EntryKey n = key_cache.lookup(key);
+        const EntryKey n = key_cache.lookup(position++, key);
         if (n == EntryKey::kOther) continue;
         if (n == EntryKey::kProcessGroup) {
           if (!x.items().empty()) e.group = str_of(&x.items()[0]);
-          if (x.items().size() > 1) e.group_desc = str_of(&x.items()[1]);
+          // Repeated by every entry of the group: pooled, not a heap string an entry.
+          if (x.items().size() > 1)
+            if (auto t = text_of(x.items()[1])) e.group_desc = format::intern_name(*t);
         } else if (n == EntryKey::kPgId) {
           pg_id = &x;
         } else if (n == EntryKey::kTimeoutMs) {
@@ -204,19 +246,19 @@ Result<FrDump> normalise(const Value& root, bool partial) {
         } else if (n == EntryKey::kP2pSeqId) {
           e.p2p_seq = int_of(&x).value_or(0);
         } else if (n == EntryKey::kProfilingName) {
-          e.profiling_name = str_of(&x);
+          if (auto t = text_of(x)) e.profiling_name = format::intern_name(*t);
         } else if (n == EntryKey::kInputDtypes) {
           if (!x.items().empty()) e.dtype = dtype_of(str_of(&x.items()[0]));
         } else if (n == EntryKey::kInputSizes) {
-          for (const Value& shape : x.items()) {
+          for (const V& shape : x.items()) {
             uint64_t count = 1;
-            for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+            for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.numel += count;
           }
         } else if (n == EntryKey::kOutputSizes) {
-          for (const Value& shape : x.items()) {
+          for (const V& shape : x.items()) {
             uint64_t count = 1;
-            for (const Value& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+            for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.out_numel += count;
           }
         } else if (n == EntryKey::kState) {
@@ -234,8 +276,8 @@ Result<FrDump> normalise(const Value& root, bool partial) {
           e.time_completed_ns = int_of(&x).value_or(0);
         } else if (n == EntryKey::kFrames) {
           // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
-          const Value* site = x.items().empty() ? nullptr : &x.items()[0];
-          for (const Value& f : x.items()) {
+          const V* site = x.items().empty() ? nullptr : &x.items()[0];
+          for (const V& f : x.items()) {
             if (is_user_frame(str_of(f.find("filename")))) {
               site = &f;
               break;
@@ -260,7 +302,7 @@ Result<FrDump> normalise(const Value& root, bool partial) {
   // pg_status is keyed by the process-local pg_id; which group each id is, is worked out once the
   // dump is read (fr_pg_status.h), since a rank with no entries names none.
   bool pg_status_saw_start = false;
-  if (const Value* st = root.find("pg_status")) {
+  if (const V* st = root.find("pg_status")) {
     for (const auto& [k, v] : st->entries()) {
       auto id = int_of(&k);
       if (!id) continue;
@@ -300,8 +342,17 @@ std::optional<std::vector<int>> parse_rank_list(std::string_view text) {
   return ranks;
 }
 
-Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name) {
+Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name, PickleReader reader) {
   Result<FrDump> r = corrupt("empty file");
+  if (!bytes.empty() && bytes[0] == 0x80 && reader == PickleReader::kFast) {
+    // One tree a thread, its arrays' capacity kept from dump to dump.
+    thread_local FlatTree flat;
+    if (read_flat_pickle(bytes, flat)) {
+      r = normalise(flat.root(), false);
+      if (!r.ok()) r.mutable_status().prefix(std::string(display_name));
+      return r;
+    }
+  }
   if (!bytes.empty() && bytes[0] == 0x80) {
     auto u = pickle::unpickle(bytes);
     if (!u.ok()) {

@@ -42,12 +42,12 @@ enum class CompletionSignal { kState, kRetired };
 
 struct FrEntry {
   std::string group;              // group name
-  std::string group_desc;         // as the entry names it (process_group[1])
+  std::string_view group_desc;    // as the entry names it (process_group[1]); pooled (format/name_pool.h)
   int64_t pg_id = -1;             // process-local, never compared across ranks
   bool is_p2p = false;
   int64_t collective_seq = 0;
   int64_t p2p_seq = 0;
-  std::string profiling_name;     // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"
+  std::string_view profiling_name;  // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"; pooled
   std::string backend;            // the profiling name's prefix: "nccl", "gloo", "" when none
   format::CollectiveOp op = format::CollectiveOp::kUnknown;
   int peer_in_group = -1;         // send/recv: the other side, group-local
@@ -88,8 +88,14 @@ struct FrDump {
                                            // or pg_status saw a start (NCCL-like backends only)
 };
 
+// Which reader turns a pickle into values: the one-pass flat reader, which hands anything it does not
+// expect (globals, a cut stream) to the generic unpickler, or the generic unpickler alone. Both give
+// the same dump (tests/importers/fr_flat_reader_test.cpp checks it on every fixture).
+enum class PickleReader { kFast, kGeneric };
+
 // Sniffs pickle (0x80) or JSON ('{'). `display_name` prefixes errors.
-Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name);
+Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name,
+                             PickleReader reader = PickleReader::kFast);
 
 // "[0, 1, 2, 3]" -> {0,1,2,3}; nullopt when malformed.
 std::optional<std::vector<int>> parse_rank_list(std::string_view text);

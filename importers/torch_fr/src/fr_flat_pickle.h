@@ -1,0 +1,77 @@
+// fr_flat_pickle.h — a Flight Recorder pickle read in one pass into a few flat arrays. Private to the
+// importer.
+//
+// Is: the fast path for what PyTorch writes (plain dicts, lists, tuples, strings, numbers, memo):
+// strings are views of the file's bytes, containers are ranges of one array of values, memo entries
+// are values; nothing is allocated per value. The generic reader (importers/pickle) builds a node per
+// string and per container, which at 1024 ranks x 2000 entries was 80% of hangdoctor's time.
+// Is not: a full unpickler. Anything else (a global such as torch.jit's list builders, a stream cut
+// before STOP, an opcode it does not know, a container changed after it was put in another, sizes
+// past the generic reader's limits) makes read_flat_pickle return nothing, and the caller reads the
+// bytes with the generic unpickler, which says what is wrong or salvages a truncated file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rankscope/pickle/value.h"
+
+namespace rankscope::torch_fr {
+
+class FlatTree;
+
+// One value, the accessors named as pickle::Value's so that one normaliser reads both.
+class FlatValue {
+ public:
+  pickle::Kind kind() const { return kind_; }
+  bool is_dict() const { return kind_ == pickle::Kind::kDict; }
+  std::optional<bool> as_bool() const;
+  std::optional<int64_t> as_int() const;
+  std::optional<double> as_double() const;
+  std::optional<std::string_view> text() const;  // a string's bytes
+  std::span<const FlatValue> items() const;       // a list's or tuple's items; empty otherwise
+  std::span<const std::pair<FlatValue, FlatValue>> entries() const;  // a dict's entries; empty otherwise
+  const FlatValue* find(std::string_view key) const;  // first entry whose key is the string `key`
+  bool partial() const { return false; }          // truncated streams go to the generic reader
+
+ private:
+  friend class FlatReader;
+  pickle::Kind kind_ = pickle::Kind::kNone;
+  uint32_t a_ = 0, b_ = 0;  // string: offset, length in the file; container: its cell
+  int64_t i_ = 0;           // bool or int; a float's bits
+  const FlatTree* tree_ = nullptr;
+};
+
+class FlatTree {
+ public:
+  FlatTree() = default;
+  FlatTree(const FlatTree&) = delete;  // values point to their tree
+  FlatTree& operator=(const FlatTree&) = delete;
+  const FlatValue& root() const { return root_; }
+
+ private:
+  friend class FlatReader;
+  friend class FlatValue;
+  struct Cell {
+    uint32_t first = 0, count = 0;  // into items_ (list, tuple) or pairs_ (dict)
+    bool sealed = false;            // put inside another container: never changed again
+    uint64_t tree_size = 1;         // values a walk visits, shared ones once per reference
+  };
+  std::span<const uint8_t> input_;
+  std::vector<Cell> cells_;
+  std::vector<FlatValue> items_;
+  std::vector<std::pair<FlatValue, FlatValue>> pairs_;
+  FlatValue root_;
+};
+
+// Reads `bytes` (which must outlive the tree) into `tree`, reusing its arrays' capacity (a worker
+// reading dump after dump keeps one tree: no page faults for fresh arrays each time); false when
+// the generic reader must judge them (the tree then holds nothing usable).
+bool read_flat_pickle(std::span<const uint8_t> bytes, FlatTree& tree);
+
+}  // namespace rankscope::torch_fr
