@@ -42,9 +42,11 @@ struct PeerWaitPolicy {
   double factor = 3;
   double min_wait_s = 1;
 };
+// `pending`, when given, is set where the rule applies (every member waits on an idle rank, long
+// enough, with a scale) but the idle rank has not yet passed its bound.
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
-                                                  const PeerWaitPolicy& policy);
+                                                  const PeerWaitPolicy& policy, bool* pending = nullptr);
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
 

@@ -129,9 +129,17 @@ Diagnosis Classifier::run() {
     const std::vector<int> dead = find_dead();
     std::optional<Detection> past_bound;
     if (o_.learned_bounds) past_bound = find_past_learned_bound(views_, d_.reference_ns);
-    if (!past_bound && o_.peer_wait)
-      past_bound = find_idle_past_peer_wait(views_, groups_, d_.reference_ns,
-                                            {o_.peer_wait_floor_s, o_.peer_wait_factor, o_.peer_wait_min_s});
+    // A bound learned from no training step (the start-up step alone, init included) is the
+    // weakest evidence there is; where every peer waits on an idle rank, the peers' rule judges
+    // (it names the idle rank, with the waiters), and the detection does not hinge on which of
+    // the two same-floored rules a poll happened to catch first.
+    if (o_.peer_wait && (!past_bound || past_bound->samples == 0)) {
+      bool pending = false;
+      auto by_peers = find_idle_past_peer_wait(views_, groups_, d_.reference_ns,
+                                               {o_.peer_wait_floor_s, o_.peer_wait_factor, o_.peer_wait_min_s}, &pending);
+      if (by_peers) past_bound = std::move(by_peers);
+      else if (pending && past_bound) past_bound.reset();
+    }
     // A hang still forming: others drain their own work, but a peer already waits for an idle rank.
     const std::vector<int> forming = forming_hang_culprits(views_, groups_, d_.reference_ns, o_.stuck_after_s);
     const bool stuck = o_.no_progress_observed || d_.stuck_for_s >= o_.stuck_after_s || !dead.empty() || job_gone_ ||

@@ -89,8 +89,9 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
 
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
                                                   const std::vector<GroupView>& groups, int64_t reference_ns,
-                                                  const PeerWaitPolicy& policy) {
+                                                  const PeerWaitPolicy& policy, bool* pending) {
   const double floor_s = policy.floor_s;
+  if (pending) *pending = false;
   const WaitGraph g = build_wait_graph(views, groups);
   // Thousands of edges share a few (comm, seq): who waits there, and how long, is worked out once.
   struct Blocked {
@@ -134,7 +135,10 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
     if (s.ns <= 0) continue;
     const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerSecond);
     const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerSecond;
-    if (idle_s < bound_s) continue;
+    if (idle_s < bound_s) {
+      if (pending) *pending = true;
+      continue;
+    }
     const double ratio = idle_s / bound_s;
     if (best && ratio <= best_ratio) continue;
     best_ratio = ratio;
