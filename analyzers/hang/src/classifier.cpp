@@ -112,6 +112,8 @@ Diagnosis Classifier::run() {
   d_.problems = run_.problems;
   d_.recompute = recompute_words(run_);
   d_.time_basis = o_.time_basis;
+  d_.missing_evidence = o_.missing_evidence;
+  d_.missing_evidence_plural = o_.missing_evidence_plural;
   d_.times_are_lower_bounds = !o_.time_basis.empty();
   for (const auto& v : views_)
     if (v.readable())

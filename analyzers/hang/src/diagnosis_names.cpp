@@ -27,6 +27,8 @@ std::string_view kind_name(Kind k) {
     case Kind::kRankFrozen: return "rank_frozen";
     case Kind::kStuckInCompute: return "stuck_in_compute";
     case Kind::kA2aCountMismatch: return "a2a_count_mismatch";
+    case Kind::kRankError: return "rank_error";
+    case Kind::kInitIncomplete: return "init_incomplete";
   }
   return "?";
 }

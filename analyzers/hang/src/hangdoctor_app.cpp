@@ -11,23 +11,31 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
+#include "rankscope/analyzers/hang/log_verdict.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/hang/progress_watch.h"
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
+#include "rankscope/logs/log_import.h"
 #include "rankscope/torch_fr/fr_import.h"
 
 namespace rankscope::hang {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n\n"
+    "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n"
+    "       hangdoctor LOG... [--json FILE] [--quiet]\n\n"
     "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
     "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
     "died, and after the launcher was killed.\n"
     "PATH is a run directory, or PyTorch Flight Recorder dumps: a directory of them or a file prefix\n"
-    "(e.g. ~/.cache/torch/comm_lib_trace_rank_), the rank taken from each file name's suffix.\n\n"
+    "(e.g. ~/.cache/torch/comm_lib_trace_rank_), the rank taken from each file name's suffix.\n"
+    "LOG is a job's output: torchrun's or Slurm's output file with NCCL_DEBUG=INFO lines and PyTorch's\n"
+    "watchdog lines, in any mix (a file, a directory of *.log/*.out/*.err/*.txt, or - for stdin; several\n"
+    "may be given). From a log: ranks behind on a communicator (with NCCL_DEBUG_SUBSYS=COLL), which ranks\n"
+    "timed out on which SeqNum and which did not, init that never completed, network and CUDA errors with\n"
+    "their hosts and peers, and settings and topology that cost bandwidth.\n\n"
     "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
     "                       then carries only the JSON (the text goes to stderr)\n"
     "  --quiet, -q          no text report (with --json)\n"
@@ -54,6 +62,46 @@ bool parse_seconds(std::string_view v, double& out) {
   return ec == std::errc() && p == v.data() + v.size() && out >= 0;
 }
 
+// The JSON report to FILE, or to stdout for "-"; false (said on `err`) when it cannot be written.
+bool write_json(const std::string& json_file, const std::string& json, std::FILE* out, std::FILE* err) {
+  if (json_file == "-") {
+    std::fprintf(out, "%s\n", json.c_str());
+    return true;
+  }
+  std::ofstream f(json_file);
+  f << json << "\n";
+  if (!f) std::fprintf(err, "hangdoctor: cannot write %s\n", json_file.c_str());
+  return bool(f);
+}
+
+void report_progress(uint64_t done, uint64_t total) {
+  if (total > 0) std::fprintf(stderr, "hangdoctor: read %.0f of %.0f MB\n", double(done) / 1e6, double(total) / 1e6);
+  else std::fprintf(stderr, "hangdoctor: read %.0f MB\n", double(done) / 1e6);
+}
+
+int run_on_logs(const std::vector<std::filesystem::path>& paths, const std::string& json_file, bool quiet,
+                const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
+  auto r = logs::import_logs(paths, report_progress);
+  if (!r.ok()) {
+    std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  LogVerdict v = diagnose_log(*r, classify);
+  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  if (text) {
+    std::fprintf(text, "%s\n", r->summary.c_str());
+    std::fputs(render_text(v.diagnosis).c_str(), text);
+    std::fputs(render_log_findings(v.report).c_str(), text);
+  }
+  if (!json_file.empty()) {
+    ReportExtras extras;
+    extras.log = v.report;
+    const std::string json = render_json_text(v.diagnosis, extras);
+    if (!write_json(json_file, json, out, err)) return 2;
+  }
+  return exit_code(v.diagnosis);
+}
+
 }  // namespace
 
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
@@ -65,6 +113,7 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
   std::FILE* err = env.err;
 
   std::string dir, json_file;
+  std::vector<std::filesystem::path> more;  // further paths: logs only
   double wait_s = -1;
   bool stacks = false;
   bool quiet = false;
@@ -89,19 +138,48 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       stacks = true;
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
-    } else if (!a.empty() && a[0] == '-') {
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
       std::fprintf(err, "hangdoctor: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kHelp);
       return 2;
     } else if (dir.empty()) {
       dir = a;
     } else {
-      std::fprintf(err, "hangdoctor: one run directory only (got '%s' and '%s')\n", dir.c_str(), std::string(a).c_str());
-      return 2;
+      more.emplace_back(a);
     }
   }
   if (dir.empty()) {
     std::fputs(kHelp, err);
     return 2;
+  }
+
+  // A job's log: a file that holds NCCL or PyTorch lines, several of them, a folder of them, or stdin.
+  const auto is_log = [](const std::filesystem::path& p) {
+    std::error_code ec;
+    if (p == "-") return true;
+    if (std::filesystem::is_directory(p, ec))
+      return !std::filesystem::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
+             [&] {
+               for (const auto& e : std::filesystem::directory_iterator(p, ec))
+                 if (e.is_regular_file(ec) && logs::looks_like_log(e.path())) return true;
+               return false;
+             }();
+    // Any other file is read as a log (a Flight Recorder dump is recognised first): what holds no
+    // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
+    return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
+  };
+  if (!more.empty() || is_log(dir)) {
+    std::vector<std::filesystem::path> paths{dir};
+    paths.insert(paths.end(), more.begin(), more.end());
+    if (!more.empty() && !is_log(dir)) {
+      std::fprintf(err, "hangdoctor: several paths are read as logs only, and %s holds no NCCL or PyTorch log line\n",
+                   dir.c_str());
+      return 2;
+    }
+    if (wait_s >= 0 || stacks) {
+      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; a log is read as it is\n");
+      return 2;
+    }
+    return run_on_logs(paths, json_file, quiet, classify, out, err);
   }
 
   bool from_torch = false;
@@ -208,16 +286,7 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
       extras.gather = GatherSummary{gathered->nodes.size(), gathered->answered(), gathered->seconds,
                                     gathered->stream_bytes, gather_lines};
     const std::string json = render_json_text(d, extras);
-    if (json_file == "-") {
-      std::fprintf(out, "%s\n", json.c_str());
-    } else {
-      std::ofstream f(json_file);
-      f << json << "\n";
-      if (!f) {
-        std::fprintf(err, "hangdoctor: cannot write %s\n", json_file.c_str());
-        return 2;
-      }
-    }
+    if (!write_json(json_file, json, out, err)) return 2;
   }
   // A node that did not answer is a problem even when the ranks that did look healthy.
   const bool node_unreachable = gathered && gathered->answered() < int(gathered->nodes.size());

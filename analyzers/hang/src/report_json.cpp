@@ -284,6 +284,27 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
   w.member("headline", d.headline);
   w.member("hosts", d.hosts);
   w.member_or_null("kind", d.kind != Kind::kNone, kind_name(d.kind));
+  if (extras.log) {
+    w.key("log");
+    w.begin_object();
+    w.member("cannot_tell", extras.log->cannot_tell);
+    w.key("findings");
+    w.begin_array();
+    for (const auto& f : extras.log->findings) {
+      w.begin_object();
+      w.member("evidence", f.evidence);
+      w.member("hosts", f.hosts);
+      w.member("kind", f.kind);
+      w.member_or_null("peer", !f.peer.empty(), f.peer);
+      w.member("problem", f.problem);
+      w.member("ranks", f.ranks);
+      w.member("text", f.text);
+      w.end_object();
+    }
+    w.end_array();
+    w.member("summary", extras.log->summary);
+    w.end_object();
+  }
   w.key("mismatch");
   if (d.mismatch) write_mismatch(w, *d.mismatch);
   else w.value(nullptr);

@@ -30,8 +30,8 @@ std::string whereabouts(const Diagnosis& d, const std::vector<int>& culprits) {
     idle = std::max(idle, r->idle_s);
   }
   if (places.empty())
-    return culprits.size() == 1 ? "its flight recorder is missing, so what it does is unknown"
-                                : "their flight recorders are missing, so what they do is unknown";
+    return culprits.size() == 1 ? "its " + d.missing_evidence + " is missing, so what it does is unknown"
+                                : "their " + d.missing_evidence_plural + " are missing, so what they do is unknown";
   // Dumps (PyTorch's) record no ranges: what a rank with nothing open did is what it did not enqueue.
   const bool no_ranges = d.times_are_lower_bounds && places.size() == 1 && places.begin()->first.first == "no open range";
   if (no_ranges) {
@@ -355,6 +355,10 @@ std::string how_long(const Diagnosis& d, double s, std::string_view live_word) {
 }
 
 std::string collective_phrase(const CollectiveRef& c) {
+  // Logs know a call's elements but not always its type: no "0 B unknown".
+  if (c.bytes == 0 && c.dtype == format::DataType::kUnknown)
+    return c.count ? fmt::format("{} #{} on {} ({} elements)", format::short_op_name(c.op), c.seq, c.comm, c.count)
+                   : fmt::format("{} #{} on {}", format::short_op_name(c.op), c.seq, c.comm);
   return fmt::format("{} #{} on {} ({} {})", format::short_op_name(c.op), c.seq, c.comm, human_bytes(c.bytes),
                      format::dtype_name(c.dtype));
 }

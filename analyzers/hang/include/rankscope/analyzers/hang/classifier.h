@@ -41,6 +41,9 @@ struct ClassifyOptions {
   double peer_wait_floor_s = 3;    // that bound is max(floor, factor x the job's own scale): the
   double peer_wait_factor = 3;     // probe's floor; a smaller factor, as two signals agree
   double peer_wait_min_s = 1;      // the peers waited at least this long (blocked, not passing)
+  // What a rank without evidence lacks, in the verdict's words (default: its flight recorder).
+  std::string missing_evidence = "flight recorder";
+  std::string missing_evidence_plural = "flight recorders";
 };
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});

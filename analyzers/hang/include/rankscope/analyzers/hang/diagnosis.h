@@ -29,6 +29,9 @@ enum class Kind {
   kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
   kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
   kA2aCountMismatch,    // an all_to_all_v whose per-peer counts disagree: send_i[j] != recv_j[i]
+  // From a job's log (issue 32):
+  kRankError,           // a rank printed a network or CUDA error (NCCL WARN, PyTorch's error)
+  kInitIncomplete,      // a communicator's init never completed: ranks that never joined, or stuck in it
 };
 
 std::string_view verdict_name(Verdict v);
@@ -180,6 +183,9 @@ struct Diagnosis {
   int hosts = 0;                             // distinct hosts among the ranks (0: none known)
   std::vector<NodeFinding> nodes;            // node problems; empty with one host
   std::vector<WaitChain> waits;              // per culprit, who waits on it (hang verdicts with a wait graph)
+  // What a rank without evidence lacks ("flight recorder"; "lines in the log" for logs).
+  std::string missing_evidence = "flight recorder";
+  std::string missing_evidence_plural = "flight recorders";
 };
 
 // The host of `rank` as the report knows it ("" unknown).

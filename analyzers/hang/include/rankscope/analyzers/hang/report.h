@@ -32,6 +32,9 @@
 // Added within version 2 (issue 31, many groups): waits_on_culprits[] {culprit, missing_from[]
 // {collective, waiters}, behind, behind_via}: per culprit, the collectives it never entered with the
 // ranks waiting in them, then the ranks waiting on those in turn and through which communicators.
+// Added within version 2 (issue 32, logs): kinds "rank_error" (verdict crash: a rank printed a network
+// or CUDA error) and "init_incomplete" (verdict hang), and, when hangdoctor read a log, log {summary,
+// findings[] {kind, problem, ranks, hosts, peer, text, evidence}, cannot_tell[]}.
 #pragma once
 
 #include <cstdint>
@@ -61,8 +64,25 @@ struct GatherSummary {
   uint64_t stream_bytes = 0;
   std::vector<std::string> findings;  // the gather's own lines (headline, unreachable nodes, ...)
 };
+// What a job's log said beyond its progress (issue 32): errors, init, settings, topology.
+struct LogReport {
+  struct Finding {
+    std::string kind;     // network_error | cuda_error | nccl_error | init_incomplete | watchdog_timeout |
+                          // setting | topology | version
+    bool problem = true;  // false: informational
+    std::vector<int> ranks;
+    std::vector<std::string> hosts;
+    std::string peer;
+    std::string text;
+    std::string evidence;
+  };
+  std::string summary;
+  std::vector<Finding> findings;
+  std::vector<std::string> cannot_tell;
+};
 struct ReportExtras {
   std::optional<WaitSummary> wait;
+  std::optional<LogReport> log;
   std::optional<GatherSummary> gather;
 };
 

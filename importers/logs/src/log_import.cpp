@@ -1,0 +1,161 @@
+// log_import.cpp — streams a job's log files line by line into a LogJob, then maps it (log_run.cpp)
+// and finds what only a log says (log_findings.cpp).
+#include "rankscope/logs/log_import.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "log_run.h"
+
+namespace rankscope::logs {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kChunk = 4 << 20;
+constexpr size_t kMaxLine = 64 << 10;  // longer lines are read up to here (a binary blob, a giant dump)
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f && f != stdin) std::fclose(f);
+  }
+};
+
+bool is_log_name(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".log" || ext == ".out" || ext == ".err" || ext == ".txt" || ext.empty();
+}
+
+Status read_stream(std::FILE* f, const std::string& name, LogJob& job, uint64_t& done, uint64_t total,
+                   void (*progress)(uint64_t, uint64_t)) {
+  std::vector<char> buf(kChunk + kMaxLine);
+  size_t kept = 0;  // bytes of an unfinished line at the front of buf
+  uint64_t line_no = 0;
+  bool skipping = false;  // inside a line longer than kMaxLine: drop the rest of it
+  uint64_t next_report = 256ull << 20;
+  for (;;) {
+    const size_t n = std::fread(buf.data() + kept, 1, kChunk, f);
+    if (n == 0) break;
+    done += n;
+    if (progress && done >= next_report) {
+      progress(done, total);
+      next_report = done + (256ull << 20);
+    }
+    const char* p = buf.data();
+    const char* end = buf.data() + kept + n;
+    for (;;) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+      if (!nl) break;
+      ++line_no;
+      if (!skipping) read_line(job, split_log_line(std::string_view(p, size_t(nl - p))), name, line_no);
+      skipping = false;
+      p = nl + 1;
+    }
+    kept = size_t(end - p);
+    if (kept > kMaxLine) {  // read what fits, skip the rest of the line
+      ++line_no;
+      if (!skipping) read_line(job, split_log_line(std::string_view(p, kMaxLine)), name, line_no);
+      skipping = true;
+      kept = 0;
+    } else if (kept > 0) {
+      std::memmove(buf.data(), p, kept);
+    }
+  }
+  if (kept > 0 && !skipping) read_line(job, split_log_line(std::string_view(buf.data(), kept)), name, ++line_no);
+  if (std::ferror(f)) return io_error(fmt::format("{}: read error after {} lines", name, line_no));
+  return {};
+}
+
+}  // namespace
+
+bool looks_like_log(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return false;
+  std::string head(64 << 10, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), f.get()));
+  size_t at = 0;
+  while (at < head.size()) {
+    size_t nl = head.find('\n', at);
+    if (nl == std::string::npos) nl = head.size();
+    const std::string_view line(head.data() + at, nl - at);
+    if (split_log_line(line).producer != Producer::kOther || line.find("Watchdog caught collective") != std::string_view::npos)
+      return true;
+    at = nl + 1;
+  }
+  return false;
+}
+
+Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progress)(uint64_t, uint64_t)) {
+  std::vector<fs::path> files;
+  bool from_stdin = false;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (p == "-") {
+      from_stdin = true;
+    } else if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> inside;
+      for (const auto& e : fs::directory_iterator(p, ec))
+        if (e.is_regular_file(ec) && is_log_name(e.path())) inside.push_back(e.path());
+      std::sort(inside.begin(), inside.end());
+      if (inside.empty()) return not_found(fmt::format("{}: no log files in it (*.log, *.out, *.err, *.txt)", p.string()));
+      files.insert(files.end(), inside.begin(), inside.end());
+    } else if (fs::is_regular_file(p, ec)) {
+      files.push_back(p);
+    } else {
+      return not_found(fmt::format("{}: no such file or directory", p.string()));
+    }
+  }
+  uint64_t total = 0;
+  for (const auto& f : files) {
+    std::error_code ec;
+    total += fs::file_size(f, ec);
+  }
+  LogJob job;
+  uint64_t done = 0;
+  for (const auto& f : files) {
+    std::unique_ptr<std::FILE, FileCloser> in(std::fopen(f.c_str(), "rb"));
+    if (!in) return io_error(fmt::format("{}: cannot open: {}", f.string(), std::strerror(errno)));
+    job.files.push_back(f.string());
+    if (Status s = read_stream(in.get(), f.string(), job, done, total, progress); !s.ok()) return s;
+  }
+  if (from_stdin) {
+    job.files.push_back("-");
+    if (Status s = read_stream(stdin, "stdin", job, done, 0, progress); !s.ok()) return s;
+  }
+  LogImport out;
+  out.lines = job.lines;
+  out.nccl_lines = job.nccl_lines;
+  out.torch_lines = job.torch_lines;
+  out.coll_lines = job.coll_lines;
+  if (job.nccl_lines == 0 && job.torch.empty() && job.other_errors.empty() && job.torch_lines == 0 &&
+      job.failures.empty() && job.local_exits.empty() && job.tagged_ranks.empty())
+    return invalid_argument(fmt::format("{}: {} lines, none of them NCCL's ('host:pid:tid [dev] NCCL INFO ...') or "
+                                        "PyTorch's ('[E... ProcessGroupNCCL.cpp:...]'): nothing to judge",
+                                        job.files.size() == 1 ? job.files.front() : fmt::format("{} files", job.files.size()),
+                                        job.lines));
+  const RankMap ranks = map_ranks(job);
+  build_run(job, ranks, out);
+  out.host_of_rank = ranks.host_of_rank;
+  for (const auto& [d, r] : ranks.rank_of_device) out.pid_of_rank[r] = std::get<1>(d);
+  add_findings(job, ranks, out);
+  if (job.coll_lines == 0)
+    out.cannot_tell.push_back("no NCCL COLL lines (NCCL_DEBUG_SUBSYS=COLL was not set): how many calls each rank made "
+                              "on each communicator is not in the log");
+  std::string versions;
+  for (const auto& v : out.versions) versions += (versions.empty() ? "" : ", ") + v;
+  out.summary = fmt::format("read {} ({} lines: {} NCCL, {} PyTorch{}): {} rank{} seen{}{}",
+                            job.files.size() == 1 ? job.files.front() : fmt::format("{} log files", job.files.size()),
+                            job.lines, job.nccl_lines, job.torch_lines,
+                            job.coll_lines ? fmt::format(", {} NCCL calls", job.coll_lines) : "", ranks.seen.size(),
+                            ranks.seen.size() == 1 ? "" : "s",
+                            ranks.world > int(ranks.seen.size()) ? fmt::format(" of {}", ranks.world) : "",
+                            versions.empty() ? "" : ", NCCL " + versions);
+  return out;
+}
+
+}  // namespace rankscope::logs
