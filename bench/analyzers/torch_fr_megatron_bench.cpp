@@ -23,6 +23,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "process_usage.h"
+
 #include "fr_megatron_job.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 
@@ -38,26 +40,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int analyze(const fs::path& dir, const std::string& fault_ranks) {
   using namespace rankscope;
   const std::string d = dir.string(), json = (dir.parent_path() / (dir.filename().string() + ".json")).string();
-  std::vector<std::string_view> args = {d, "--json", json};
-  std::FILE* sink = std::fopen("/dev/null", "w");
   std::FILE* text = std::tmpfile();
-  hang::HangdoctorEnv env;
-  env.out = text;
-  env.err = sink;
-  const auto t0 = std::chrono::steady_clock::now();
-  const int rc = hang::run_hangdoctor(args, env);
-  const double s = seconds_since(t0);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const double cpu_s = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                       double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  const bench::TimedRun run = bench::time_hangdoctor_cli({d, "--json", json}, text);
+  const double s = run.wall_s, cpu_s = run.usage.cpu_s;
+  const int rc = run.exit_code;
+  const bench::ProcessUsage usage = run.usage;
   std::rewind(text);
   char line[4096] = {0};
   std::string first, second;
   if (std::fgets(line, sizeof line, text)) first = line;
   if (std::fgets(line, sizeof line, text)) second = line;
   std::printf("hangdoctor on Megatron Flight Recorder dumps: %.3f s wall, %.3f s CPU, peak RSS %.0f MiB, exit %d\n", s,
-              cpu_s, double(usage.ru_maxrss) / 1024.0, rc);
+              cpu_s, usage.peak_mib, rc);
   std::printf("  %s  %s", first.c_str(), second.c_str());
   std::set<int> named;
   std::ifstream in(json);

@@ -4,7 +4,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -30,12 +33,11 @@ bool is_log_name(const fs::path& p) {
 }
 
 Status read_stream(std::FILE* f, const std::string& name, LogJob& job, uint64_t& done, uint64_t total,
-                   void (*progress)(uint64_t, uint64_t)) {
+                   void (*progress)(uint64_t, uint64_t), uint64_t& next_report) {
   std::vector<char> buf(kChunk + kMaxLine);
   size_t kept = 0;  // bytes of an unfinished line at the front of buf
   uint64_t line_no = 0;
   bool skipping = false;  // inside a line longer than kMaxLine: drop the rest of it
-  uint64_t next_report = 256ull << 20;
   for (;;) {
     const size_t n = std::fread(buf.data() + kept, 1, kChunk, f);
     if (n == 0) break;
@@ -115,17 +117,48 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
     std::error_code ec;
     total += fs::file_size(f, ec);
   }
-  LogJob job;
-  uint64_t done = 0;
-  for (const auto& f : files) {
-    std::unique_ptr<std::FILE, FileCloser> in(std::fopen(f.c_str(), "rb"));
-    if (!in) return io_error(fmt::format("{}: cannot open: {}", f.string(), std::strerror(errno)));
-    job.files.push_back(f.string());
-    if (Status s = read_stream(in.get(), f.string(), job, done, total, progress); !s.ok()) return s;
+  // Files are read on every core, each into its own job, then merged in file order. Progress is
+  // counted across the workers.
+  std::vector<LogJob> jobs(files.size());
+  std::vector<Status> statuses(files.size());
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done_all{0};
+  std::mutex progress_mutex;
+  uint64_t next_report = 256ull << 20;
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      std::unique_ptr<std::FILE, FileCloser> in(std::fopen(files[i].c_str(), "rb"));
+      if (!in) {
+        statuses[i] = io_error(fmt::format("{}: cannot open: {}", files[i].string(), std::strerror(errno)));
+        continue;
+      }
+      jobs[i].files.push_back(files[i].string());
+      uint64_t mine = 0, unused = ~0ull;
+      statuses[i] = read_stream(in.get(), files[i].string(), jobs[i], mine, total, nullptr, unused);
+      const uint64_t now = done_all += mine;
+      if (progress) {
+        std::lock_guard lock(progress_mutex);
+        if (now >= next_report) {
+          progress(now, total);
+          next_report = now + (256ull << 20);
+        }
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    const size_t n = std::min<size_t>({files.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
   }
+  for (const Status& s : statuses)
+    if (!s.ok()) return s;
+  LogJob job;
+  for (auto& j : jobs) merge_job(job, std::move(j));
   if (from_stdin) {
     job.files.push_back("-");
-    if (Status s = read_stream(stdin, "stdin", job, done, 0, progress); !s.ok()) return s;
+    uint64_t done = done_all;
+    if (Status s = read_stream(stdin, "stdin", job, done, 0, progress, next_report); !s.ok()) return s;
   }
   LogImport out;
   out.lines = job.lines;

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "log_line.h"
@@ -144,12 +146,16 @@ struct LogJob {
   std::map<std::tuple<std::string, int, int>, CommMember*> newest_on_device;  // (host, pid, device)
   std::map<std::tuple<std::string, int, int, int>, int> made_of_size;        // (host, pid, device, nranks)
   std::map<int, std::vector<std::string>> hosts_of_pid;                      // hosts seen with each pid
+  std::unordered_map<uint64_t, CommMember*> member_index;                    // hash of (host, pid, pointer)
 
   ProcessLog& process(std::string_view host, int pid);
 
  private:
   ProcessLog* last_process_ = nullptr;  // consecutive lines mostly come from one process
 };
+
+// Adds what `from` read (other files) to `into` (log_merge.cpp).
+void merge_job(LogJob& into, LogJob&& from);
 
 // Reads one line into `job` (`file` and `line_no` only say where, for the evidence).
 void read_line(LogJob& job, const LogLine& line, const std::string& file, uint64_t line_no);

@@ -39,7 +39,16 @@ format::DataType dtype_of(long long t) {
 }
 
 CommMember& member_of(LogJob& job, const LogLine& l, std::string_view pointer) {
+  // Most lines are calls on a communicator seen before: found by a hash of its place and pointer,
+  // checked, before the ordered map (whose key would be built from strings).
+  const uint64_t h = std::hash<std::string_view>{}(pointer) ^ (std::hash<std::string_view>{}(l.host) * 31) ^
+                     (uint64_t(uint32_t(l.pid)) << 20);
+  if (auto hit = job.member_index.find(h); hit != job.member_index.end()) {
+    CommMember* m = hit->second;
+    if (m->pid == l.pid && m->pointer == pointer && m->host == l.host) return *m;
+  }
   auto [it, fresh] = job.members.try_emplace({std::string(l.host), l.pid, std::string(pointer)});
+  job.member_index[h] = &it->second;
   CommMember& m = it->second;
   if (fresh) {
     m.host = l.host;
@@ -73,7 +82,9 @@ void read_init(LogJob& job, const LogLine& l, std::string_view msg) {
   if (msg.find("Init COMPLETE") != std::string_view::npos) m.init_started = m.init_completed = true;
 }
 
-// "<Op>: opCount 4a8 sendbuff 0x.. recvbuff 0x.. count 1024 datatype 7 op 0 root 0 comm 0x.. [nranks=2] stream 0x.."
+// "<Op>: opCount 4a8 sendbuff 0x.. recvbuff 0x.. count 1024 datatype 7 op 0 root 0 comm 0x.. [nranks=2] stream 0x..":
+// the same words in the same order in every NCCL from 2.10 to 2.30, read in one pass as key/value
+// pairs (a log can hold millions of them).
 bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
   const size_t colon = msg.find(": opCount ");
   if (colon == std::string_view::npos || colon > 24) return false;
@@ -82,28 +93,48 @@ bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
   for (const auto& o : kOps)
     if (o.name == name) op = &o;
   if (!op) return false;
-  const std::string_view pointer = value_after(msg, "comm");
-  if (pointer.empty()) return false;
   NcclCall c;
   c.op_name = op->name;
   c.op = op->op;
-  long long v = 0;
-  if (number_after(msg, "opCount", v, true)) c.op_count = uint64_t(v);
-  if (number_after(msg, "count", v)) c.count = uint64_t(v);
-  if (number_after(msg, "datatype", v)) {
-    c.datatype = int(v);
-    c.dtype = dtype_of(v);
+  std::string_view pointer;
+  long long nranks = 0;
+  std::string_view rest = msg.substr(colon + 2);
+  while (!rest.empty()) {
+    const size_t key_end = rest.find(' ');
+    if (key_end == std::string_view::npos) break;
+    const std::string_view key = rest.substr(0, key_end);
+    rest.remove_prefix(key_end + 1);
+    if (key.starts_with("[nranks=")) {
+      std::string_view v = key.substr(8);
+      take_number(v, nranks);
+      continue;  // "[nranks=N]" is a word of its own: the next word is a key
+    }
+    const size_t value_end = std::min(rest.find(' '), rest.size());
+    std::string_view value = rest.substr(0, value_end);
+    rest.remove_prefix(std::min(value_end + 1, rest.size()));
+    long long v = 0;
+    if (key == "opCount") {
+      if (take_number(value, v, true)) c.op_count = uint64_t(v);
+    } else if (key == "count") {
+      if (take_number(value, v)) c.count = uint64_t(v);
+    } else if (key == "datatype") {
+      if (take_number(value, v)) {
+        c.datatype = int(v);
+        c.dtype = dtype_of(v);
+      }
+    } else if (key == "op") {
+      if (take_number(value, v)) c.red_op = int(v);
+    } else if (key == "root") {
+      if (take_number(value, v)) c.root = int(v);
+    } else if (key == "comm") {
+      pointer = value;
+    }
   }
-  if (number_after(msg, "op", v)) c.red_op = int(v);
-  if (number_after(msg, "root", v)) c.root = int(v);
+  if (pointer.empty()) return false;
   if (c.op == format::CollectiveOp::kAllReduce && c.red_op == 0) c.op = format::CollectiveOp::kAllReduceSum;
   if (c.op == format::CollectiveOp::kAllReduce && c.red_op == 2) c.op = format::CollectiveOp::kAllReduceMax;
   CommMember& m = member_of(job, l, pointer);
-  if (m.nranks == 0) {
-    long long n = 0;
-    std::string_view tail = msg.substr(msg.find("[nranks=") == std::string_view::npos ? msg.size() : msg.find("[nranks=") + 8);
-    if (take_number(tail, n)) m.nranks = int(n);
-  }
+  if (m.nranks == 0 && nranks > 0) m.nranks = int(nranks);
   if (c.op == format::CollectiveOp::kSend || c.op == format::CollectiveOp::kRecv) {
     P2pCalls& p = m.p2p[c.root];
     (c.op == format::CollectiveOp::kSend ? p.sends : p.recvs)++;

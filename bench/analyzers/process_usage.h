@@ -1,0 +1,50 @@
+// process_usage.h — hangdoctor's command line run in-process and timed, with this process's CPU
+// seconds and peak resident memory (getrusage), for the benchmarks that run it in a fresh process
+// so the numbers are its alone.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "rankscope/analyzers/hang/hangdoctor_app.h"
+
+namespace rankscope::bench {
+
+struct ProcessUsage {
+  double cpu_s = 0;     // user + system
+  double peak_mib = 0;  // ru_maxrss
+};
+
+inline ProcessUsage self_usage() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
+          double(u.ru_maxrss) / 1024.0};
+}
+
+struct TimedRun {
+  int exit_code = -1;
+  double wall_s = 0;
+  ProcessUsage usage;  // after the run
+};
+
+// `hangdoctor ARGS...` with its text to `out` (nullptr: discarded) and its errors discarded.
+inline TimedRun time_hangdoctor_cli(std::vector<std::string_view> args, std::FILE* out) {
+  std::FILE* sink = std::fopen("/dev/null", "w");
+  hang::HangdoctorEnv env;
+  env.out = out ? out : sink;
+  env.err = sink;
+  const auto t0 = std::chrono::steady_clock::now();
+  TimedRun r;
+  r.exit_code = hang::run_hangdoctor(args, env);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.usage = self_usage();
+  std::fclose(sink);
+  return r;
+}
+
+}  // namespace rankscope::bench
