@@ -2,10 +2,14 @@
 // phases of its start-up, who was late and why, and harmful settings. Thin:
 // rankscope_analyzers_startup.
 #include <cstdio>
+#include <filesystem>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/startup/startup_report.h"
+#include "rankscope/logs/log_import.h"
 #include "report_output.h"
 #include "subcommands.h"
 
@@ -13,13 +17,18 @@ namespace rankscope::cli {
 namespace {
 
 constexpr const char* kStartupHelp =
-    "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n\n"
+    "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n"
+    "       rankscope startup LOG [--json FILE]\n\n"
     "Per-rank start-up timeline from the run directory (gpt2-train records the start-up as step 0:\n"
     "init/launch from the process's start, init/comm, init/device, init/clock_align, init/model,\n"
     "init/checkpoint, init/data): time to the first step, the phases, the slowest phase per rank.\n"
     "Findings name a rank that reached step 1 late and the phase that made it late, and settings\n"
     "recorded in run.json that are known to hurt (CUDA_LAUNCH_BLOCKING=1, OMP_WAIT_POLICY=ACTIVE on\n"
-    "oversubscribed cores, debug levels left on) or that differ across ranks.\n\n"
+    "oversubscribed cores, debug levels left on) or that differ across ranks.\n"
+    "LOG is a job's output with NCCL_DEBUG=INFO lines (a file or a directory of *.log/*.out/*.err/*.txt):\n"
+    "the start-up as NCCL printed it: communicators whose init never completed, settings from the\n"
+    "environment that take a transport away or replace the topology, hosts on sockets where others use\n"
+    "InfiniBand, topology searches that found few NVLink channels, mixed NCCL versions.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/startup_report.schema.json);\n"
     "                '-' = stdout, and then the text goes to stderr\n"
     "  --html FILE   write a self-contained HTML report (opens offline)\n"
@@ -46,12 +55,52 @@ void print_text(const analyzers::StartupReport& r, std::FILE* out) {
   for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
 }
 
+// A log: NCCL's start-up as its lines say (docs/LOGS.md), the findings that are not about a hang.
+int startup_from_log(const std::string& path, const ReportOutputs& outputs) {
+  if (!outputs.html_path.empty()) {
+    std::fprintf(stderr, "rankscope startup: --html needs a run directory; a log's start-up is text or --json\n");
+    return 2;
+  }
+  auto log = logs::import_logs({path});
+  if (!log.ok()) {
+    std::fprintf(stderr, "rankscope startup: %s\n", log.status().message().c_str());
+    return 2;
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  std::FILE* out = outputs.json_path == "-" ? stderr : stdout;
+  if (!outputs.quiet) std::fprintf(out, "rankscope startup: %s\n", log->summary.c_str());
+  int problems = 0;
+  for (const auto& f : log->findings) {
+    using K = logs::LogFinding::Kind;
+    const char* kind = f.kind == K::kSetting ? "setting" : f.kind == K::kTopology ? "topology" : f.kind == K::kVersion ? "version"
+                       : f.kind == K::kInitIncomplete ? "init_incomplete" : nullptr;
+    if (!kind) continue;
+    problems += f.problem;
+    if (!outputs.quiet) std::fprintf(out, "  %s %s [%s]\n", f.problem ? "!" : "-", f.text.c_str(), f.evidence.c_str());
+    findings.push_back({{"kind", kind}, {"problem", f.problem}, {"ranks", f.ranks}, {"hosts", f.hosts}, {"text", f.text},
+                        {"evidence", f.evidence}});
+  }
+  if (!outputs.quiet && findings.empty()) std::fprintf(out, "  no start-up finding: init completed, no setting or topology of note\n");
+  const nlohmann::json j = {{"source", "log"}, {"summary", log->summary}, {"findings", findings},
+                            {"nccl_versions", log->versions}};
+  if (!write_report_outputs(j, outputs, "rankscope startup: " + path)) return 2;
+  return problems ? 1 : 0;
+}
+
 }  // namespace
 
 int startup_command(Args args) {
   std::string run_dir;
   ReportOutputs outputs;
   if (auto stop = parse_report_args(args, "startup", kStartupHelp, "run directory", run_dir, outputs)) return *stop;
+  {
+    std::error_code ec;
+    const std::filesystem::path p(run_dir);
+    if (std::filesystem::is_regular_file(p, ec) ||
+        (std::filesystem::is_directory(p, ec) && !std::filesystem::exists(p / "run.json", ec) &&
+         !std::filesystem::exists(p / "rank00000.flight", ec)))
+      return startup_from_log(run_dir, outputs);
+  }
   auto report = analyzers::analyze_startup(run_dir);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope startup: %s\n", report.status().to_string().c_str());
