@@ -288,6 +288,8 @@ INSTANTIATE_TEST_SUITE_P(
         TorchCase{"elastic-picotron-sigabrt-table.log", Verdict::kCrash, {}},
         // sglang#1693: PG 3's rank 5 aborted on a timed-out all-gather.
         TorchCase{"nccl-2.4-terminate-distbackenderror.log", Verdict::kHang, {}},
+        // DEIM#105: the heartbeat monitor fired with 84 works outstanding on rank 0, 103 on ranks 1-2.
+        TorchCase{"nccl-2.3-heartbeat-monitor.log", Verdict::kHang, {0}},
         // pipedream#39: a Gloo receive timed out; Gloo names no peer.
         TorchCase{"gloo-1.x-pipedream-recv-timeout.log", Verdict::kHang, {}}),
     [](const ::testing::TestParamInfo<TorchCase>& i) {

@@ -35,7 +35,10 @@ constexpr const char* kHelp =
     "watchdog lines, in any mix (a file, a directory of *.log/*.out/*.err/*.txt, or - for stdin; several\n"
     "may be given). From a log: ranks behind on a communicator (with NCCL_DEBUG_SUBSYS=COLL), which ranks\n"
     "timed out on which SeqNum and which did not, init that never completed, network and CUDA errors with\n"
-    "their hosts and peers, and settings and topology that cost bandwidth.\n\n"
+    "their hosts and peers, and settings and topology that cost bandwidth. A file may also hold NCCL's RAS\n"
+    "report (ncclras's text or JSON output).\n\n"
+    "  --nccl-ras [HOST:]PORT  ask a live NCCL job's RAS thread (NCCL 2.24+, default port 28028 on\n"
+    "                       localhost) which ranks are behind, missing or dead, and judge its answer\n"
     "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
     "                       then carries only the JSON (the text goes to stderr)\n"
     "  --quiet, -q          no text report (with --json)\n"
@@ -79,6 +82,9 @@ void report_progress(uint64_t done, uint64_t total) {
   else std::fprintf(stderr, "hangdoctor: read %.0f MB\n", double(done) / 1e6);
 }
 
+int report_log_verdict(const logs::LogImport& log, const std::string& json_file, bool quiet,
+                       const ClassifyOptions& classify, std::FILE* out, std::FILE* err);
+
 int run_on_logs(const std::vector<std::filesystem::path>& paths, const std::string& json_file, bool quiet,
                 const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
   auto r = logs::import_logs(paths, report_progress);
@@ -86,6 +92,12 @@ int run_on_logs(const std::vector<std::filesystem::path>& paths, const std::stri
     std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
     return 2;
   }
+  return report_log_verdict(*r, json_file, quiet, classify, out, err);
+}
+
+int report_log_verdict(const logs::LogImport& log, const std::string& json_file, bool quiet,
+                       const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
+  const logs::LogImport* r = &log;
   LogVerdict v = diagnose_log(*r, classify);
   std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
   if (text) {
@@ -112,7 +124,7 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
   std::FILE* out = env.out;
   std::FILE* err = env.err;
 
-  std::string dir, json_file;
+  std::string dir, json_file, nccl_ras;
   std::vector<std::filesystem::path> more;  // further paths: logs only
   double wait_s = -1;
   bool stacks = false;
@@ -134,6 +146,8 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
         return 2;
       }
       (a == "--wait" ? wait_s : classify.stuck_after_s) = v;
+    } else if (a == "--nccl-ras" && has_value) {
+      nccl_ras = args[++i];
     } else if (a == "--stacks") {
       stacks = true;
     } else if (a == "--quiet" || a == "-q") {
@@ -146,6 +160,18 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
     } else {
       more.emplace_back(a);
     }
+  }
+  if (!nccl_ras.empty()) {
+    if (!dir.empty() || wait_s >= 0 || stacks) {
+      std::fprintf(err, "hangdoctor: --nccl-ras asks a live job; it takes no path, --wait or --stacks\n");
+      return 2;
+    }
+    auto r = logs::query_and_import_nccl_ras(nccl_ras, 5.0);  // RAS gathers for up to 5 s itself
+    if (!r.ok()) {
+      std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
+      return 2;
+    }
+    return report_log_verdict(*r, json_file, quiet, classify, out, err);
   }
   if (dir.empty()) {
     std::fputs(kHelp, err);

@@ -31,6 +31,7 @@ std::string_view kind_word(LogFinding::Kind k) {
     case LogFinding::Kind::kRankException: return "rank_exception";
     case LogFinding::Kind::kCallMismatch: return "call_mismatch";
     case LogFinding::Kind::kSilentRank: return "silent_rank";
+    case LogFinding::Kind::kBehind: return "behind";
     case LogFinding::Kind::kSetting: return "setting";
     case LogFinding::Kind::kTopology: return "topology";
     case LogFinding::Kind::kVersion: return "version";
@@ -99,7 +100,7 @@ LogVerdict diagnose_log(const logs::LogImport& log, ClassifyOptions options) {
     if (f.kind == LogFinding::Kind::kInitIncomplete) inits.push_back(&f);
     if (f.kind == LogFinding::Kind::kRankKilled) killed.push_back(&f);
     if (f.kind == LogFinding::Kind::kCallMismatch) mismatched.push_back(&f);
-    if (f.kind == LogFinding::Kind::kSilentRank) silent.push_back(&f);
+    if (f.kind == LogFinding::Kind::kSilentRank || f.kind == LogFinding::Kind::kBehind) silent.push_back(&f);
   }
   std::vector<const LogFinding*> timeouts;  // consequences: a rank gave up waiting, or lost a peer
   for (const auto& f : log.findings)
@@ -183,7 +184,9 @@ LogVerdict diagnose_log(const logs::LogImport& log, ClassifyOptions options) {
     d.kind = Kind::kNone;
     int problems = 0;
     for (const auto& f : log.findings) problems += f.problem;
-    d.headline = fmt::format("NOTHING WRONG IN THE LOG: no error, no timeout, no init left incomplete{}",
+    const bool ras = log.summary.starts_with("read NCCL's RAS");
+    d.headline = fmt::format("{}: no error, no timeout, no init left incomplete{}",
+                             ras ? "NOTHING WRONG IN RAS'S REPORT" : "NOTHING WRONG IN THE LOG",
                              problems ? fmt::format("; {} setting or topology finding{} below", problems, problems == 1 ? "" : "s") : "");
     d.explanation = "A log cannot say whether the job still makes progress: with NCCL_DEBUG_SUBSYS=COLL it holds one line "
                     "per call, and PyTorch prints its watchdog's timeouts; neither is here.";

@@ -3,6 +3,7 @@
 // bandwidth or change the topology, a host whose channels fall back to sockets, a topology search
 // that found few channels over NVLink, mixed NCCL versions.
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include <fmt/format.h>
@@ -268,6 +269,30 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     }
   }
   add_failure_findings(job, ranks, out);
+  // The heartbeat monitor's count of works not completed, per group: lockstep collectives complete
+  // together, so a rank with fewer outstanding issued fewer: it is behind.
+  std::map<std::string, std::map<int, int64_t>> outstanding;
+  for (const auto& [k, g] : job.torch)
+    if (g.outstanding >= 0) outstanding[g.pg][k.first] = g.outstanding;
+  for (const auto& [pg, by_rank] : outstanding) {
+    if (by_rank.size() < 2) continue;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (const auto& [r, n] : by_rank) {
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    if (lo == hi) continue;
+    LogFinding x;
+    x.kind = Kind::kBehind;
+    std::vector<int> ahead;
+    for (const auto& [r, n] : by_rank) (n == lo ? x.ranks : ahead).push_back(r);
+    x.text = fmt::format("{} had {} collectives outstanding on pg {} where {} had up to {}: {} issued {} fewer, so it "
+                         "stopped issuing earlier (behind) while the watchdogs hung",
+                         ranks_words(x.ranks), lo, pg.empty() ? "?" : pg, ranks_words(ahead), hi,
+                         x.ranks.size() == 1 ? "it" : "they", hi - lo);
+    x.evidence = "\"Heartbeat monitor timed out ... workMetaList_.size()\" lines";
+    out.findings.push_back(std::move(x));
+  }
   // Init: communicators some member started and never completed, or that some members never joined.
   std::map<std::string, std::vector<const CommMember*>> comms;
   for (const auto& [key, m] : job.members)

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -12,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "log_run.h"
+#include "nccl_ras.h"
+#include "ras_client.h"
 
 namespace rankscope::logs {
 namespace {
@@ -71,7 +75,63 @@ Status read_stream(std::FILE* f, const std::string& name, LogJob& job, uint64_t&
   return {};
 }
 
+// A RAS report's first lines (after a raw capture's "SERVER PROTOCOL 2" / "OK"): "NCCL version
+// ... compiled with CUDA" then "Job summary", or a JSON object.
+bool looks_like_ras(std::string_view head) {
+  size_t at = head.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return false;
+  if (head[at] == '{') return head.find("\"nccl_version\"") != std::string_view::npos || head.find("\"communicators\"") != std::string_view::npos;
+  return head.find("Job summary\n") != std::string_view::npos && head.find("NCCL version") != std::string_view::npos &&
+         head.find("host:") == std::string_view::npos;
+}
+
+std::string read_head(const fs::path& p, size_t n) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(p.c_str(), "rb"));
+  std::string head(n, '\0');
+  head.resize(f ? std::fread(head.data(), 1, head.size(), f.get()) : 0);
+  return head;
+}
+
+LogImport from_ras(const RasReport& report, const std::string& source) {
+  LogImport out;
+  out.findings = ras_findings(report);
+  out.versions = report.nccl_versions;
+  int world = std::max(report.gpus, 0);
+  for (const auto& f : out.findings)
+    for (int r : f.ranks) world = std::max(world, r + 1);
+  out.world_size = world;
+  out.run.dir = source;
+  std::string versions;
+  for (const auto& v : report.nccl_versions) versions += (versions.empty() ? "" : ", ") + v;
+  out.summary = fmt::format("read NCCL's RAS report {} ({}{} GPUs on {} nodes, {} communicators{}){}", source,
+                            report.json ? "JSON, " : "", report.gpus, report.nodes, report.communicators.size(),
+                            versions.empty() ? "" : ", NCCL " + versions,
+                            report.complete ? "" : " — cut before its end: what follows is partial");
+  out.cannot_tell.push_back("RAS compares how many collectives each rank has started and finished: a collective every "
+                            "rank started and none finishes looks healthy to it");
+  return out;
+}
+
 }  // namespace
+
+Result<LogImport> import_nccl_ras(std::string_view report, const std::string& source) {
+  auto r = parse_nccl_ras(report);
+  if (!r.ok()) {
+    Status s = r.status();
+    s.prefix(source);
+    return s;
+  }
+  return from_ras(*r, source);
+}
+
+Result<LogImport> query_and_import_nccl_ras(std::string_view address, double timeout_s) {
+  std::string host;
+  int port = 0;
+  if (Status s = parse_ras_address(address, host, port); !s.ok()) return s;
+  auto text = query_nccl_ras(host, port, /*json=*/true, timeout_s, /*verbose=*/true);
+  if (!text.ok()) return text.status();
+  return import_nccl_ras(*text, fmt::format("from {}:{}", host, port));
+}
 
 bool looks_like_log(const fs::path& path) {
   std::error_code ec;
@@ -111,6 +171,26 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
     } else {
       return not_found(fmt::format("{}: no such file or directory", p.string()));
     }
+  }
+  // RAS reports among the files are read whole, as reports.
+  std::vector<LogImport> ras;
+  for (auto it = files.begin(); it != files.end();) {
+    if (!looks_like_ras(read_head(*it, 64 << 10))) {
+      ++it;
+      continue;
+    }
+    std::ifstream in(*it, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = import_nccl_ras(text, it->string());
+    if (!r.ok()) return r.status();
+    ras.push_back(std::move(*r));
+    it = files.erase(it);
+  }
+  if (files.empty() && !from_stdin && !ras.empty()) {
+    LogImport out = std::move(ras.front());
+    for (size_t i = 1; i < ras.size(); ++i)
+      for (auto& f : ras[i].findings) out.findings.push_back(std::move(f));
+    return out;
   }
   uint64_t total = 0;
   for (const auto& f : files) {
@@ -166,13 +246,17 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
   out.torch_lines = job.torch_lines;
   out.coll_lines = job.coll_lines;
   if (job.nccl_lines == 0 && job.torch.empty() && job.other_errors.empty() && job.torch_lines == 0 &&
-      job.failures.empty() && job.local_exits.empty() && job.tagged_ranks.empty())
+      job.failures.empty() && job.local_exits.empty() && job.tagged_ranks.empty() && ras.empty())
     return invalid_argument(fmt::format("{}: {} lines, none of them NCCL's ('host:pid:tid [dev] NCCL INFO ...') or "
                                         "PyTorch's ('[E... ProcessGroupNCCL.cpp:...]'): nothing to judge",
                                         job.files.size() == 1 ? job.files.front() : fmt::format("{} files", job.files.size()),
                                         job.lines));
   const RankMap ranks = map_ranks(job);
   build_run(job, ranks, out);
+  for (auto& r : ras) {
+    for (auto& f : r.findings) out.findings.push_back(std::move(f));
+    out.world_size = std::max(out.world_size, r.world_size);
+  }
   out.host_of_rank = ranks.host_of_rank;
   for (const auto& [d, r] : ranks.rank_of_device) out.pid_of_rank[r] = std::get<1>(d);
   add_findings(job, ranks, out);

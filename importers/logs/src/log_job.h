@@ -107,6 +107,7 @@ struct TorchPgLog {
   int64_t last_enqueued = -1, last_completed = -1;
   int64_t failing_seq = -1; // "... at work: 41, last enqueued ...": the work the watchdog failed on
   bool watchdog_stuck = false;  // "watchdog got stuck" / "Heartbeat monitor timed out": state unknown
+  int64_t outstanding = -1;     // "workMetaList_.size()=N" (2.3-2.4's heartbeat monitor): works not completed
   uint64_t line = 0;
   std::string file;
 };

@@ -50,6 +50,7 @@ void merge_torch(TorchPgLog& into, TorchPgLog&& from) {
   into.last_completed = std::max(into.last_completed, from.last_completed);
   if (into.failing_seq < 0) into.failing_seq = from.failing_seq;
   into.watchdog_stuck = into.watchdog_stuck || from.watchdog_stuck;
+  into.outstanding = std::max(into.outstanding, from.outstanding);
   if (into.pg_desc.empty()) into.pg_desc = std::move(from.pg_desc);
   if (into.global_rank < 0) into.global_rank = from.global_rank;
 }

@@ -242,7 +242,12 @@ bool read_torch_message(LogJob& job, const LogLine& l, const std::string& file, 
   if (msg.find("watchdog got stuck") != std::string_view::npos || msg.find("Heartbeat monitor timed out") != std::string_view::npos) {
     PgPrefix p;
     if (!find_pg_prefix(msg, msg.size(), p)) p.rank = l.tagged_rank;
-    if (p.rank >= 0) pg_log(job, p, l.tagged_rank, file, line_no).watchdog_stuck = true;
+    if (p.rank >= 0) {
+      TorchPgLog& g = pg_log(job, p, l.tagged_rank, file, line_no);
+      g.watchdog_stuck = true;
+      long long n = -1;
+      if (number_after(msg, "workMetaList_.size()=", n)) g.outstanding = n;
+    }
     read = true;
   }
   if (!read && (l.producer == Producer::kTorch ? l.level == 'E' || l.level == 'F' : true)) {

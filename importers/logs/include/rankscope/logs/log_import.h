@@ -38,6 +38,7 @@ struct LogFinding {
     kRankException,   // a rank raised an exception that is not a timeout or a lost peer
     kCallMismatch,    // ranks failed inside different torch.distributed calls
     kSilentRank,      // ranks that raised nothing while the others timed out or lost peers
+    kBehind,          // ranks with fewer collectives outstanding than their group's others (watchdog hung)
     kSetting,
     kTopology,
     kVersion,
@@ -65,10 +66,20 @@ struct LogImport {
   std::vector<std::string> cannot_tell;  // what this log cannot tell, in sentences
 };
 
+// NCCL's RAS report (`ncclras`, text or JSON, NCCL 2.24+; src/nccl_ras.h) as a LogImport: no
+// progress evidence, its findings (ranks behind on collective counts, dead or unreachable
+// processes, init not complete). `source` names where it came from in the summary.
+Result<LogImport> import_nccl_ras(std::string_view report, const std::string& source);
+
+// `hangdoctor --nccl-ras [HOST:]PORT`: asks a live job's RAS thread (src/ras_client.h) and reads
+// the answer as above; `timeout_s` bounds the connection and each reply.
+Result<LogImport> query_and_import_nccl_ras(std::string_view address, double timeout_s);
+
 // True when the first 64 KiB of `path` (a file) hold an NCCL or PyTorch log line.
 bool looks_like_log(const std::filesystem::path& path);
 
 // Reads every path (a file, a directory of *.log / *.out / *.err / *.txt files, or "-" for stdin).
+// A file holding an NCCL RAS report (text or JSON) is read as one, its findings added.
 // `progress`, when set, is called with the bytes read so far and the total (0 for stdin).
 Result<LogImport> import_logs(const std::vector<std::filesystem::path>& paths,
                               void (*progress)(uint64_t done, uint64_t total) = nullptr);
