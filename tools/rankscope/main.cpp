@@ -21,6 +21,7 @@ constexpr Subcommand kSubcommands[] = {
     {"skew", "per-rank imbalance from arrival times at collectives; findings ranked by cost", rankscope::cli::skew_command},
     {"scaling", "how step and ranges grow with seq len over a sweep (fit c + aT + bT^2)", rankscope::cli::scaling_command},
     {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
+    {"diff", "why is NEW slower (or faster) than BASE: step time, a waterfall of the change, settings", rankscope::cli::diff_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
     {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
     {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command},

@@ -17,6 +17,7 @@ int skew_command(Args args);      // skew_command.cpp
 int scaling_command(Args args);   // scaling_command.cpp
 int export_command(Args args);    // export_command.cpp
 int startup_command(Args args);   // startup_command.cpp
+int diff_command(Args args);      // diff_command.cpp
 int import_nsys_command(Args args);  // import_nsys_command.cpp
 int import_kineto_command(Args args);  // import_kineto_command.cpp
 int snapshot_command(Args args);  // gather_command.cpp

@@ -1,0 +1,66 @@
+// run_diff.h — `rankscope diff BASE NEW`: why is this run slower (or faster) than that one.
+//
+// Is: two runs of any source (our probe, nsys and Kineto imports, gathered runs) read through the
+// skew analyzer (one pass each), then compared: the step time (medians, with a noise band from each
+// run's own spread), a waterfall of the mean step's change into parts that add up to it exactly
+// (compute per top-level range, collective wait, collective transfer, memcpy, idle), each part with
+// its cause where one is found (the range below it that changed most, block indices folded; a new
+// straggler; more collective sites), and the settings that differ (run.json: model, training,
+// layout, versions), with the factor a longer sequence predicts for attention and the MLP.
+// Is not: a kernel-by-kernel matcher (kernels are compared through the ranges they ran in) nor the
+// HTML report.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rankscope/format/status.h"
+
+namespace rankscope::analyzers {
+
+inline constexpr int kDiffReportSchemaVersion = 1;
+
+struct DiffPart {
+  std::string name;        // "compute in forward", "collective wait", "idle"
+  double base_ms = 0;      // mean per step, mean over ranks
+  double new_ms = 0;
+  double delta_ms = 0;     // new - base; the parts' deltas add up to DiffReport::mean_delta_ms
+  std::string cause;       // "" where none is found
+};
+
+struct SettingChange {
+  std::string key;         // "training.seq_len", "tp", "versions.nccl"
+  std::string base, now;   // JSON text of each side ("" absent)
+};
+
+struct DiffReport {
+  std::string base_dir, new_dir;
+  int base_ranks = 0, new_ranks = 0;
+  int64_t base_steps = 0, new_steps = 0;
+  double base_step_ms = 0, new_step_ms = 0;          // median over ranks of each rank's median
+  double base_spread_ms = 0, new_spread_ms = 0;      // median over ranks of (p90 - median)
+  double noise_ms = 0;                               // what the runs' own spread allows
+  bool significant = false;
+  double base_mean_ms = 0, new_mean_ms = 0, mean_delta_ms = 0;  // the mean step the waterfall splits
+  std::vector<DiffPart> parts;                       // largest |delta| first
+  std::vector<SettingChange> settings;
+  std::vector<std::string> explanations;             // settings that explain parts, with factors
+  std::string headline;
+  std::vector<std::string> problems;
+};
+
+struct DiffOptions {
+  double min_noise_fraction = 0.02;  // below 2% of the base step the difference is noise anyway
+};
+
+Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::filesystem::path& now,
+                             const DiffOptions& options = {});
+
+nlohmann::json diff_report_json(const DiffReport& r);
+std::string diff_report_text(const DiffReport& r);
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,56 @@
+// diff_output.cpp — a DiffReport as JSON (schema_version 1, kind "rankscope.diff") and as text.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/diff/run_diff.h"
+
+namespace rankscope::analyzers {
+
+nlohmann::json diff_report_json(const DiffReport& r) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& p : r.parts)
+    parts.push_back({{"name", p.name}, {"base_ms", p.base_ms}, {"new_ms", p.new_ms}, {"delta_ms", p.delta_ms},
+                     {"cause", p.cause.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.cause)}});
+  nlohmann::json settings = nlohmann::json::array();
+  for (const auto& s : r.settings) settings.push_back({{"key", s.key}, {"base", s.base}, {"new", s.now}});
+  return {{"kind", "rankscope.diff"},
+          {"schema_version", kDiffReportSchemaVersion},
+          {"base", {{"run_dir", r.base_dir}, {"ranks", r.base_ranks}, {"steps", r.base_steps},
+                    {"step_ms_median", r.base_step_ms}, {"spread_ms", r.base_spread_ms}, {"mean_step_ms", r.base_mean_ms}}},
+          {"new", {{"run_dir", r.new_dir}, {"ranks", r.new_ranks}, {"steps", r.new_steps},
+                   {"step_ms_median", r.new_step_ms}, {"spread_ms", r.new_spread_ms}, {"mean_step_ms", r.new_mean_ms}}},
+          {"noise_ms", r.noise_ms},
+          {"significant", r.significant},
+          {"mean_delta_ms", r.mean_delta_ms},
+          {"waterfall", parts},
+          {"settings", settings},
+          {"explanations", r.explanations},
+          {"headline", r.headline},
+          {"problems", r.problems}};
+}
+
+std::string diff_report_text(const DiffReport& r) {
+  std::string out = r.headline + "\n\n";
+  out += fmt::format("  BASE {}: {} ranks, {} steps, median step {:.2f} ms (p90 - median {:.2f} ms)\n", r.base_dir,
+                     r.base_ranks, r.base_steps, r.base_step_ms, r.base_spread_ms);
+  out += fmt::format("  NEW  {}: {} ranks, {} steps, median step {:.2f} ms (p90 - median {:.2f} ms)\n\n", r.new_dir,
+                     r.new_ranks, r.new_steps, r.new_step_ms, r.new_spread_ms);
+  out += fmt::format("where the mean step's {:+.2f} ms went ({:.2f} -> {:.2f} ms; the parts add up to it):\n", r.mean_delta_ms,
+                     r.base_mean_ms, r.new_mean_ms);
+  for (const auto& p : r.parts) {
+    if (std::fabs(p.delta_ms) < 0.005 && p.base_ms < 0.005 && p.new_ms < 0.005) continue;
+    out += fmt::format("  {:+9.2f} ms  {:<40} {:9.2f} -> {:9.2f}{}\n", p.delta_ms, p.name, p.base_ms, p.new_ms,
+                       p.cause.empty() ? "" : "   " + p.cause);
+  }
+  if (!r.settings.empty()) {
+    out += "\nsettings that differ:\n";
+    for (const auto& s : r.settings)
+      out += fmt::format("  {}: {} -> {}\n", s.key, s.base.empty() ? "(absent)" : s.base, s.now.empty() ? "(absent)" : s.now);
+  }
+  for (const auto& e : r.explanations) out += "\n" + e + "\n";
+  for (const auto& p : r.problems) out += "problem: " + p + "\n";
+  return out;
+}
+
+}  // namespace rankscope::analyzers

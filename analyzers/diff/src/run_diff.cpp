@@ -1,0 +1,228 @@
+// run_diff.cpp — the waterfall of a step's change between two runs, with causes (run_diff.h).
+//
+// Both runs go through analyze_skew. Per rank the skew report splits the mean step into compute +
+// collective wait + collective transfer + memcpy + idle; compute is split further over the
+// top-level ranges in proportion to their compute time (collectives excluded), so that the parts
+// of each run add up to its mean step exactly, and the parts' changes to the mean step's change.
+// Each part's cause is looked for below it: the range (block indices folded) whose compute changed
+// most, a straggler NEW has and BASE has not, more collective sites per step.
+#include "rankscope/analyzers/diff/run_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "settings_diff.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One run's parts, mean per step over its present ranks, and its compute per folded range.
+struct RunParts {
+  std::map<std::string, double> parts;       // part name -> ms per step
+  std::map<std::string, double> range_compute;  // block-wildcarded range -> ms per step (mean over ranks)
+  double mean_step = 0, median_step = 0, spread = 0;
+  int ranks = 0;
+  int64_t steps = 0;
+  size_t collective_sites = 0;
+  std::map<std::string, size_t> sites_by_op;  // "allreduce_sum on tp" -> sites
+};
+
+std::string group_kind(const std::string& comm) {
+  size_t end = comm.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(comm[end - 1]))) --end;
+  return comm.substr(0, end);
+}
+
+RunParts parts_of(const SkewReport& r) {
+  RunParts p;
+  std::vector<double> medians, spreads;
+  for (const auto& k : r.ranks) {
+    if (!k.present || k.steps == 0) continue;
+    ++p.ranks;
+    medians.push_back(k.step_ms_median);
+    spreads.push_back(std::max(0.0, k.step_ms_p90 - k.step_ms_median));
+    // Compute over the top-level components ("forward", "backward", "optimizer"): the outermost
+    // ranges recorded under each ("forward/embed" where no "forward" range exists; ranges include
+    // their children). "step" and "init" hold the others: not parts.
+    double named = 0;
+    std::map<std::string, double> top;
+    for (const auto& [name, ms] : k.range_compute_ms) {
+      if (name == "step" || name == "init" || name.starts_with("init/")) continue;
+      bool outermost = true;
+      for (std::string_view up = parent_range(name); !up.empty() && outermost; up = parent_range(up))
+        outermost = !k.range_compute_ms.count(std::string(up));
+      if (!outermost) continue;
+      top[std::string(top_level_range(name))] += ms;
+      named += ms;
+    }
+    for (const auto& [name, ms] : top) p.parts["compute in " + name] += named > 0 ? k.compute_ms * ms / named : 0;
+    if (named <= 0) p.parts["compute"] += k.compute_ms;
+    p.parts["collective wait"] += k.collective_wait_ms;
+    p.parts["collective transfer"] += k.collective_transfer_ms;
+    p.parts["memcpy"] += k.memcpy_ms;
+    p.parts["idle (outside ranges and collectives)"] += k.idle_ms;
+    for (const auto& [name, ms] : k.range_compute_ms)
+      if (name != "step" && name != "init") p.range_compute[block_wildcard(name)] += ms;
+  }
+  if (p.ranks > 0) {
+    for (auto& [name, ms] : p.parts) ms /= p.ranks;
+    for (auto& [name, ms] : p.range_compute) ms /= p.ranks;
+  }
+  for (const auto& [name, ms] : p.parts) p.mean_step += ms;
+  p.median_step = median(medians);
+  p.spread = median(spreads);
+  p.steps = r.steps;
+  p.collective_sites = r.collectives.size();
+  for (const auto& c : r.collectives) ++p.sites_by_op[fmt::format("{} on {}", c.op, group_kind(c.comm))];
+  return p;
+}
+
+std::string ms(double v) { return std::fabs(v) >= 100 ? fmt::format("{:.0f} ms", v) : fmt::format("{:.1f} ms", v); }
+
+// The range under `top` whose compute changed most.
+std::string range_cause(const RunParts& a, const RunParts& b, const std::string& top, double part_delta) {
+  std::set<std::string> names;
+  for (const auto& [n, v] : a.range_compute) names.insert(n);
+  for (const auto& [n, v] : b.range_compute) names.insert(n);
+  std::string best;
+  double best_delta = 0;
+  for (const auto& n : names) {
+    if (n == top || !is_same_or_under(n, top)) continue;
+    // Leaves and mid-level ranges alike: prefer the deepest whose change carries the part's sign.
+    const double av = a.range_compute.count(n) ? a.range_compute.at(n) : 0;
+    const double bv = b.range_compute.count(n) ? b.range_compute.at(n) : 0;
+    const double d = bv - av;
+    if ((d > 0) != (part_delta > 0)) continue;
+    if (std::fabs(d) > std::fabs(best_delta) * 1.25 || (std::fabs(d) >= 0.8 * std::fabs(best_delta) && range_depth(n) > range_depth(best))) {
+      best = n;
+      best_delta = d;
+    }
+  }
+  if (best.empty()) return {};
+  const double av = a.range_compute.count(best) ? a.range_compute.at(best) : 0;
+  const double bv = b.range_compute.count(best) ? b.range_compute.at(best) : 0;
+  if (av <= 0) return fmt::format("{} is new ({} a step)", best, ms(bv));
+  if (bv <= 0) return fmt::format("{} is gone (was {} a step)", best, ms(av));
+  return fmt::format("{} went from {} to {} a step ({:.2f}x)", best, ms(av), ms(bv), bv / av);
+}
+
+std::string straggler_cause(const SkewReport& a, const SkewReport& b) {
+  std::set<int> before;
+  for (const auto& f : a.findings)
+    if (f.kind == "straggler" || f.kind == "late_arrival") before.insert(f.ranks.begin(), f.ranks.end());
+  for (const auto& f : b.findings) {
+    if (f.kind != "straggler" && f.kind != "late_arrival") continue;
+    bool fresh = false;
+    for (int r : f.ranks) fresh = fresh || !before.count(r);
+    if (!fresh) continue;
+    std::string ranks;
+    for (int r : f.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    return fmt::format("a new straggler: rank{} {} ({}{}), costing {} a step{}", f.ranks.size() == 1 ? "" : "s", ranks,
+                       f.kind == "straggler" ? "straggler" : "arrives late", f.cls.empty() ? "" : ", " + f.cls,
+                       ms(f.cost_ms_per_step), f.range.empty() ? "" : " in " + f.range);
+  }
+  return {};
+}
+
+std::string sites_cause(const RunParts& a, const RunParts& b) {
+  if (b.collective_sites <= a.collective_sites) return {};
+  std::string added;
+  for (const auto& [op, n] : b.sites_by_op) {
+    const size_t before = a.sites_by_op.count(op) ? a.sites_by_op.at(op) : 0;
+    if (n > before) added += fmt::format("{}{} more {}", added.empty() ? "" : ", ", n - before, op);
+  }
+  return fmt::format("{} collective sites a step instead of {} ({})", b.collective_sites, a.collective_sites, added);
+}
+
+}  // namespace
+
+Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::filesystem::path& now,
+                             const DiffOptions& options) {
+  auto a = analyze_skew(base);
+  if (!a.ok()) {
+    Status s = a.status();
+    s.prefix("BASE " + base.string());
+    return s;
+  }
+  auto b = analyze_skew(now);
+  if (!b.ok()) {
+    Status s = b.status();
+    s.prefix("NEW " + now.string());
+    return s;
+  }
+  DiffReport r;
+  r.base_dir = base.string();
+  r.new_dir = now.string();
+  const RunParts pa = parts_of(*a), pb = parts_of(*b);
+  if (pa.ranks == 0 || pb.ranks == 0)
+    return invalid_argument(fmt::format("{} has no rank with a complete step: nothing to compare",
+                                        pa.ranks == 0 ? r.base_dir : r.new_dir));
+  r.base_ranks = pa.ranks;
+  r.new_ranks = pb.ranks;
+  r.base_steps = pa.steps;
+  r.new_steps = pb.steps;
+  r.base_step_ms = pa.median_step;
+  r.new_step_ms = pb.median_step;
+  r.base_spread_ms = pa.spread;
+  r.new_spread_ms = pb.spread;
+  r.noise_ms = std::max({pa.spread, pb.spread, options.min_noise_fraction * pa.median_step});
+  r.significant = std::fabs(pb.median_step - pa.median_step) > r.noise_ms;
+  r.base_mean_ms = pa.mean_step;
+  r.new_mean_ms = pb.mean_step;
+  r.mean_delta_ms = pb.mean_step - pa.mean_step;
+  std::set<std::string> names;
+  for (const auto& [n, v] : pa.parts) names.insert(n);
+  for (const auto& [n, v] : pb.parts) names.insert(n);
+  for (const auto& n : names) {
+    DiffPart p;
+    p.name = n;
+    p.base_ms = pa.parts.count(n) ? pa.parts.at(n) : 0;
+    p.new_ms = pb.parts.count(n) ? pb.parts.at(n) : 0;
+    p.delta_ms = p.new_ms - p.base_ms;
+    if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms);
+    else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b);
+    else if (n == "collective transfer" && p.delta_ms > 0) p.cause = sites_cause(pa, pb);
+    r.parts.push_back(std::move(p));
+  }
+  std::stable_sort(r.parts.begin(), r.parts.end(),
+                   [](const DiffPart& x, const DiffPart& y) { return std::fabs(x.delta_ms) > std::fabs(y.delta_ms); });
+  r.settings = settings_changes(base, now, r.problems);
+  if (auto f = seq_len_factors(base, now)) {
+    r.explanations.push_back(fmt::format("the sequence went from {:g} to {:g}: per step (same batch) attention's FLOPs "
+                                         "grow {:.1f}x and the MLP's {:.1f}x",
+                                         f->t_base, f->t_new, f->attention, f->mlp));
+    for (auto& p : r.parts)
+      if (p.base_ms > 0 && p.name.starts_with("compute in ") && !p.cause.empty() && p.cause.find("attn") != std::string::npos)
+        p.cause += fmt::format("; the sequence length predicts {:.1f}x for attention", f->attention);
+  }
+  const double delta = pb.median_step - pa.median_step;
+  if (!r.significant) {
+    r.headline = fmt::format("NO SIGNIFICANT DIFFERENCE: {} a step in BASE, {} in NEW ({:+.1f}%), within the runs' "
+                             "own noise of {}",
+                             ms(pa.median_step), ms(pb.median_step), 100 * delta / pa.median_step, ms(r.noise_ms));
+    if (pb.spread > 2 * std::max(pa.spread, 0.01 * pa.median_step))
+      r.headline += fmt::format("; NEW is noisier (p90 - median {} against {}) but not slower", ms(pb.spread), ms(pa.spread));
+  } else {
+    const DiffPart& top = r.parts.front();
+    r.headline = fmt::format("{}: {} a step in BASE, {} in NEW ({:+.1f}%); most of it is {} ({:+.1f} ms{}{})",
+                             delta > 0 ? "SLOWER" : "FASTER", ms(pa.median_step), ms(pb.median_step),
+                             100 * delta / pa.median_step, top.name, top.delta_ms,
+                             top.cause.empty() ? "" : ": ", top.cause);
+  }
+  return r;
+}
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,25 @@
+// settings_diff.h — what differs between two runs' run.json (model, training, layout, versions),
+// and what a changed sequence length predicts for attention and the MLP (flop_model.h).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rankscope/analyzers/diff/run_diff.h"
+
+namespace rankscope::analyzers {
+
+// Every setting that differs, flattened to "training.seq_len" keys; problems for unreadable files.
+std::vector<SettingChange> settings_changes(const std::filesystem::path& base, const std::filesystem::path& now,
+                                            std::vector<std::string>& problems);
+
+// Expected per-step factors where the sequence length changed (same batch): attention's FLOPs
+// grow as T(8C + 2T), the MLP's as T. Empty where the lengths or the model shape are unknown.
+struct SeqLenFactors {
+  double t_base = 0, t_new = 0;
+  double attention = 0, mlp = 0;
+};
+std::optional<SeqLenFactors> seq_len_factors(const std::filesystem::path& base, const std::filesystem::path& now);
+
+}  // namespace rankscope::analyzers

@@ -1,0 +1,119 @@
+// run_diff_test.cpp — `rankscope diff` on pairs of synthetic runs with known differences
+// (analyzers/synth: the same job twice with another jitter seed, a 30 ms delay injected on one rank,
+// twice the transformer blocks, TP 1 against TP 2). The parts of the waterfall must add up to the
+// mean step's change, and the cause each difference has must be named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "rankscope/analyzers/diff/run_diff.h"
+#include "rankscope/analyzers/synth.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch() { return fs::temp_directory_path() / ("rs_diff_" + std::to_string(::getpid())); }
+
+class RunDiff : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() { fs::remove_all(scratch()); }
+};
+
+fs::path write(const std::string& name, synth::SynthOptions o) {
+  const fs::path dir = scratch() / name;
+  fs::remove_all(dir);
+  o.steps = o.steps ? o.steps : 30;
+  auto r = synth::write_synthetic_run(dir, o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return dir;
+}
+
+synth::SynthOptions job() {
+  synth::SynthOptions o;
+  o.ranks = 8;
+  o.tp = 2;
+  o.steps = 30;
+  return o;
+}
+
+void expect_parts_add_up(const DiffReport& r) {
+  double sum = 0;
+  for (const auto& p : r.parts) sum += p.delta_ms;
+  EXPECT_NEAR(sum, r.mean_delta_ms, 1e-6 + 1e-9 * std::fabs(r.mean_delta_ms)) << diff_report_text(r);
+  EXPECT_NEAR(r.new_mean_ms - r.base_mean_ms, r.mean_delta_ms, 1e-9);
+}
+
+TEST_F(RunDiff, TheSameJobTwiceIsNoSignificantDifference) {
+  auto other = job();
+  other.seed = 7;
+  auto r = diff_runs(write("base", job()), write("same", other));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->significant) << diff_report_text(*r);
+  EXPECT_TRUE(r->headline.starts_with("NO SIGNIFICANT DIFFERENCE")) << r->headline;
+  EXPECT_TRUE(r->settings.empty()) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
+TEST_F(RunDiff, ADelayedRankIsTheNewStragglerWithItsCost) {
+  auto slow = job();
+  slow.fault.kind = synth::FaultKind::kDelay;
+  slow.fault.rank = 5;
+  slow.fault.ms = 30;
+  auto r = diff_runs(write("base", job()), write("delay", slow));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->significant);
+  EXPECT_GT(r->new_step_ms - r->base_step_ms, 20.0) << diff_report_text(*r);
+  ASSERT_FALSE(r->parts.empty());
+  EXPECT_EQ(r->parts.front().name, "collective wait") << diff_report_text(*r);
+  EXPECT_NE(r->parts.front().cause.find("rank 5"), std::string::npos) << diff_report_text(*r);
+  EXPECT_NE(r->headline.find("rank 5"), std::string::npos) << r->headline;
+  expect_parts_add_up(*r);
+}
+
+TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
+  auto deep = job();
+  deep.layers = 4;
+  auto r = diff_runs(write("base", job()), write("deeper", deep));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->significant);
+  ASSERT_FALSE(r->parts.empty());
+  EXPECT_TRUE(r->parts.front().name.starts_with("compute in ")) << diff_report_text(*r);
+  EXPECT_NE(r->parts.front().cause.find("block*"), std::string::npos) << diff_report_text(*r);
+  bool layers = false;
+  for (const auto& s : r->settings) layers = layers || (s.key == "model.layers" && s.base == "2" && s.now == "4");
+  EXPECT_TRUE(layers) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
+TEST_F(RunDiff, TensorParallelismChangesTheCommunication) {
+  auto tp1 = job();
+  tp1.tp = 1;
+  auto r = diff_runs(write("tp1", tp1), write("tp2", job()));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  bool tp = false;
+  for (const auto& s : r->settings) tp = tp || (s.key == "tp" && s.base == "1" && s.now == "2");
+  EXPECT_TRUE(tp) << diff_report_text(*r);
+  double transfer = 0;
+  for (const auto& p : r->parts)
+    if (p.name == "collective transfer") transfer = p.delta_ms;
+  EXPECT_NE(transfer, 0.0) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+  const auto j = diff_report_json(*r);
+  EXPECT_EQ(j.at("kind"), "rankscope.diff");
+  EXPECT_EQ(j.at("schema_version"), kDiffReportSchemaVersion);
+  EXPECT_EQ(j.at("waterfall").size(), r->parts.size());
+}
+
+TEST_F(RunDiff, AMissingRunIsAClearError) {
+  auto r = diff_runs(write("base", job()), fs::temp_directory_path() / "rs_diff_no_such_run");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("NEW"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace rankscope::analyzers

@@ -1,0 +1,76 @@
+// diff_command.cpp — `rankscope diff BASE NEW`: why is this run slower than that one. Thin:
+// rankscope_analyzers_diff.
+#include <cstdio>
+#include <string>
+
+#include "rankscope/analyzers/diff/run_diff.h"
+#include "subcommands.h"
+
+namespace rankscope::cli {
+namespace {
+
+constexpr const char* kDiffHelp =
+    "usage: rankscope diff BASE NEW [--json FILE] [--quiet]\n\n"
+    "Compares two runs (run directories of any source: our probe, rankscope import-nsys or\n"
+    "import-kineto, a gathered run): the median step time of each with the noise its own spread allows,\n"
+    "then where the mean step's change went, in parts that add up to it (compute per top-level range,\n"
+    "collective wait and transfer, memcpy, idle), each with its cause where one is found (the range\n"
+    "below it that changed most, block indices folded; a new straggler; more collectives), and the\n"
+    "settings that differ in run.json, with the factor a longer sequence predicts for attention.\n\n"
+    "  --json FILE   write the report as JSON (kind rankscope.diff, schema_version 1); '-' = stdout,\n"
+    "                and then the text goes to stderr\n"
+    "  --quiet, -q   no text report\n\n"
+    "exit status: 0 no significant difference, 1 NEW differs, 2 bad arguments or unreadable runs\n";
+
+}  // namespace
+
+int diff_command(Args args) {
+  std::string base, now, json_path;
+  bool quiet = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kDiffHelp, stdout);
+      return 0;
+    } else if (a == "--json" && i + 1 < args.size()) {
+      json_path = args[++i];
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "rankscope diff: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kDiffHelp);
+      return 2;
+    } else if (base.empty()) {
+      base = a;
+    } else if (now.empty()) {
+      now = a;
+    } else {
+      std::fprintf(stderr, "rankscope diff: two runs, BASE and NEW (got a third: '%s')\n", std::string(a).c_str());
+      return 2;
+    }
+  }
+  if (now.empty()) {
+    std::fputs(kDiffHelp, stderr);
+    return 2;
+  }
+  auto r = analyzers::diff_runs(base, now);
+  if (!r.ok()) {
+    std::fprintf(stderr, "rankscope diff: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  if (!quiet) std::fputs(analyzers::diff_report_text(*r).c_str(), json_path == "-" ? stderr : stdout);
+  if (!json_path.empty()) {
+    const std::string j = analyzers::diff_report_json(*r).dump(2);
+    if (json_path == "-") {
+      std::printf("%s\n", j.c_str());
+    } else if (std::FILE* f = std::fopen(json_path.c_str(), "w")) {
+      std::fprintf(f, "%s\n", j.c_str());
+      std::fclose(f);
+    } else {
+      std::fprintf(stderr, "rankscope diff: cannot write %s\n", json_path.c_str());
+      return 2;
+    }
+  }
+  return r->significant ? 1 : 0;
+}
+
+}  // namespace rankscope::cli
