@@ -178,7 +178,8 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
   r.new_step_ms = pb.median_step;
   r.base_spread_ms = pa.spread;
   r.new_spread_ms = pb.spread;
-  r.noise_ms = std::max({pa.spread, pb.spread, options.min_noise_fraction * pa.median_step});
+  // The spreads' mean: a few slow steps (the first ones warm caches) in one run do not hide a shift.
+  r.noise_ms = std::max(0.5 * (pa.spread + pb.spread), options.min_noise_fraction * pa.median_step);
   r.significant = std::fabs(pb.median_step - pa.median_step) > r.noise_ms;
   r.base_mean_ms = pa.mean_step;
   r.new_mean_ms = pb.mean_step;
@@ -204,9 +205,20 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     r.explanations.push_back(fmt::format("the sequence went from {:g} to {:g}: per step (same batch) attention's FLOPs "
                                          "grow {:.1f}x and the MLP's {:.1f}x",
                                          f->t_base, f->t_new, f->attention, f->mlp));
-    for (auto& p : r.parts)
-      if (p.base_ms > 0 && p.name.starts_with("compute in ") && !p.cause.empty() && p.cause.find("attn") != std::string::npos)
-        p.cause += fmt::format("; the sequence length predicts {:.1f}x for attention", f->attention);
+    // Under each compute part, attention and the MLP measured against what the length predicts.
+    for (auto& p : r.parts) {
+      if (!p.name.starts_with("compute in ")) continue;
+      const std::string top = p.name.substr(11);
+      std::string measured;
+      for (const auto& [leaf, predicted] : {std::pair<std::string, double>{"attn", f->attention}, {"mlp", f->mlp}}) {
+        const std::string name = top + "/block*/" + leaf;
+        const double av = pa.range_compute.count(name) ? pa.range_compute.at(name) : 0;
+        const double bv = pb.range_compute.count(name) ? pb.range_compute.at(name) : 0;
+        if (av > 0 && bv > 0)
+          measured += fmt::format("{}{} {:.1f}x (the length predicts {:.1f}x)", measured.empty() ? "" : ", ", name, bv / av, predicted);
+      }
+      if (!measured.empty()) p.cause += (p.cause.empty() ? "" : "; ") + measured;
+    }
   }
   const double delta = pb.median_step - pa.median_step;
   if (!r.significant) {
