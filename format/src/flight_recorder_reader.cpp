@@ -1,7 +1,7 @@
 // flight_recorder_reader.cpp — validates and copies a flight recorder into a snapshot.
 //
-// Every offset is checked against the real byte count before it is dereferenced: the input may be
-// truncated, zero-filled or random (tests feed exactly those under ASan+UBSan).
+// Every offset is checked against the real byte count, and for its alignment, before it is
+// dereferenced: the input may be truncated, zero-filled or random (tests feed exactly those under ASan+UBSan).
 #include "rankscope/format/flight_recorder_reader.h"
 
 #include <fcntl.h>
@@ -13,9 +13,12 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -132,8 +135,22 @@ std::vector<const ParamSnapshot*> FlightRecorderSnapshot::missing_gradients() co
 
 namespace {
 
-// Every section the header places lies inside the file's `limit` bytes, with the sizes this
-// reader's structs have.
+// A section of T at `offset` of a copy is read through T pointers: the offset must keep T's
+// alignment (the copies themselves are allocated aligned) or reading it is undefined behaviour, a
+// fault on CPUs that do not forgive misaligned loads. A writer never places one so; a corrupt header can.
+template <class T>
+bool aligned_for(uint64_t offset) {
+  return offset % alignof(T) == 0;
+}
+
+// The learned-bounds section the directory places, inside `limit` bytes and aligned.
+bool bounds_consistent(const BoundsDirectory& bd, uint64_t limit) {
+  return bd.bound_slot_bytes == sizeof(BoundSlot) && bd.max_bounds <= 4096 && aligned_for<BoundSlot>(bd.bounds_offset) &&
+         checked_span(bd.bounds_offset, bd.max_bounds, sizeof(BoundSlot), limit);
+}
+
+// Every section the header places lies inside the file's `limit` bytes, aligned, with the sizes
+// this reader's structs have.
 bool layout_consistent(const FlightHeader& h, uint64_t limit) {
   const FlightLayoutParams& p = h.layout;
   return p.max_threads <= 4096 && p.max_range_depth <= 4096 && p.max_comms <= 4096 && p.ring_entries != 0 &&
@@ -141,6 +158,8 @@ bool layout_consistent(const FlightHeader& h, uint64_t limit) {
          h.thread_slot_bytes == sizeof(ThreadSlotHeader) + uint64_t(p.max_range_depth) * sizeof(OpenRange) &&
          h.comm_slot_bytes == sizeof(CommSlotHeader) + uint64_t(p.ring_entries) * sizeof(CollectiveRecord) &&
          h.collective_record_bytes == sizeof(CollectiveRecord) && h.param_slot_bytes == sizeof(ParamSlot) &&
+         aligned_for<ThreadSlotHeader>(h.threads_offset) && aligned_for<CommSlotHeader>(h.comms_offset) &&
+         aligned_for<ParamSlot>(h.params_offset) &&
          checked_span(h.threads_offset, p.max_threads, h.thread_slot_bytes, limit) &&
          checked_span(h.comms_offset, p.max_comms, h.comm_slot_bytes, limit) &&
          checked_span(h.params_offset, p.max_params, sizeof(ParamSlot), limit);
@@ -223,29 +242,36 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   thread_local std::vector<uint8_t> scratch;  // one per reading thread, not one per recorder
   scratch.resize(h->thread_slot_bytes);
   for (uint32_t i = 0; i < p.max_threads; ++i) {
+    // The slot's bytes are copied out, never read through a pointer into the file's copy.
     const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
-    const auto* th = reinterpret_cast<const ThreadSlotHeader*>(slot);
+    ThreadSlotHeader th;
+    std::memcpy(&th, slot, sizeof(th));
     // A slot written to but unclaimed lost its claim when the file was re-created under a live
     // writer (librankscope-nvtx.so before it opened one recorder per process): its ranges are real.
     // `claimed` from the earlier copy: once it shows 1, tid and name here are complete.
-    const uint32_t claimed = copies.before(th->claimed);
-    const bool lost_claim = claimed == 0 && th->seq != 0;
+    const uint32_t claimed = copies.before_at<uint32_t>(slot + offsetof(ThreadSlotHeader, claimed));
+    const bool lost_claim = claimed == 0 && th.seq != 0;
     if (claimed != 1 && !lost_claim) continue;
     ThreadSnapshot t;
     t.slot = int(i);
-    t.tid = th->tid;
-    t.name = read_name(th->name);
+    t.tid = th.tid;
+    t.name = read_name(th.name);
     if (lost_claim)
       s.warnings.push_back(fmt::format("thread slot {} holds ranges but lost its claim (file re-created while "
                                        "written): its thread id and name are unknown",
                                        i));
-    t.torn = !copies.read(slot, scratch.data(), scratch.size(), &th->seq);
-    const auto* copy = reinterpret_cast<const ThreadSlotHeader*>(scratch.data());
-    const auto* stack = reinterpret_cast<const OpenRange*>(copy + 1);
-    t.depth = copy->depth;
-    const uint32_t stored = std::min(copy->depth, p.max_range_depth);
+    t.torn = !copies.read(slot, scratch.data(), scratch.size(),
+                          reinterpret_cast<const uint64_t*>(slot + offsetof(ThreadSlotHeader, seq)));
+    ThreadSlotHeader copy;
+    std::memcpy(&copy, scratch.data(), sizeof(copy));
+    t.depth = copy.depth;
+    const uint32_t stored = std::min(copy.depth, p.max_range_depth);
     t.stack.reserve(stored);
-    for (uint32_t d = 0; d < stored; ++d) t.stack.push_back({read_pooled_name(stack[d].name), stack[d].begin_ns});
+    for (uint32_t d = 0; d < stored; ++d) {
+      OpenRange range;
+      std::memcpy(&range, scratch.data() + sizeof(ThreadSlotHeader) + uint64_t(d) * sizeof(OpenRange), sizeof(range));
+      t.stack.push_back({read_pooled_name(range.name), range.begin_ns});
+    }
     if (t.torn) s.warnings.push_back(fmt::format("thread {} range stack torn", t.tid));
     s.threads.push_back(std::move(t));
   }
@@ -315,8 +341,7 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   // Learned bounds: absent (zeros) in files written before the section existed.
   const BoundsDirectory& bd = h->bounds;
   if (bd.bounds_offset != 0) {
-    if (bd.bound_slot_bytes != sizeof(BoundSlot) || bd.max_bounds > 4096 ||
-        !checked_span(bd.bounds_offset, bd.max_bounds, sizeof(BoundSlot), limit)) {
+    if (!bounds_consistent(bd, limit)) {
       s.warnings.push_back("learned-bounds section inconsistent: ignored");
     } else {
       const auto* slots = reinterpret_cast<const BoundSlot*>(base + bd.bounds_offset);
@@ -354,6 +379,13 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
 }  // namespace
 
 Result<FlightRecorderSnapshot> parse_flight_recorder(std::span<const uint8_t> bytes, std::string_view display_name) {
+  // The parse reads the header and sections through pointers of their types: bytes a caller holds
+  // at an address without that alignment are parsed from an aligned copy instead.
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(FlightHeader) != 0) {
+    std::vector<uint64_t> aligned((bytes.size() + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    if (!bytes.empty()) std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    return parse_copies(seqlock::CopyWindow({reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size()}), display_name);
+  }
   return parse_copies(seqlock::CopyWindow(bytes), display_name);
 }
 
@@ -434,25 +466,31 @@ std::vector<FileExtent> writable_extents(std::span<const uint8_t> bytes) {
   }
   add(h->params_offset, uint64_t(p.max_params) * sizeof(ParamSlot));
   const BoundsDirectory& bd = h->bounds;
-  if (bd.bounds_offset != 0 && bd.bound_slot_bytes == sizeof(BoundSlot) && bd.max_bounds <= 4096 &&
-      checked_span(bd.bounds_offset, bd.max_bounds, sizeof(BoundSlot), limit)) {
+  if (bd.bounds_offset != 0 && bounds_consistent(bd, limit)) {
     // The probe claims bound slots in order: those after the last one in use are still empty.
-    const auto* slots = reinterpret_cast<const BoundSlot*>(bytes.data() + bd.bounds_offset);
     uint32_t used = 0;
-    for (uint32_t i = 0; i < bd.max_bounds; ++i)
-      if (slots[i].kind != uint32_t(BoundKind::kEmpty) || slots[i].seq != 0) used = i + 1;
+    for (uint32_t i = 0; i < bd.max_bounds; ++i) {
+      BoundSlot slot;
+      std::memcpy(&slot, bytes.data() + bd.bounds_offset + uint64_t(i) * sizeof(BoundSlot), sizeof(slot));
+      if (slot.kind != uint32_t(BoundKind::kEmpty) || slot.seq != 0) used = i + 1;
+    }
     add(bd.bounds_offset, uint64_t(used) * sizeof(BoundSlot));
   } else if (bd.bounds_offset != 0) {
     return {};  // the parse warns about it; read whole copies rather than judge a section it rejects
   }
-  const auto* pd = reinterpret_cast<const PeerCountsDirectory*>(bytes.data() + kPeerCountsDirectoryOffset);
-  if (pd->offset != 0) {
-    if (pd->comm_bytes == 0 || !checked_span(pd->offset, p.max_comms, pd->comm_bytes, limit)) return {};
+  PeerCountsDirectory pd;
+  std::memcpy(&pd, bytes.data() + kPeerCountsDirectoryOffset, sizeof(pd));
+  if (pd.offset != 0) {
+    // Each communicator's slot begins with its 8-byte call counter, read below: a slot smaller
+    // than that would read past the section (past the file for the last one).
+    if (pd.comm_bytes < sizeof(uint64_t) || !aligned_for<uint64_t>(pd.offset) ||
+        !checked_span(pd.offset, p.max_comms, pd.comm_bytes, limit))
+      return {};
     for (uint32_t i = 0; i < p.max_comms; ++i) {
-      const uint64_t at = pd->offset + uint64_t(i) * pd->comm_bytes;
+      const uint64_t at = pd.offset + uint64_t(i) * pd.comm_bytes;
       uint64_t calls = 0;
       std::memcpy(&calls, bytes.data() + at, sizeof(calls));
-      if (claimed[i] && calls != 0) add(at, pd->comm_bytes);  // communicators that made all_to_all_v calls
+      if (claimed[i] && calls != 0) add(at, pd.comm_bytes);  // communicators that made all_to_all_v calls
     }
   }
   std::sort(out.begin(), out.end(), [](const FileExtent& a, const FileExtent& b) { return a.offset < b.offset; });

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "rankscope/format/json_text.h"
+
 namespace rankscope::format {
 
 int GatherRecord::answered() const {
@@ -34,7 +36,7 @@ Status write_gather_record(const std::filesystem::path& dir, const GatherRecord&
                             {"nodes", nodes}, {"problems", r.problems}};
   const auto file = dir / kGatherRecordFile;
   std::ofstream out(file);
-  out << j.dump(2) << "\n";
+  out << json_text(j, 2) << "\n";
   if (!out) return io_error(fmt::format("cannot write {}", file.string()));
   return {};
 }

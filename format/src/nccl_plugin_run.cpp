@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -30,6 +32,28 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 std::string process_key(const std::string& host, int pid) { return fmt::format("{}.{}", host, pid); }
+
+// process.json's `key` when it is a string, else empty: the file may be anything.
+std::string json_string(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// process.json's `key` when it is an integer an int holds, else nullopt (a float, a string, 1e300).
+std::optional<int> json_int(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<uint64_t>();
+    return v <= uint64_t(std::numeric_limits<int>::max()) ? std::optional<int>(int(v)) : std::nullopt;
+  }
+  if (it->is_number_integer()) {
+    const auto v = it->get<int64_t>();
+    return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? std::optional<int>(int(v))
+                                                                                          : std::nullopt;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -76,6 +100,18 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
     for (const auto& w : snap->warnings) run.problems.push_back(fmt::format("{}: {}", name, w));
     if (snap->nccl_plugin && snap->comms.empty()) continue;  // ABI v3: no collective identified its communicator
     if (snap->nccl_plugin) {
+      // The rank table is as large as the largest rank or world a recorder claims: a corrupt header's
+      // claim past any run's size is reported and dropped, never allocated.
+      if (snap->world_size > kMaxWorldSize) {
+        run.problems.push_back(fmt::format("{}: claims a world of {} ranks, past the {} a run can have (corrupt "
+                                           "header): ignored", name, snap->world_size, kMaxWorldSize));
+        snap->world_size = 0;
+      }
+      if (snap->rank >= kMaxWorldSize) {
+        run.problems.push_back(fmt::format("{}: claims launcher rank {}, past the {} ranks a run can have (corrupt "
+                                           "header): ignored", name, snap->rank, kMaxWorldSize));
+        snap->rank = -1;
+      }
       if (snap->rank >= 0) p.launcher_rank = snap->rank;
       p.launcher_world = std::max(p.launcher_world, snap->world_size);
       p.comms.push_back(std::move(snap).value());
@@ -90,9 +126,14 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
       run.problems.push_back(fmt::format("{}: not valid JSON", path.filename().string()));
       continue;
     }
-    const std::string host = j.value("host", "");
-    const int pid = j.value("pid", 0);
-    auto it = processes.find(process_key(host, pid));
+    const std::string host = json_string(j, "host");
+    const std::optional<int> pid = json_int(j, "pid");
+    if (host.empty() || !pid) {
+      run.problems.push_back(fmt::format("{}: no host (a string) and pid (an integer): not matched to a recorder",
+                                         path.filename().string()));
+      continue;
+    }
+    auto it = processes.find(process_key(host, *pid));
     if (it != processes.end()) it->second.process_json = std::move(j);
   }
   // Only processes with a communicator take part; an NVTX-only process has no rank to diagnose.
@@ -150,9 +191,12 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
     int next = 0;
     for (auto* p : procs) {
       p->rank = next++;
+      // The spanning communicator has one member per process: its ranks lie below their count.
       if (spanning)
         for (const auto& s : p->comms)
-          if (s.comms.front().nccl->comm_hash == *spanning) p->rank = s.comms.front().rank_in_comm;
+          if (s.comms.front().nccl->comm_hash == *spanning && s.comms.front().rank_in_comm >= 0 &&
+              s.comms.front().rank_in_comm < int(procs.size()))
+            p->rank = s.comms.front().rank_in_comm;
     }
     // A lone process needs no launcher to be rank 0 of 1 (python train.py): nothing to report then.
     if (procs.size() > 1 || !spanning)
@@ -160,6 +204,7 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
                                                     "ranks in communicator {}", display(*spanning))
                                       : "no launcher rank (RANK) in the recorders: ranks numbered by host and pid");
   }
+  // Every rank and world here is below kMaxWorldSize (checked as the recorders were read): no sum overflows.
   int world = int(procs.size());
   for (auto* p : procs) world = std::max({world, p->rank + 1, p->launcher_world});
   run.world_size = world;
@@ -192,8 +237,8 @@ Result<RunDirectory> open_nccl_plugin_run(const std::filesystem::path& dir, cons
     merged.live = {};
     merged.live.process_state = ProcessState::kFinished;
     merged.live.clock_uncertainty_ns = -1;
-    if (p->process_json.is_object() && p->process_json.contains("boot_id") && p->process_json["boot_id"].is_string())
-      merged.boot_id = p->process_json["boot_id"].get<std::string>();
+    if (p->process_json.is_object() && !json_string(p->process_json, "boot_id").empty())
+      merged.boot_id = json_string(p->process_json, "boot_id");
     for (auto& s : p->comms) {
       CommSnapshot c = std::move(s.comms.front());
       const uint64_t hash = c.nccl ? c.nccl->comm_hash : 0;

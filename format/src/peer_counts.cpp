@@ -124,7 +124,7 @@ std::vector<PeerCountsSnapshot> read_peer_counts(const seqlock::CopyWindow& copi
   const uint64_t limit = bytes.size();
   const uint64_t per_comm = sizeof(uint64_t) + uint64_t(d.entries_per_comm) * sizeof(PeerCountsRecord);
   if (d.record_bytes != sizeof(PeerCountsRecord) || d.exact_peers != kPeerCountsExactPeers || d.entries_per_comm == 0 ||
-      d.entries_per_comm > 4096 || d.comm_bytes != per_comm || d.offset > limit ||
+      d.entries_per_comm > 4096 || d.comm_bytes != per_comm || d.offset % alignof(PeerCountsRecord) != 0 || d.offset > limit ||
       uint64_t(h->layout.max_comms) * per_comm > limit - d.offset) {
     warnings.push_back(comm_name + ": peer-counts section inconsistent: ignored");
     return out;

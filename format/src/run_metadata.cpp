@@ -1,12 +1,17 @@
 // run_metadata.cpp — run.json to and from RunMetadata.
 #include "rankscope/format/run_metadata.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/run_directory_layout.h"
 
 namespace rankscope::format {
@@ -51,29 +56,77 @@ nlohmann::json to_json(const RunMetadata& m) {
   return j;
 }
 
+namespace {
+
+// `v` as a T when it is an integer T holds (a float with an integral value counts: 4.0); nullopt for
+// anything else. nlohmann's get<int>() converts 1.8e27 or 2^40 without a check: undefined behaviour
+// for a float, a silently wrong number for an integer.
+template <class T>
+std::optional<T> integer_of(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const auto x = v.get<uint64_t>();
+    return std::in_range<T>(x) ? std::optional<T>(T(x)) : std::nullopt;
+  }
+  if (v.is_number_integer()) {
+    const auto x = v.get<int64_t>();
+    return std::in_range<T>(x) ? std::optional<T>(T(x)) : std::nullopt;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // T's range as doubles: -2^digits (signed) or 0, up to 2^digits exclusive; both exact.
+    const double upper = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    const double lower = std::numeric_limits<T>::is_signed ? -upper : 0.0;
+    if (std::isfinite(d) && d == std::floor(d) && d >= lower && d < upper) return T(d);
+  }
+  return std::nullopt;
+}
+
+// The integer field `key` of `j` into `out`; absent leaves `out` as it is unless `required`.
+template <class T>
+Status read_integer(const nlohmann::json& j, const char* key, bool required, T& out, const std::string& name) {
+  const auto it = j.find(key);
+  if (it == j.end())
+    return required ? corrupt(fmt::format("{}: no {}", name, key)) : Status::ok_status();
+  const std::optional<T> v = integer_of<T>(*it);
+  if (!v)
+    return corrupt(fmt::format("{}: {} is {} where an integer from {} to {} is expected", name, key,
+                               json_text(*it),
+                               std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  out = *v;
+  return Status::ok_status();
+}
+
+}  // namespace
+
 Result<RunMetadata> run_metadata_from_json(const nlohmann::json& j, std::string_view display_name) {
   const std::string name(display_name);
   if (!j.is_object()) return corrupt(name + ": run metadata is not a JSON object");
   RunMetadata m;
   try {
-    m.schema_version = j.at("schema_version").get<uint32_t>();
+    RS_RETURN_IF_ERROR(read_integer(j, "schema_version", true, m.schema_version, name));
     if (m.schema_version < kRunSchemaMinReadable || m.schema_version > kRunSchemaMaxReadable)
       return unsupported(fmt::format("{}: run metadata schema version {}; this rankscope reads versions {}..{}", name,
                                      m.schema_version, kRunSchemaMinReadable, kRunSchemaMaxReadable));
-    m.world_size = j.at("world_size").get<int>();
-    if (m.world_size <= 0 || m.world_size > (1 << 20))
+    RS_RETURN_IF_ERROR(read_integer(j, "world_size", true, m.world_size, name));
+    if (m.world_size <= 0 || m.world_size > kMaxWorldSize)
       return corrupt(fmt::format("{}: implausible world_size {}", name, m.world_size));
     m.run_id = j.value("run_id", "");
-    m.created_ns = j.value("created_unix_ns", int64_t(0));
+    RS_RETURN_IF_ERROR(read_integer(j, "created_unix_ns", false, m.created_ns, name));
     m.program = j.value("program", "");
     m.command_line = j.value("command_line", std::vector<std::string>{});
-    m.tp = j.value("tp", 1);
-    m.dp = j.value("dp", 1);
+    RS_RETURN_IF_ERROR(read_integer(j, "tp", false, m.tp, name));
+    RS_RETURN_IF_ERROR(read_integer(j, "dp", false, m.dp, name));
     for (const auto& g : j.value("groups", nlohmann::json::array())) {
-      CommGroup cg{g.at("name").get<std::string>(), g.at("ranks").get<std::vector<int>>()};
-      for (int r : cg.ranks)
-        if (r < 0 || r >= m.world_size)
-          return corrupt(fmt::format("{}: group {} names rank {} outside world size {}", name, cg.name, r, m.world_size));
+      CommGroup cg{g.at("name").get<std::string>(), {}};
+      const auto& ranks = g.at("ranks");
+      if (!ranks.is_array()) return corrupt(fmt::format("{}: group {}: ranks is not a list", name, cg.name));
+      for (const auto& v : ranks) {
+        const std::optional<int> r = integer_of<int>(v);
+        if (!r || *r < 0 || *r >= m.world_size)
+          return corrupt(fmt::format("{}: group {} names rank {} outside world size {}", name, cg.name,
+                                     json_text(v), m.world_size));
+        cg.ranks.push_back(*r);
+      }
       m.groups.push_back(std::move(cg));
     }
     m.hosts = j.value("hosts", std::vector<std::string>{});
@@ -97,7 +150,7 @@ Status write_run_metadata(const std::filesystem::path& run_dir, const RunMetadat
   {
     std::ofstream out(tmp_path, std::ios::trunc);
     if (!out) return io_error(fmt::format("cannot write {}", tmp_path.string()));
-    out << to_json(meta).dump(2) << "\n";
+    out << json_text(to_json(meta), 2) << "\n";
     if (!out) return io_error(fmt::format("write failed: {}", tmp_path.string()));
   }
   std::error_code ec;

@@ -94,6 +94,13 @@ class CopyWindow {
     std::memcpy(&v, before_ + offset_of(&field), sizeof(T));
     return v;
   }
+  // before() for a field given by its address inside data(), read without forming a T reference.
+  template <class T>
+  T before_at(const void* field) const {
+    T v;
+    std::memcpy(&v, before_ + offset_of(field), sizeof(T));
+    return v;
+  }
 
  private:
   // The same check with the three reads around this one section only.

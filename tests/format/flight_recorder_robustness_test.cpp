@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <random>
 
+#include <cstring>
+
+#include "flight_recorder_copies.h"
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/flight_recorder_writer.h"
+#include "rankscope/format/peer_counts.h"
 #include "test_files.h"
 
 namespace rankscope::format {
@@ -125,6 +129,76 @@ TEST_F(FlightRobustness, RandomBytesBehindAValidHeaderNeverCrash) {
     }
   }
   EXPECT_GT(accepted, 0) << "no scrambled file got past validation: the content checks are not exercised";
+}
+
+// Offsets from a corrupt header that break a section's alignment: reading the slots through their
+// struct types would be undefined behaviour (a fault on aarch64), so the layout is refused.
+TEST_F(FlightRobustness, MisalignedSectionOffsetIsCorrupt) {
+  for (int section = 0; section < 3; ++section) {
+    auto b = bytes_;
+    auto* h = reinterpret_cast<FlightHeader*>(b.data());
+    uint64_t& offset = section == 0 ? h->threads_offset : section == 1 ? h->comms_offset : h->params_offset;
+    offset += 4;
+    auto r = read_mutated(b);
+    ASSERT_FALSE(r.ok()) << "section " << section;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(r.status().message().find("rank00001.flight"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST_F(FlightRobustness, MisalignedLearnedBoundsAreIgnoredWithAWarning) {
+  auto b = bytes_;
+  auto* h = reinterpret_cast<FlightHeader*>(b.data());
+  ASSERT_NE(h->bounds.bounds_offset, 0u);
+  h->bounds.bounds_offset += 4;
+  EXPECT_TRUE(writable_extents(b).empty()) << "a section the parse rejects: whole copies";
+  auto r = read_mutated(b);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->bounds.empty());
+  EXPECT_NE(std::find(r->warnings.begin(), r->warnings.end(), "learned-bounds section inconsistent: ignored"),
+            r->warnings.end());
+}
+
+// A peer-counts directory whose per-communicator bytes are fewer than the 8-byte call counter read
+// from each slot, its section at the very end of the file: reading the counters would run past the
+// end. The copy plan falls back to whole copies, and the file still reads.
+TEST_F(FlightRobustness, PeerCountsSlotsSmallerThanTheirCounterAreRefused) {
+  auto b = bytes_;
+  PeerCountsDirectory d;
+  std::memcpy(&d, b.data() + kPeerCountsDirectoryOffset, sizeof(d));
+  ASSERT_NE(d.offset, 0u);
+  ASSERT_FALSE(writable_extents(b).empty());
+  d.comm_bytes = 4;
+  d.offset = b.size() - 2 * d.comm_bytes;  // two communicators, the last slot's 4 bytes end the file
+  std::memcpy(b.data() + kPeerCountsDirectoryOffset, &d, sizeof(d));
+  std::memset(b.data() + d.offset, 0xff, 2 * d.comm_bytes);
+  EXPECT_TRUE(writable_extents(b).empty());
+  auto r = read_mutated(b);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const auto& c : r->comms) EXPECT_TRUE(c.peer_counts.empty());
+}
+
+TEST_F(FlightRobustness, MisalignedPeerCountsSectionIsIgnoredWithAWarning) {
+  auto b = bytes_;
+  PeerCountsDirectory d;
+  std::memcpy(&d, b.data() + kPeerCountsDirectoryOffset, sizeof(d));
+  d.offset -= 4;
+  std::memcpy(b.data() + kPeerCountsDirectoryOffset, &d, sizeof(d));
+  auto r = read_mutated(b);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(std::find(r->warnings.begin(), r->warnings.end(), "tp0: peer-counts section inconsistent: ignored"),
+            r->warnings.end());
+}
+
+// Bytes a caller holds at an odd address parse as the same bytes aligned do.
+TEST_F(FlightRobustness, BytesAtAnOddAddressParse) {
+  std::vector<uint8_t> shifted(bytes_.size() + 1);
+  std::memcpy(shifted.data() + 1, bytes_.data(), bytes_.size());
+  auto r = parse_flight_recorder({shifted.data() + 1, bytes_.size()}, "odd");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->threads.size(), 1u);
+  ASSERT_EQ(r->threads[0].stack.size(), 1u);
+  EXPECT_EQ(r->threads[0].stack[0].name, "forward/embed");
 }
 
 }  // namespace

@@ -74,5 +74,54 @@ TEST(RunMetadata, BadInputIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// Integer fields holding numbers no int (or int64) holds: a clear error naming the field and its
+// value, never a conversion (1.8e27 to int is undefined behaviour; 2^32 + 4 to int was read as 4).
+TEST(RunMetadata, IntegersOutOfRangeAreAClearError) {
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"world_size", 1.8e27},  {"world_size", 4294967300LL}, {"world_size", 2.5},
+      {"tp", 1.8e27},          {"dp", -1e300},               {"created_unix_ns", 1.8e27},
+      {"schema_version", -1},  {"tp", "2"},                  {"dp", true},
+  };
+  for (const auto& [key, value] : cases) {
+    auto j = to_json(sample());
+    j[key] = value;
+    auto m = run_metadata_from_json(j, "run.json");
+    ASSERT_FALSE(m.ok()) << key << " = " << value.dump();
+    EXPECT_EQ(m.status().code(), StatusCode::kCorrupt) << key << " = " << value.dump();
+    EXPECT_NE(m.status().message().find("run.json: " + key + " is " + value.dump()), std::string::npos)
+        << m.status().message();
+  }
+  auto j = to_json(sample());
+  j["groups"][1]["ranks"] = {0, 1.8e27};
+  auto m = run_metadata_from_json(j, "run.json");
+  EXPECT_EQ(m.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(m.status().message().find("rank 1.8e+27"), std::string::npos) << m.status().message();
+  // Integral floats are integers still (a writer that keeps every number a double).
+  j = to_json(sample());
+  j["world_size"] = 4.0;
+  j["created_unix_ns"] = 1.7e18;
+  m = run_metadata_from_json(j, "run.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->world_size, 4);
+  EXPECT_EQ(m->created_ns, 1700000000000000000);
+}
+
+// Names taken from imports may hold bytes that are not UTF-8 (an nsys export's strings, a trace cut
+// inside a character): run.json is written with each such byte replaced, never an exception.
+TEST(RunMetadata, NamesThatAreNotUtf8AreWrittenReplaced) {
+  auto dir = testing::scratch_dir("meta_utf8");
+  RunMetadata m = sample();
+  m.program = "gpt2\xff-train";
+  m.hosts[1] = "node\xc3";
+  m.extra["import_error"] = "[{}\xff";
+  ASSERT_TRUE(write_run_metadata(dir, m).ok());
+  auto r = read_run_metadata(dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->program, "gpt2\xef\xbf\xbd-train");
+  EXPECT_EQ(r->hosts[1], "node\xef\xbf\xbd");
+  EXPECT_EQ(r->extra["import_error"], "[{}\xef\xbf\xbd");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rankscope::format

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -208,6 +209,24 @@ TEST(KinetoImport, NotATraceAndMissingInputsAreClearErrors) {
   EXPECT_NE(c.status().to_string().find("no such file"), std::string::npos);
   auto d = import_kineto({kFixtures / "nccl-2ranks/rank0.json", kFixtures / "nccl-2ranks/rank0.json"}, dir / "run");
   ASSERT_FALSE(d.ok());
+  fs::remove_all(dir);
+}
+
+// A trace cut inside a multi-byte character, the "killed while writing" case: the parser's error
+// quotes the raw byte and goes into run.json. Found by fuzzing: that write threw on the byte that
+// is not UTF-8 and nothing caught it. Now a partial import or a clear error, never an exception.
+TEST(KinetoImport, TraceCutInsideACharacterNeverThrows) {
+  const fs::path dir = fresh_dir("cut_utf8");
+  fs::create_directories(dir);
+  std::ofstream(dir / "rank0.json", std::ios::binary) << "[{}\xff";
+  std::optional<Result<ImportSummary>> summary;
+  ASSERT_NO_THROW(summary.emplace(import_kineto({dir / "rank0.json"}, dir / "run")));
+  if (summary->ok()) {
+    auto meta = format::read_run_metadata(dir / "run");
+    EXPECT_TRUE(meta.ok()) << meta.status().message();
+  } else {
+    EXPECT_NE(summary->status().message().find("rank0.json"), std::string::npos) << summary->status().message();
+  }
   fs::remove_all(dir);
 }
 

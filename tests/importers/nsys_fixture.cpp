@@ -352,10 +352,15 @@ void write_export(const fs::path& file, const FixtureSpec& spec, const std::vect
   db.exec("CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER)");
 
   // Versions and event types.
-  const char* schema = f == Flavour::k2026 ? "3.28.1" : f == Flavour::k2024 ? "3.15.1" : "3.5.0";
-  const char* product = f == Flavour::k2026 ? "2026.4.1.77" : f == Flavour::k2024 ? "2024.7.1.84" : "2022.4.2.50";
-  db.insert("META_DATA_EXPORT", {"name", "value"}, {{std::string("EXPORT_SCHEMA_VERSION"), std::string(schema)},
-                                                  {std::string("EXPORT_PRODUCT_VERSION"), std::string(product)}});
+  // The rows nsys writes, in its order: the schema's checksum after the version (2024's are those of
+  // a real Nsight Systems 2024.5.1 export), so a reader matching key prefixes takes the checksum.
+  const char* schema = f == Flavour::k2026 ? "3.28.1" : f == Flavour::k2024 ? "3.13.2" : "3.5.0";
+  const char* cksum = f == Flavour::k2026 ? "2983316210 171402" : f == Flavour::k2024 ? "1271772049 158887" : "862318410 102377";
+  const char* product = f == Flavour::k2026 ? "2026.4.1.77" : f == Flavour::k2024 ? "2024.5.1.113" : "2022.4.2.50";
+  db.insert("META_DATA_EXPORT", {"name", "value"}, {{std::string("EXPORT_PRODUCT_NAME"), std::string("NVIDIA Nsight Systems")},
+                                                  {std::string("EXPORT_PRODUCT_VERSION"), std::string(product)},
+                                                  {std::string("EXPORT_SCHEMA_VERSION"), std::string(schema)},
+                                                  {std::string("EXPORT_SCHEMA_VERSION_CKSUM"), std::string(cksum)}});
   EventIds ids{59, 60, 34, 75};
   if (f == Flavour::k2026) ids = {159, 160, 134, 175};  // only the ENUM table tells these apart
   if (f != Flavour::kNoEnum) {

@@ -5,7 +5,7 @@
 // Is: a lock-step simulation of W ranks running a scripted step (NVTX ranges, each compute a kernel
 // launched by cudaLaunchKernel then waited for; each collective an NCCL kernel that ends together on
 // every member, plus jitter), and two writers of its timeline:
-//  - write_nsys_fixture(): one export per rank. Flavours: 2024 (schema 3.15.1, ENUM tables, no
+//  - write_nsys_fixture(): one export per rank. Flavours: 2024 (schema 3.13.2, ENUM tables, no
 //    eventId), 2026 (schema 3.28.1, eventId, extra columns placed before existing ones, event type
 //    ids that differ from the historical numbers so only ENUM lookup finds them, NCCL's NVTX
 //    ranges), and one with no ENUM tables. Adversarial content (on by default): rows shuffled, a

@@ -1,6 +1,8 @@
 // nccl_plugin_run_test.cpp — the reader side of the NCCL plugin's run directory, on files written
 // directly through the format library (no plugin, no driver): names, membership, rank fallbacks.
+#include <climits>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -25,12 +27,12 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 // One plugin recorder: process (host, pid) with launcher rank `launcher`, member `comm_rank` of a
-// communicator of `size` with `hash` and `name`.
+// communicator of `size` with `hash` and `name`; the launcher's world is 4 unless `world` says.
 void write_recorder(const fs::path& dir, int pid, int launcher, uint64_t hash, const std::string& name, int size,
-                    int comm_rank, bool finalized = false) {
+                    int comm_rank, bool finalized = false, int world = -1) {
   rf::FlightIdentity id;
   id.rank = launcher;
-  id.world_size = launcher >= 0 ? 4 : 0;
+  id.world_size = world >= 0 ? world : launcher >= 0 ? 4 : 0;
   id.pid = pid;
   id.host = "h";
   id.start_ns = 1000 + pid;
@@ -106,6 +108,64 @@ TEST(NcclPluginRun, EmptyPluginDirectoryIsAClearError) {
   auto run = rf::open_run_directory(dir);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("NCCL_PROFILER_PLUGIN"), std::string::npos) << run.status().message();
+}
+
+bool said(const rf::RunDirectory& run, std::string_view what) {
+  for (const auto& p : run.problems)
+    if (p.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// A recorder of a dying job whose header claims a world of 2^31 - 1 ranks: the rank table is never
+// sized by it (the reader once asked for 1.4 TB); the claim is reported with the file.
+TEST(NcclPluginRun, AHugeClaimedWorldIsReportedNotAllocated) {
+  const fs::path dir = fresh_dir("reader_huge_world");
+  write_recorder(dir, 400, 0, 0xabcd, "world", 2, 0, false, INT_MAX);
+  write_recorder(dir, 401, 1, 0xabcd, "world", 2, 1);
+  auto run = rf::open_run_directory(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->world_size, 4) << "the other process's launcher world";
+  EXPECT_TRUE(said(*run, "h.400.43981.flight: claims a world of 2147483647 ranks")) << testing::PrintToString(run->problems);
+  ASSERT_TRUE(run->ranks[0].flight && run->ranks[1].flight) << "its launcher rank still holds";
+  EXPECT_EQ(run->ranks[0].flight->pid, 400);
+}
+
+// A launcher rank of INT_MAX: rank + 1 would overflow; the claim is dropped and NCCL numbers the ranks.
+TEST(NcclPluginRun, ALauncherRankPastAnyWorldIsReported) {
+  const fs::path dir = fresh_dir("reader_huge_rank");
+  write_recorder(dir, 410, INT_MAX, 0xabcd, "world", 2, 1, false, 4);
+  write_recorder(dir, 411, 0, 0xabcd, "world", 2, 0);
+  auto run = rf::open_run_directory(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->world_size, 4);
+  EXPECT_TRUE(said(*run, "h.410.43981.flight: claims launcher rank 2147483647")) << testing::PrintToString(run->problems);
+  ASSERT_TRUE(run->ranks[0].flight && run->ranks[1].flight);
+  EXPECT_EQ(run->ranks[0].flight->pid, 411);
+  EXPECT_EQ(run->ranks[1].flight->pid, 410);
+}
+
+// process.json written by anything: a host that is not a string, a pid that is not an integer (or
+// one no int holds) is reported by file name; the good one still gives its boot id.
+TEST(NcclPluginRun, ProcessJsonOfTheWrongTypesIsReported) {
+  const fs::path dir = fresh_dir("reader_process_json");
+  write_recorder(dir, 420, 0, 0xabcd, "world", 2, 0);
+  write_recorder(dir, 421, 1, 0xabcd, "world", 2, 1);
+  const std::map<std::string, std::string> files = {
+      {"a.process.json", R"({"host": 5, "pid": 420})"},
+      {"b.process.json", R"({"host": "h", "pid": "421"})"},
+      {"c.process.json", R"({"host": "h", "pid": 1e300})"},
+      {"d.process.json", R"({"host": "h", "pid": 99999999999})"},
+      {"e.process.json", R"({"host": "h", "pid": 420, "boot_id": "boot-a"})"},
+      {"f.process.json", R"({"host": "h", "pid": 421, "boot_id": 7})"},
+  };
+  for (const auto& [name, text] : files) std::ofstream(dir / "nccl" / name) << text;
+  auto run = rf::open_run_directory(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  for (const char* bad : {"a.process.json", "b.process.json", "c.process.json", "d.process.json"})
+    EXPECT_TRUE(said(*run, bad)) << bad << ": " << testing::PrintToString(run->problems);
+  ASSERT_TRUE(run->ranks[0].flight && run->ranks[1].flight);
+  EXPECT_EQ(run->ranks[0].flight->boot_id, "boot-a");
+  EXPECT_EQ(run->ranks[1].flight->boot_id, "");
 }
 
 }  // namespace

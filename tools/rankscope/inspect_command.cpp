@@ -4,6 +4,7 @@
 #include <string>
 
 #include "inspect_report.h"
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/run_directory.h"
 #include "subcommands.h"
 
@@ -56,7 +57,7 @@ int inspect_command(Args args) {
     return 2;
   }
   if (json)
-    std::printf("%s\n", analyzers::inspect_json(*run, options).dump(2).c_str());
+    std::printf("%s\n", format::json_text(analyzers::inspect_json(*run, options), 2).c_str());
   else
     std::fputs(analyzers::inspect_text(*run, options).c_str(), stdout);
   return 0;

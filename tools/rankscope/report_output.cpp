@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "rankscope/reports/html_report.h"
+#include "rankscope/format/json_text.h"
 
 namespace rankscope::cli {
 
@@ -42,7 +43,7 @@ std::optional<int> parse_report_args(std::span<const std::string_view> args, con
 
 bool write_report_outputs(const nlohmann::json& report, const ReportOutputs& outputs, const std::string& title) {
   if (!outputs.json_path.empty()) {
-    const std::string text = report.dump(2) + "\n";
+    const std::string text = format::json_text(report, 2) + "\n";
     if (outputs.json_path == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else if (Status s = reports::write_text_file(outputs.json_path, text); !s.ok()) {

@@ -18,6 +18,7 @@
 
 #include "process_liveness.h"
 #include "rankscope/format/flight_identity.h"
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/nccl_plugin_run.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/snapshot_stream.h"
@@ -188,7 +189,7 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
                                    {"skipped", summary.skipped}};
 
   format::SnapshotWriter writer(out);
-  RS_RETURN_IF_ERROR(writer.add(format::kSnapshotManifest, manifest.dump(1)));
+  RS_RETURN_IF_ERROR(writer.add(format::kSnapshotManifest, format::json_text(manifest, 1)));
   // Files are read after the states, one at a time (memory stays at one recorder): a recorder
   // copied after its process's state is at least as new as that state. One that vanished since it
   // was listed is left out (the manifest lists what was meant to come; the entries are what came).

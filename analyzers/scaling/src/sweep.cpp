@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/run_metadata.h"
 
 namespace rankscope::analyzers {
@@ -34,7 +35,7 @@ Result<Sweep> read_index(const fs::path& dir) {
     if (!p.is_object() || !p.contains("seq_len") || !p["seq_len"].is_number_integer() || !p.contains("run_dir") ||
         !p["run_dir"].is_string()) {
       return corrupt(fmt::format("{}: a point needs an integer \"seq_len\" and a string \"run_dir\": {}", file.string(),
-                                 p.dump()));
+                                 format::json_text(p)));
     }
     fs::path run = p["run_dir"].get<std::string>();
     sweep.points.push_back({p["seq_len"].get<int64_t>(), run.is_absolute() ? run : dir / run});
@@ -95,7 +96,7 @@ Status write_sweep_index(const fs::path& dir, const std::vector<SweepPoint>& poi
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) return io_error(fmt::format("{}: cannot write", tmp.string()));
-    out << j.dump(2) << "\n";
+    out << format::json_text(j, 2) << "\n";
     if (!out) return io_error(fmt::format("{}: write failed", tmp.string()));
   }
   std::error_code ec;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "rankscope/format/json_text.h"
+
 namespace rankscope::analyzers {
 namespace {
 
@@ -20,7 +22,7 @@ std::string ranks_text(const std::vector<int>& ranks, int world_size) {
 std::string value_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "unset";
-  return v.dump();
+  return format::json_text(v);
 }
 
 std::string upper(std::string s) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/vocabulary.h"
 
@@ -28,7 +29,7 @@ class EventSink {
  public:
   explicit EventSink(std::ostream& out) : out_(out) {}
   void write(const json& event) {
-    out_ << (count_ == 0 ? "\n" : ",\n") << event.dump();
+    out_ << (count_ == 0 ? "\n" : ",\n") << format::json_text(event);
     ++count_;
   }
   uint64_t count() const { return count_; }
@@ -196,10 +197,10 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
   // Time zero: when the run started on rank 0's clock, so ts stay small and precise.
   const int64_t t0 = run.metadata ? run.metadata->created_ns : 0;
 
-  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << json({{"run_dir", run_dir.string()},
-                                                                {"run_id", run.metadata ? run.metadata->run_id : ""},
-                                                                {"producer", "rankscope export --chrome"}}).dump()
-      << ",\"traceEvents\":[";
+  const json other = {{"run_dir", run_dir.string()},
+                      {"run_id", run.metadata ? run.metadata->run_id : ""},
+                      {"producer", "rankscope export --chrome"}};
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << format::json_text(other) << ",\"traceEvents\":[";
   EventSink sink(out);
   std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>> arrivals;
   for (const format::RankFiles& files : run.ranks) {

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -77,11 +80,22 @@ Status read_versions(Database& db, ExportInfo& info) {
     info.warnings.push_back("no META_DATA_EXPORT table: the schema version is unknown; read as 3.x");
     return {};
   }
-  RS_ASSIGN_OR_RETURN(Statement s, db.prepare("SELECT name, value FROM META_DATA_EXPORT WHERE name LIKE 'EXPORT_SCHEMA_VERSION%' "
-                                              "OR name LIKE 'EXPORT_PRODUCT_VERSION%'"));
-  while (s.step()) {
-    const std::string_view name = s.text(0);
-    (name.rfind("EXPORT_SCHEMA_VERSION", 0) == 0 ? info.schema_version : info.product_version) = std::string(s.text(1));
+  // Each key read exactly: beside EXPORT_SCHEMA_VERSION ("3.13.2") nsys writes
+  // EXPORT_SCHEMA_VERSION_CKSUM ("1271772049 158887"), which a prefix match took for the version.
+  // Some exports split the version into _MAJOR, _MINOR and _MICRO rows.
+  RS_ASSIGN_OR_RETURN(Statement s, db.prepare("SELECT name, value FROM META_DATA_EXPORT"));
+  std::map<std::string, std::string, std::less<>> meta;
+  while (s.step()) meta.emplace(std::string(s.text(0)), std::string(s.text(1)));
+  const auto value = [&](std::string_view key) {
+    const auto it = meta.find(key);
+    return it != meta.end() ? it->second : std::string();
+  };
+  info.product_version = value("EXPORT_PRODUCT_VERSION");
+  info.schema_version = value("EXPORT_SCHEMA_VERSION");
+  if (info.schema_version.empty() && !value("EXPORT_SCHEMA_VERSION_MAJOR").empty()) {
+    info.schema_version = value("EXPORT_SCHEMA_VERSION_MAJOR");
+    for (const char* part : {"EXPORT_SCHEMA_VERSION_MINOR", "EXPORT_SCHEMA_VERSION_MICRO"})
+      if (const std::string v = value(part); !v.empty()) info.schema_version += "." + v;
   }
   if (info.schema_version.empty()) {
     info.warnings.push_back("META_DATA_EXPORT has no EXPORT_SCHEMA_VERSION: read as 3.x");

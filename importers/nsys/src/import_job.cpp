@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <deque>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -66,7 +67,7 @@ int64_t median_of(std::vector<int64_t> v) {
   const int64_t hi = v[m];
   if (v.size() % 2 == 1) return hi;
   const int64_t lo = *std::max_element(v.begin(), v.begin() + long(m));
-  return lo + (hi - lo) / 2;
+  return std::midpoint(lo, hi);  // hi - lo may not fit in int64
 }
 
 void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::string>& comm_names, const std::string& what,
@@ -95,12 +96,13 @@ void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::st
         std::vector<int64_t> d;
         for (size_t s = 0; s < std::min(ku.size(), kv.size()); ++s) {
           if (!aligns(ku[s].op) || ku[s].op != kv[s].op) continue;
-          d.push_back((ku[s].end + cu.to_own_ns + int64_t(cu.offset_ns)) - (kv[s].end + cv.to_own_ns));
+          const int64_t on_reference = add_saturating(add_saturating(ku[s].end, cu.to_own_ns), int64_saturating(cu.offset_ns));
+          d.push_back(sub_saturating(on_reference, add_saturating(kv[s].end, cv.to_own_ns)));
         }
         if (d.empty()) continue;
         const int64_t med = median_of(d);
         std::vector<int64_t> dev;
-        for (int64_t x : d) dev.push_back(std::abs(x - med));
+        for (int64_t x : d) dev.push_back(distance_saturating(x, med));
         cv.offset_ns = double(med);
         cv.residual_ns = double(median_of(dev));
         cv.matched = int64_t(d.size());

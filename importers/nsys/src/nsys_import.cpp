@@ -166,10 +166,10 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
     c.to_own_ns = scan.absolute_timestamps ? 0 : scan.info.utc_epoch_ns;
     if (!c.process->sync_marks.empty()) {
       std::vector<int64_t> d;
-      for (const auto& [ts, payload] : c.process->sync_marks) d.push_back(payload - ts);
+      for (const auto& [ts, payload] : c.process->sync_marks) d.push_back(sub_saturating(payload, ts));
       const int64_t med = median_of(d);
       int64_t worst = 0;
-      for (int64_t x : d) worst = std::max(worst, std::abs(x - med));
+      for (int64_t x : d) worst = std::max(worst, distance_saturating(x, med));
       c.to_own_ns = med;
       c.residual_ns = double(worst);
       c.matched = int64_t(d.size());

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "import_job.h"
 #include "rankscope/format/flight_recorder_writer.h"
 #include "rankscope/format/run_directory_layout.h"
 
@@ -130,7 +131,7 @@ size_t repeating_period(const std::vector<uint32_t>& seq) {
 
 Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
                   RankProvenance& prov) {
-  const auto own = [&](int64_t ts) { return ts + plan.to_own_ns; };
+  const auto own = [&](int64_t ts) { return add_saturating(ts, plan.to_own_ns); };
   const auto& pool = rows.pool;
 
   // --- domains and which ones are kept ---------------------------------------------------------

@@ -26,6 +26,10 @@ struct CommGroup {
   std::vector<int> ranks;  // world ranks, in communicator-rank order
 };
 
+// The largest world a run may declare (run.json's world_size, a recorder's ranks and world): past
+// it a number is corrupt, never the size of a rank table to allocate.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct RunMetadata {
   uint32_t schema_version = kRunSchemaVersion;
   std::string run_id;
