@@ -2,6 +2,8 @@
 // through the importer and the unchanged hang classifier: each scenario names the right culprit,
 // group, op and sequence number, or gives the right clear error.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
@@ -86,6 +88,23 @@ TEST(FrImport, TpDpLaggingRankJson) {
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->comm, "tp1");
   EXPECT_EQ(d.collective->seq, 6u);
+}
+
+// Issue 36: a dump whose group names rank 16777216 asked for 11.8 GB; now a clear error.
+TEST(FrImport, AGroupNamingAnImpossibleRankIsAClearError) {
+  const fs::path dir = fs::temp_directory_path() / ("rs_fr_huge_rank_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int r : {0, 1}) {
+    std::ifstream in(fixtures() / "tp2dp2_lagging_json" / ("comm_lib_trace_rank_" + std::to_string(r)));
+    nlohmann::json d = nlohmann::json::parse(in);
+    if (r == 1) d["pg_config"]["tp_0"]["ranks"] = "[0, 16777216]";
+    std::ofstream(dir / ("comm_lib_trace_rank_" + std::to_string(r))) << d.dump();
+  }
+  auto imp = import_fr_dumps(dir);
+  ASSERT_FALSE(imp.ok());
+  EXPECT_NE(imp.status().message().find("names rank 16777216"), std::string::npos) << imp.status().message();
+  fs::remove_all(dir);
 }
 
 TEST(FrImport, FilePrefixTakesTheRankSuffixes) {

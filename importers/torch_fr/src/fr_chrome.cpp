@@ -32,8 +32,9 @@ Result<FrChromeSummary> write_fr_chrome_trace(const FrImport& imp, std::ostream&
                           {"name", std::string(format::short_op_name(r.op)) + " #" + std::to_string(r.seq)},
                           {"pid", rf.rank},
                           {"tid", c.index},
-                          {"ts", double(r.enqueue_ns - t0) / 1e3},
-                          {"dur", double(std::max<int64_t>(0, end - r.enqueue_ns)) / 1e3},
+                          // In doubles: a corrupt dump's times can be anything, and int64 differences overflow.
+                          {"ts", (double(r.enqueue_ns) - double(t0)) / 1e3},
+                          {"dur", std::max(0.0, double(end) - double(r.enqueue_ns)) / 1e3},
                           {"args",
                            {{"group", c.name},
                             {"seq", r.seq},
@@ -47,7 +48,8 @@ Result<FrChromeSummary> write_fr_chrome_trace(const FrImport& imp, std::ostream&
     }
   }
   out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"},
-                        {"otherData", {{"source", "PyTorch Flight Recorder " + imp.version}}}}.dump();
+                        {"otherData", {{"source", "PyTorch Flight Recorder " + imp.version}}}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);  // names from a dump may not be UTF-8
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <unordered_map>
 
 #include "fr_entry_state.h"
 #include "fr_flat_pickle.h"
@@ -69,21 +70,29 @@ std::string str_of(const V* v) {
   return s ? std::string(*s) : std::string();
 }
 
-format::DataType dtype_of(const std::string& torch_name) {
-  static const std::map<std::string, format::DataType> kNames = {
+format::DataType dtype_of(std::string_view torch_name) {
+  static constexpr std::pair<std::string_view, format::DataType> kNames[] = {
       {"Float", format::DataType::kFloat32}, {"BFloat16", format::DataType::kBFloat16},
       {"Half", format::DataType::kFloat16},  {"Int", format::DataType::kInt32},
       {"Long", format::DataType::kInt64},    {"Byte", format::DataType::kUInt8},
       {"Double", format::DataType::kFloat64}};
-  auto it = kNames.find(torch_name);
-  return it == kNames.end() ? format::DataType::kUnknown : it->second;
+  for (const auto& [name, type] : kNames)
+    if (name == torch_name) return type;
+  return format::DataType::kUnknown;
 }
 
+// What a profiling name says; the same for every entry with that name.
+struct ProfilingName {
+  std::string_view backend;  // pooled
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  int peer_in_group = -1;
+};
+
 // "nccl:all_reduce" -> allreduce; "nccl:send 0->1" -> send, peer 1; "nccl:recv 1<-0" -> recv, peer 0.
-void parse_profiling_name(FrEntry& e) {
-  std::string_view n = e.profiling_name;
+ProfilingName parse_profiling_name(std::string_view n) {
+  ProfilingName out;
   if (auto colon = n.find(':'); colon != std::string_view::npos) {
-    e.backend = std::string(n.substr(0, colon));
+    out.backend = format::intern_name(n.substr(0, colon));
     n.remove_prefix(colon + 1);
   }
   std::string_view op = n.substr(0, n.find(' '));
@@ -104,18 +113,36 @@ void parse_profiling_name(FrEntry& e) {
       {"alltoall", CollectiveOp::kAllToAllV},      {"alltoall_base", CollectiveOp::kAllToAllV},
       {"barrier", CollectiveOp::kBarrier},         {"send", CollectiveOp::kSend},
       {"recv", CollectiveOp::kRecv}};
-  if (auto it = kOps.find(op); it != kOps.end()) e.op = it->second;
+  if (auto it = kOps.find(op); it != kOps.end()) out.op = it->second;
   // The peer: the number after "->" for a send, after "<-" for a recv.
-  const std::string_view arrow = e.op == CollectiveOp::kSend ? "->" : "<-";
-  if (e.op == CollectiveOp::kSend || e.op == CollectiveOp::kRecv) {
+  const std::string_view arrow = out.op == CollectiveOp::kSend ? "->" : "<-";
+  if (out.op == CollectiveOp::kSend || out.op == CollectiveOp::kRecv) {
     if (auto a = rest.find(arrow); a != std::string_view::npos) {
       std::string_view num = rest.substr(a + 2);
       int peer = -1;
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), peer);
-      if (ec == std::errc()) e.peer_in_group = peer;
+      if (ec == std::errc()) out.peer_in_group = peer;
     }
   }
+  return out;
 }
+
+// The pooled copy of a text the dump repeats in every entry (state, desc, profiling name), found by
+// where the text lies: PyTorch's pickler memoizes strings, so every entry's "completed" is one
+// string object (for the flat reader, one place in the file; for the generic one, one node), and
+// the pool's hash is paid once per distinct object, not once per entry. Valid while the dump's
+// values live (one normalise call).
+class PooledTexts {
+ public:
+  std::string_view get(std::string_view text) {
+    auto [it, fresh] = by_place_.try_emplace(text.data());
+    if (fresh || it->second.size() != text.size()) it->second = format::intern_name(text);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<const char*, std::string_view> by_place_;
+};
 
 // The keys of an entry dict an entry is read by. PyTorch's pickler memoizes the key strings (every
 // entry's "state" is one string object), so the unpickled keys share a node: a key is matched by
@@ -130,7 +157,15 @@ class EntryKeyCache {
   EntryKey lookup(size_t position, const V& key) {
     const auto text = text_of(key);
     if (!text) return EntryKey::kOther;
-    if (position < at_.size() && at_[position].first == *text) return at_[position].second;
+    if (position < at_.size()) {
+      // Memoized keys: the same place as last time is the same text, no bytes compared.
+      Seen& seen = at_[position];
+      if (seen.place == text->data() && seen.text.size() == text->size()) return seen.key;
+      if (seen.text == *text) {
+        seen.place = text->data();
+        return seen.key;
+      }
+    }
     const void* node = identity_of(key);
     EntryKey k = EntryKey::kOther;
     bool cached = false;
@@ -147,7 +182,7 @@ class EntryKeyCache {
     if (position < 64) {
       if (position >= at_.size()) at_.resize(position + 1);
       // The name kept is the table's (static) when known; an unknown key's text lives as long as the dump.
-      at_[position] = {k == EntryKey::kOther ? std::string(*text) : std::string(name_of(k)), k};
+      at_[position] = {text->data(), k == EntryKey::kOther ? std::string(*text) : std::string(name_of(k)), k};
     }
     return k;
   }
@@ -177,7 +212,14 @@ class EntryKeyCache {
     return {};
   }
   std::vector<std::pair<const void*, EntryKey>> seen_;
-  std::vector<std::pair<std::string, EntryKey>> at_;  // last key text and meaning at each position
+  // The last key at each position: where its text lay (valid while the dump's values live), the
+  // text, its meaning.
+  struct Seen {
+    const char* place = nullptr;
+    std::string text;
+    EntryKey key = EntryKey::kOther;
+  };
+  std::vector<Seen> at_;
 };
 
 // Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
@@ -218,6 +260,9 @@ Result<FrDump> normalise(const V& root, bool partial) {
   }
   std::map<int64_t, std::string> group_of_pg_id;
   EntryKeyCache key_cache;
+  PooledTexts pooled;
+  // One parse per distinct profiling name (keyed by the pooled copy's address).
+  std::unordered_map<const char*, ProfilingName> parsed_names;
   if (const V* entries = root.find("entries")) {
     d.entries.reserve(entries->items().size());
     for (const V& v : entries->items()) {
@@ -234,7 +279,7 @@ Result<FrDump> normalise(const V& root, bool partial) {
           if (!x.items().empty()) e.group = str_of(&x.items()[0]);
           // Repeated by every entry of the group: pooled, not a heap string an entry.
           if (x.items().size() > 1)
-            if (auto t = text_of(x.items()[1])) e.group_desc = format::intern_name(*t);
+            if (auto t = text_of(x.items()[1])) e.group_desc = pooled.get(*t);
         } else if (n == EntryKey::kPgId) {
           pg_id = &x;
         } else if (n == EntryKey::kTimeoutMs) {
@@ -246,9 +291,9 @@ Result<FrDump> normalise(const V& root, bool partial) {
         } else if (n == EntryKey::kP2pSeqId) {
           e.p2p_seq = int_of(&x).value_or(0);
         } else if (n == EntryKey::kProfilingName) {
-          if (auto t = text_of(x)) e.profiling_name = format::intern_name(*t);
+          if (auto t = text_of(x)) e.profiling_name = pooled.get(*t);
         } else if (n == EntryKey::kInputDtypes) {
-          if (!x.items().empty()) e.dtype = dtype_of(str_of(&x.items()[0]));
+          if (!x.items().empty()) e.dtype = dtype_of(text_of(x.items()[0]).value_or(std::string_view()));
         } else if (n == EntryKey::kInputSizes) {
           for (const V& shape : x.items()) {
             uint64_t count = 1;
@@ -262,7 +307,7 @@ Result<FrDump> normalise(const V& root, bool partial) {
             e.out_numel += count;
           }
         } else if (n == EntryKey::kState) {
-          e.state = str_of(&x);
+          e.state = pooled.get(text_of(x).value_or(std::string_view()));
           has_state = true;
         } else if (n == EntryKey::kRetired) {
           e.retired = x.as_bool().value_or(false);
@@ -278,14 +323,17 @@ Result<FrDump> normalise(const V& root, bool partial) {
           // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
           const V* site = x.items().empty() ? nullptr : &x.items()[0];
           for (const V& f : x.items()) {
-            if (is_user_frame(str_of(f.find("filename")))) {
+            const V* file = f.find("filename");
+            if (is_user_frame(file ? text_of(*file).value_or(std::string_view()) : std::string_view())) {
               site = &f;
               break;
             }
           }
           if (site) {
-            e.call_site = fmt::format("{} ({}:{})", str_of(site->find("name")), str_of(site->find("filename")),
-                                      int_of(site->find("line")).value_or(0));
+            fmt::memory_buffer text;
+            fmt::format_to(std::back_inserter(text), "{} ({}:{})", str_of(site->find("name")),
+                           str_of(site->find("filename")), int_of(site->find("line")).value_or(0));
+            e.call_site = format::intern_name(std::string_view(text.data(), text.size()));
           }
         }
       }
@@ -294,7 +342,13 @@ Result<FrDump> normalise(const V& root, bool partial) {
         e.pg_id = *id;
         if (!e.group.empty()) group_of_pg_id[*id] = e.group;
       }
-      parse_profiling_name(e);
+      {
+        auto [it, fresh] = parsed_names.try_emplace(e.profiling_name.data());
+        if (fresh) it->second = parse_profiling_name(e.profiling_name);
+        e.backend = it->second.backend;
+        e.op = it->second.op;
+        e.peer_in_group = it->second.peer_in_group;
+      }
       if (e.op == format::CollectiveOp::kSend || e.op == format::CollectiveOp::kRecv) e.is_p2p = true;
       d.entries.push_back(std::move(e));
     }

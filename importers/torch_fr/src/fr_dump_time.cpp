@@ -40,7 +40,10 @@ DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std:
         oldest_open = &e;
     }
     if (!oldest_open) continue;
-    const int64_t at = oldest_open->time_created_ns + oldest_open->timeout_ms * kNsPerMs;
+    // A corrupt timeout (or creation time) saturates instead of overflowing.
+    int64_t at = std::numeric_limits<int64_t>::max();
+    if (oldest_open->timeout_ms <= (std::numeric_limits<int64_t>::max() - oldest_open->time_created_ns) / kNsPerMs)
+      at = oldest_open->time_created_ns + oldest_open->timeout_ms * kNsPerMs;
     if (at < watchdog.at_ns) watchdog = {at, rank, oldest_open};
   }
   if (t.earliest_ns == std::numeric_limits<int64_t>::max()) t.earliest_ns = t.now_ns;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace rankscope::torch_fr {
 namespace {
@@ -18,12 +19,27 @@ bool records_device_events(std::string_view backend) {
 }  // namespace
 
 void decide_entry_states(FrDump& d, bool pg_status_saw_start) {
-  // For an unknown backend: did any of its entries ever leave "scheduled"?
-  std::map<std::string, bool> left_scheduled;
-  for (const FrEntry& e : d.entries) left_scheduled[e.backend] = left_scheduled[e.backend] || e.state != "scheduled";
+  // Per backend (a dump has one or two): does it record device events, or, for an unknown backend,
+  // did any of its entries ever leave "scheduled"?
+  struct Backend {
+    std::string_view name;
+    bool left_scheduled = false;
+    bool events = false;
+  };
+  std::vector<Backend> backends;
+  auto backend_of = [&](std::string_view name) -> Backend& {
+    for (Backend& b : backends)
+      if (b.name == name) return b;
+    return backends.emplace_back(Backend{name});
+  };
+  for (const FrEntry& e : d.entries) {
+    Backend& b = backend_of(e.backend);
+    b.left_scheduled = b.left_scheduled || e.state != "scheduled";
+  }
+  for (Backend& b : backends) b.events = b.name == "gloo" ? false : records_device_events(b.name) || b.left_scheduled;
   bool event_entries = false;
   for (FrEntry& e : d.entries) {
-    const bool events = e.backend == "gloo" ? false : records_device_events(e.backend) || left_scheduled[e.backend];
+    const bool events = backend_of(e.backend).events;
     e.signal = events ? CompletionSignal::kState : CompletionSignal::kRetired;
     if (events) {
       event_entries = true;

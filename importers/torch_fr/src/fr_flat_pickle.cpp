@@ -76,7 +76,7 @@ class FlatReader {
   FlatValue scalar(Kind k, int64_t i) {
     FlatValue v;
     v.kind_ = k;
-    v.i_ = i;
+    v.set_i(i);
     v.tree_ = t_;
     return v;
   }
@@ -84,7 +84,7 @@ class FlatReader {
   FlatValue container(Kind k) {
     FlatValue v;
     v.kind_ = k;
-    v.a_ = uint32_t(t_->cells_.size());
+    v.set_a_b(uint32_t(t_->cells_.size()), 0);
     v.tree_ = t_;
     t_->cells_.push_back({});
     return v;
@@ -94,8 +94,7 @@ class FlatReader {
     if (n > in_.size() - pos_) return false;
     FlatValue v;
     v.kind_ = Kind::kString;
-    v.a_ = uint32_t(pos_);
-    v.b_ = uint32_t(n);
+    v.set_a_b(uint32_t(pos_), uint32_t(n));
     v.tree_ = t_;
     pos_ += size_t(n);
     stack_.push_back(v);
@@ -107,16 +106,16 @@ class FlatReader {
   bool insert(const FlatValue& target, size_t from) {
     const bool dict = target.kind_ == Kind::kDict;
     if (!dict && target.kind_ != Kind::kList && target.kind_ != Kind::kTuple) return false;
-    FlatTree::Cell& cell = t_->cells_[target.a_];
+    FlatTree::Cell& cell = t_->cells_[target.a()];
     if (cell.sealed) return false;
     const size_t n = stack_.size() - from;
     if (dict && n % 2) return false;
     uint64_t added = 0;
     for (size_t i = from; i < stack_.size(); ++i)
       if (stack_[i].kind_ == Kind::kDict || stack_[i].kind_ == Kind::kList || stack_[i].kind_ == Kind::kTuple) {
-        if (stack_[i].a_ == target.a_) return false;  // inside itself
-        t_->cells_[stack_[i].a_].sealed = true;
-        added += t_->cells_[stack_[i].a_].tree_size;
+        if (stack_[i].a() == target.a()) return false;  // inside itself
+        t_->cells_[stack_[i].a()].sealed = true;
+        added += t_->cells_[stack_[i].a()].tree_size;
       } else {
         ++added;
       }
@@ -128,10 +127,12 @@ class FlatReader {
     // value is copied at most twice.
     if (dict) {
       auto& pairs = t_->pairs_;
-      if (auto spill = spilled_pairs_.find(target.a_); spill != spilled_pairs_.end()) {
+      // (Most dumps spill nothing: the hash is looked at only once something did.)
+      if (auto spill = spilled_pairs_.empty() ? spilled_pairs_.end() : spilled_pairs_.find(target.a());
+          spill != spilled_pairs_.end()) {
         for (size_t i = from; i + 1 < stack_.size(); i += 2) spill->second.emplace_back(stack_[i], stack_[i + 1]);
       } else if (cell.count > 0 && cell.first + cell.count != pairs.size()) {
-        auto& mine = spilled_pairs_[target.a_];
+        auto& mine = spilled_pairs_[target.a()];
         mine.assign(pairs.begin() + cell.first, pairs.begin() + cell.first + cell.count);
         for (size_t i = from; i + 1 < stack_.size(); i += 2) mine.emplace_back(stack_[i], stack_[i + 1]);
       } else {
@@ -141,10 +142,11 @@ class FlatReader {
       cell.count += uint32_t(n / 2);
     } else {
       auto& items = t_->items_;
-      if (auto spill = spilled_items_.find(target.a_); spill != spilled_items_.end()) {
+      if (auto spill = spilled_items_.empty() ? spilled_items_.end() : spilled_items_.find(target.a());
+          spill != spilled_items_.end()) {
         spill->second.insert(spill->second.end(), stack_.begin() + std::ptrdiff_t(from), stack_.end());
       } else if (cell.count > 0 && cell.first + cell.count != items.size()) {
-        auto& mine = spilled_items_[target.a_];
+        auto& mine = spilled_items_[target.a()];
         mine.assign(items.begin() + cell.first, items.begin() + cell.first + cell.count);
         mine.insert(mine.end(), stack_.begin() + std::ptrdiff_t(from), stack_.end());
       } else {
@@ -331,37 +333,10 @@ class FlatReader {
   std::unordered_map<uint32_t, std::vector<std::pair<FlatValue, FlatValue>>> spilled_pairs_;
 };
 
-std::optional<bool> FlatValue::as_bool() const {
-  if (kind_ != Kind::kBool) return std::nullopt;
-  return i_ != 0;
-}
-
-std::optional<int64_t> FlatValue::as_int() const {
-  if (kind_ != Kind::kInt) return std::nullopt;
-  return i_;
-}
-
 std::optional<double> FlatValue::as_double() const {
-  if (kind_ == Kind::kFloat) return std::bit_cast<double>(uint64_t(i_));
-  if (kind_ == Kind::kInt) return double(i_);
+  if (kind_ == Kind::kFloat) return std::bit_cast<double>(uint64_t(i()));
+  if (kind_ == Kind::kInt) return double(i());
   return std::nullopt;
-}
-
-std::optional<std::string_view> FlatValue::text() const {
-  if (kind_ != Kind::kString) return std::nullopt;
-  return std::string_view(reinterpret_cast<const char*>(tree_->input_.data()) + a_, b_);
-}
-
-std::span<const FlatValue> FlatValue::items() const {
-  if (kind_ != Kind::kList && kind_ != Kind::kTuple) return {};
-  const FlatTree::Cell& c = tree_->cells_[a_];
-  return std::span<const FlatValue>(tree_->items_).subspan(c.first, c.count);
-}
-
-std::span<const std::pair<FlatValue, FlatValue>> FlatValue::entries() const {
-  if (kind_ != Kind::kDict) return {};
-  const FlatTree::Cell& c = tree_->cells_[a_];
-  return std::span<const std::pair<FlatValue, FlatValue>>(tree_->pairs_).subspan(c.first, c.count);
 }
 
 const FlatValue* FlatValue::find(std::string_view key) const {

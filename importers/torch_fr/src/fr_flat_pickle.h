@@ -41,11 +41,19 @@ class FlatValue {
 
  private:
   friend class FlatReader;
+  // 24 bytes, not 32: one payload word for every kind (a dump is ~100K values, each copied onto the
+  // stack, into the memo and into its container).
+  uint32_t a() const { return uint32_t(bits_); }         // string: offset in the file; container: its cell
+  uint32_t b() const { return uint32_t(bits_ >> 32); }   // string: length
+  int64_t i() const { return int64_t(bits_); }           // bool or int; a float's bits
+  void set_a_b(uint32_t a, uint32_t b) { bits_ = uint64_t(a) | uint64_t(b) << 32; }
+  void set_i(int64_t i) { bits_ = uint64_t(i); }
   pickle::Kind kind_ = pickle::Kind::kNone;
-  uint32_t a_ = 0, b_ = 0;  // string: offset, length in the file; container: its cell
-  int64_t i_ = 0;           // bool or int; a float's bits
+  uint64_t bits_ = 0;
   const FlatTree* tree_ = nullptr;
 };
+
+static_assert(sizeof(FlatValue) == 24);
 
 class FlatTree {
  public:
@@ -68,6 +76,34 @@ class FlatTree {
   std::vector<std::pair<FlatValue, FlatValue>> pairs_;
   FlatValue root_;
 };
+
+// The accessors the normaliser calls per value (~20 a entry): inline, not a call each.
+inline std::optional<bool> FlatValue::as_bool() const {
+  if (kind_ != pickle::Kind::kBool) return std::nullopt;
+  return i() != 0;
+}
+
+inline std::optional<int64_t> FlatValue::as_int() const {
+  if (kind_ != pickle::Kind::kInt) return std::nullopt;
+  return i();
+}
+
+inline std::optional<std::string_view> FlatValue::text() const {
+  if (kind_ != pickle::Kind::kString) return std::nullopt;
+  return std::string_view(reinterpret_cast<const char*>(tree_->input_.data()) + a(), b());
+}
+
+inline std::span<const FlatValue> FlatValue::items() const {
+  if (kind_ != pickle::Kind::kList && kind_ != pickle::Kind::kTuple) return {};
+  const FlatTree::Cell& c = tree_->cells_[a()];
+  return std::span<const FlatValue>(tree_->items_).subspan(c.first, c.count);
+}
+
+inline std::span<const std::pair<FlatValue, FlatValue>> FlatValue::entries() const {
+  if (kind_ != pickle::Kind::kDict) return {};
+  const FlatTree::Cell& c = tree_->cells_[a()];
+  return std::span<const std::pair<FlatValue, FlatValue>>(tree_->pairs_).subspan(c.first, c.count);
+}
 
 // Reads `bytes` (which must outlive the tree) into `tree`, reusing its arrays' capacity (a worker
 // reading dump after dump keeps one tree: no page faults for fresh arrays each time); false when

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <set>
 
+#include "fr_entry_groups.h"
+
 namespace rankscope::torch_fr {
 
 JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
@@ -25,13 +27,17 @@ JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
   std::map<std::string, Named> named;
   for (const auto& [rank, d] : dumps) {
     std::set<std::string> missing_here;
-    for (const FrEntry& e : d.entries) {
-      if (e.group.empty()) continue;
-      Named& n = named[e.group];
-      if (n.desc.empty()) n.desc = e.group_desc;
-      if (e.pg_id >= 0) n.pg_ids.insert(e.pg_id);
+    for (const GroupEntries& group : entries_by_group(d)) {
+      if (group.name.empty()) continue;
+      const std::string name(group.name);
+      Named& n = named[name];
+      int64_t last_pg_id = -1;  // a group has one pg_id on a rank: the set is touched once
+      for (const FrEntry* e : group.entries) {
+        if (n.desc.empty()) n.desc = e->group_desc;
+        if (e->pg_id >= 0 && e->pg_id != last_pg_id) n.pg_ids.insert(last_pg_id = e->pg_id);
+      }
       n.seen_on.insert(rank);
-      if (!out.by_name.count(e.group)) missing_here.insert(e.group);
+      if (!out.by_name.count(name)) missing_here.insert(name);
     }
     if (missing_here.size() == 1 && d.unnamed_group_ranks.size() == 1)
       named[*missing_here.begin()].unnamed_ranks = d.unnamed_group_ranks.front();

@@ -15,9 +15,11 @@
 #include "fr_dump_time.h"
 #include "fr_entry_state.h"
 #include "fr_discovery.h"
+#include "fr_entry_groups.h"
 #include "fr_groups.h"
 #include "fr_p2p.h"
 #include "fr_pg_status.h"
+#include "rankscope/format/run_metadata.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -38,10 +40,12 @@ format::CollectiveState state_of(const FrEntry& e) {
   return format::CollectiveState::kEnqueued;
 }
 
-format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_global) {
+// `op` and `range`: the entry's own, or as a pair communicator names them (pair_comm).
+format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_global, format::CollectiveOp op,
+                                     std::string_view range) {
   format::CollectiveSnapshot c;
   c.seq = seq;
-  c.op = e.op;
+  c.op = op;
   c.dtype = e.dtype;
   c.state = state_of(e);
   c.peer = peer_global;
@@ -50,7 +54,7 @@ format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_gl
   c.enqueue_ns = e.time_created_ns;
   c.start_ns = e.time_started_ns;
   c.end_ns = c.state == format::CollectiveState::kCompleted ? std::max(e.time_completed_ns, e.time_created_ns) : 0;
-  c.range = format::intern_name(e.call_site);  // a view: the snapshot outlives the dump
+  c.range = range;  // pooled (fr_dump.h): the snapshot outlives the dump
   // NCCL-like work is launched on a stream and the call returns: what is open waits on the device.
   // Gloo's caller waits for a worker thread: its host is in the call.
   c.host_returned = e.signal == CompletionSignal::kState;
@@ -85,7 +89,7 @@ format::PeerCountsSnapshot a2a_totals(const FrEntry& e, uint64_t seq, const FrGr
 // members be checked.
 format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries, const std::string& comm_name,
                                      const FrGroup& g, int rank_in_group, const GroupProgress* progress,
-                                     bool members_known, std::string* last_site) {
+                                     bool members_known, std::string_view* last_site) {
   format::CommSnapshot c;
   c.name = comm_name;
   c.size = int(g.ranks.size());
@@ -98,7 +102,7 @@ format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries,
     if (e.is_p2p || e.collective_seq < 1) continue;
     const uint64_t seq = uint64_t(e.collective_seq);
     if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
-    c.ring.push_back(record_of(e, seq, -1));
+    c.ring.push_back(record_of(e, seq, -1, e.op, e.call_site));
     if (members_known && e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
       c.peer_counts.push_back(a2a_totals(e, seq, g, rank_in_group));
     if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
@@ -120,7 +124,7 @@ format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries,
 // check: the op is named from the lower rank's side ("send" = lower to higher), whichever side
 // recorded it, and the call site is left out (the two sides call from different places by design).
 format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int rank, const std::string& name,
-                               std::string* last_site) {
+                               std::string_view* last_site) {
   format::CommSnapshot c;
   c.name = name;
   c.size = 2;
@@ -128,12 +132,11 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
   const int peer = rank == pair.lo ? pair.hi : pair.lo;
   for (const auto& [e, seq] : side.calls) {
     if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // a batch's calls share a number: keep the first
-    FrEntry as_lower = *e;
-    if (pair.src >= 0) as_lower.op = format::CollectiveOp::kSend;  // one direction: named as its sender sees it
+    format::CollectiveOp as_lower = e->op;
+    if (pair.src >= 0) as_lower = format::CollectiveOp::kSend;  // one direction: named as its sender sees it
     else if (rank != pair.lo)
-      as_lower.op = e->op == format::CollectiveOp::kSend ? format::CollectiveOp::kRecv : format::CollectiveOp::kSend;
-    as_lower.call_site.clear();
-    c.ring.push_back(record_of(as_lower, seq, peer));
+      as_lower = e->op == format::CollectiveOp::kSend ? format::CollectiveOp::kRecv : format::CollectiveOp::kSend;
+    c.ring.push_back(record_of(*e, seq, peer, as_lower, {}));
     if (!e->call_site.empty()) *last_site = e->call_site;
   }
   c.next_seq = side.next_seq;
@@ -199,13 +202,24 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   out.version = dumps.begin()->second.version;
 
   // Groups of the whole job, by name; descs that repeat get ":<name>" so names stay unique.
+  // A corrupt dump can name any rank ("ranks": [0, 16777216]): the world it implies is bounded as
+  // run.json's is, before anything is sized by it.
   int world = 0;
+  auto claim = [&](int rank, int largest, const std::string& what) -> Status {
+    if (largest < 0 || largest >= format::kMaxWorldSize)
+      return corrupt(fmt::format("rank {}'s dump: {} names rank {}, past the {} ranks a job can have (a corrupt dump)",
+                                 rank, what, largest, format::kMaxWorldSize));
+    world = std::max(world, largest + 1);
+    return {};
+  };
   for (const auto& [rank, d] : dumps) {
-    world = std::max(world, rank + 1);
+    if (Status s = claim(rank, rank, "its file name"); !s.ok()) return s;
     for (const auto& [name, g] : d.groups)
-      if (!g.ranks.empty()) world = std::max(world, g.ranks.back() + 1);
+      if (!g.ranks.empty())
+        if (Status s = claim(rank, g.ranks.back(), "group " + name); !s.ok()) return s;
     for (const auto& ranks : d.unnamed_group_ranks)
-      if (!ranks.empty()) world = std::max(world, ranks.back() + 1);
+      if (!ranks.empty())
+        if (Status s = claim(rank, ranks.back(), "an unnamed group"); !s.ok()) return s;
   }
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
   for (auto& [rank, d] : dumps) resolve_pg_status(d);
@@ -233,20 +247,117 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   std::set<std::string> p2p_groups;
 
   const DumpTime when = bound_dump_time(dumps, comm_name);
-  // A row with work enqueued past what completed is pending, unless the rank's own entries show
-  // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
-  // every entry completed).
-  for (const auto& [rank, d] : dumps) {
-    out.status_rows += d.status_by_pg_id.size();
+
+  // Each rank's groups with its place in each, in the groups' name order (the order its
+  // communicators take): one pass over the groups, not a search of every group per rank.
+  struct Membership {
+    const std::string* name;
+    const FrGroup* group;
+    int rank_in_group;
+    const std::string* comm_name;
+    bool members_known;
+  };
+  std::vector<std::vector<Membership>> member_of(static_cast<size_t>(world));
+  for (const auto& [name, g] : groups) {
+    const std::string* cname = &comm_name[name];
+    const bool known = !job_groups.members_guessed.count(name);
+    for (size_t i = 0; i < g.ranks.size(); ++i) {
+      const int r = g.ranks[i];
+      if (r < 0 || r >= world) continue;
+      auto& mine = member_of[size_t(r)];
+      if (!mine.empty() && mine.back().group == &g) continue;  // listed twice: its first place, as before
+      mine.push_back({&name, &g, int(i), cname, known});
+    }
+  }
+
+  // Each rank's snapshot is its own work (its dump, the job-wide tables read only): built over the
+  // cores. What is shared (the metadata's pair communicators, the counts) is merged after, in rank
+  // order, so the result does not depend on the threads.
+  struct RankOut {
+    format::FlightRecorderSnapshot snapshot;
+    std::vector<std::pair<std::string, std::pair<int, int>>> pair_groups;  // (name, ranks) of its pair communicators
+    bool status_pending = false;
+  };
+  std::vector<const std::pair<const int, FrDump>*> in_order;
+  for (const auto& rd : dumps) in_order.push_back(&rd);
+  std::vector<RankOut> built(in_order.size());
+  auto build = [&](size_t k) {
+    const int r = in_order[k]->first;
+    const FrDump& d = in_order[k]->second;
+    RankOut& o = built[k];
+    const std::vector<GroupEntries> by_group = entries_by_group(d);
+    // A row with work enqueued past what completed is pending, unless the rank's own entries show
+    // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
+    // every entry completed).
     for (const auto& [id, st] : d.status_by_pg_id) {
       if (st.last_enqueued <= st.last_completed) continue;
       int64_t completed = st.last_completed;
       auto name = d.pg_id_names.find(id);
-      for (const FrEntry& e : d.entries)
-        if (e.completed && (name == d.pg_id_names.end() || e.group == name->second))
-          completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
-      out.status_pending = out.status_pending || st.last_enqueued > completed;
+      auto take = [&](const FrEntry& e) {
+        if (e.completed) completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
+      };
+      if (name == d.pg_id_names.end()) {
+        for (const FrEntry& e : d.entries) take(e);
+      } else if (const GroupEntries* mine = find_group(by_group, name->second)) {
+        for (const FrEntry* e : mine->entries) take(*e);
+      }
+      o.status_pending = o.status_pending || st.last_enqueued > completed;
     }
+    format::FlightRecorderSnapshot& s = o.snapshot;
+    s.schema_version = format::kFlightSchemaVersion;
+    s.rank = r;
+    s.world_size = world;
+    s.run_id = "pytorch-fr";
+    // Every dump is written at the same incident; its time is only bounded from below (fr_dump_time.h).
+    s.live.heartbeat_ns = when.now_ns;
+    s.start_ns = when.earliest_ns;  // a rank with no entries is idle for at most the dumps' span
+    s.live.process_state = format::ProcessState::kRunning;
+    s.live.clock_uncertainty_ns = -1;
+    std::string_view last_site;
+    const std::map<std::string, GroupProgress>* rank_progress = nullptr;
+    if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
+    static const std::vector<const FrEntry*> kNone;
+    if (size_t(r) < member_of.size()) {
+      for (const Membership& m : member_of[size_t(r)]) {
+        const GroupEntries* mine = find_group(by_group, *m.name);
+        s.comms.push_back(collective_comm(mine ? mine->entries : kNone, *m.comm_name, *m.group, m.rank_in_group,
+                                          rank_progress ? find_or_null(*rank_progress, *m.name) : nullptr,
+                                          m.members_known, &last_site));
+      }
+    }
+    if (auto it = pairs_of.find(r); it != pairs_of.end()) {
+      for (const auto& [pair, side] : it->second) {
+        const std::string& group_name = short_name.at(pair->group);
+        std::string pname =
+            pair->src < 0 ? fmt::format("{} p2p {}-{}", group_name, pair->lo, pair->hi)
+                          : fmt::format("{} p2p {}->{}", group_name, pair->src, pair->src == pair->lo ? pair->hi : pair->lo);
+        s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
+        o.pair_groups.push_back({std::move(pname), {pair->lo, pair->hi}});
+      }
+    }
+    for (auto& c : s.comms) c.index = int(&c - s.comms.data());
+    format::ThreadSnapshot main;
+    main.name = "main";
+    if (!last_site.empty()) {
+      main.stack.push_back({format::intern_name(last_site), 0});
+      main.depth = 1;
+    }
+    s.threads.push_back(std::move(main));
+    if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
+  };
+  {
+    std::atomic<size_t> next_rank{0};
+    auto work = [&] {
+      for (size_t k = next_rank++; k < in_order.size(); k = next_rank++) build(k);
+    };
+    std::vector<std::jthread> pool;
+    const size_t n = std::min<size_t>({in_order.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+  }
+  for (size_t k = 0; k < in_order.size(); ++k) {
+    out.status_rows += in_order[k]->second.status_by_pg_id.size();
+    out.status_pending = out.status_pending || built[k].status_pending;
   }
   // A rank that left no dump is evidence too: every rank dumps on demand or on the watchdog's
   // signal, so a job with a dump missing is not judged healthy.
@@ -259,6 +370,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   out.run.problems = job_groups.notes;
   out.run.world_size = world;
   out.run.ranks.resize(size_t(world));
+  size_t built_at = 0;  // `built` is in rank order, as `dumps`
   for (int r = 0; r < world; ++r) {
     format::RankFiles& rf = out.run.ranks[size_t(r)];
     rf.rank = r;
@@ -279,53 +391,18 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     if (d.partial) out.partial.push_back(r);
     out.timing = out.timing || d.timing;
     out.entries += d.entries.size();
+    std::string_view last_backend;  // pooled (fr_dump.h): consecutive entries share one
     for (const FrEntry& e : d.entries) {
-      if (!e.backend.empty() && std::find(out.backends.begin(), out.backends.end(), e.backend) == out.backends.end())
-        out.backends.push_back(e.backend);
       out.event_backend = out.event_backend || e.signal == CompletionSignal::kState;
+      if (e.backend.empty() || e.backend.data() == last_backend.data()) continue;
+      last_backend = e.backend;
+      if (std::find(out.backends.begin(), out.backends.end(), e.backend) == out.backends.end())
+        out.backends.emplace_back(e.backend);
     }
-    format::FlightRecorderSnapshot s;
-    s.schema_version = format::kFlightSchemaVersion;
-    s.rank = r;
-    s.world_size = world;
-    s.run_id = "pytorch-fr";
-    // Every dump is written at the same incident; its time is only bounded from below (fr_dump_time.h).
-    s.live.heartbeat_ns = when.now_ns;
-    s.start_ns = when.earliest_ns;  // a rank with no entries is idle for at most the dumps' span
-    s.live.process_state = format::ProcessState::kRunning;
-    s.live.clock_uncertainty_ns = -1;
-    std::string last_site;
-    const std::map<std::string, GroupProgress>* rank_progress = nullptr;
-    if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
-    std::map<std::string, std::vector<const FrEntry*>> entries_of;  // by group name, oldest first
-    for (const FrEntry& e : d.entries) entries_of[e.group].push_back(&e);
-    static const std::vector<const FrEntry*> kNone;
-    for (const auto& [name, g] : groups) {
-      auto pos = std::find(g.ranks.begin(), g.ranks.end(), r);
-      if (pos == g.ranks.end()) continue;
-      auto mine = entries_of.find(name);
-      s.comms.push_back(collective_comm(mine == entries_of.end() ? kNone : mine->second, comm_name[name], g,
-                                        int(pos - g.ranks.begin()),
-                                        rank_progress ? find_or_null(*rank_progress, name) : nullptr,
-                                        !job_groups.members_guessed.count(name), &last_site));
-    }
-    for (const auto& [pair, side] : pairs_of[r]) {
-      const std::string pname =
-          pair->src < 0 ? fmt::format("{} p2p {}-{}", short_name[pair->group], pair->lo, pair->hi)
-                        : fmt::format("{} p2p {}->{}", short_name[pair->group], pair->src, pair->src == pair->lo ? pair->hi : pair->lo);
-      if (p2p_groups.insert(pname).second) meta.groups.push_back({pname, {pair->lo, pair->hi}});
-      s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
-    }
-    for (auto& c : s.comms) c.index = int(&c - s.comms.data());
-    format::ThreadSnapshot main;
-    main.name = "main";
-    if (!last_site.empty()) {
-      main.stack.push_back({format::intern_name(last_site), 0});
-      main.depth = 1;
-    }
-    s.threads.push_back(std::move(main));
-    if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
-    rf.flight = std::move(s);
+    RankOut& o = built[built_at++];
+    for (auto& [pname, ranks] : o.pair_groups)
+      if (p2p_groups.insert(pname).second) meta.groups.push_back({std::move(pname), {ranks.first, ranks.second}});
+    rf.flight = std::move(o.snapshot);
   }
   out.run.metadata = std::move(meta);
   std::string backends;

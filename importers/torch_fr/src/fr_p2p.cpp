@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+
+#include "fr_entry_groups.h"
 
 #include "rankscope/format/vocabulary.h"
 
@@ -14,7 +17,7 @@ namespace {
 constexpr int64_t kAlignedSlack = 64;
 
 struct Key {
-  std::string group;
+  std::string_view group;  // a view of an entry's group name: the dumps outlive the pairing
   int lo, hi;
   bool operator<(const Key& o) const { return std::tie(group, lo, hi) < std::tie(o.group, o.lo, o.hi); }
 };
@@ -24,31 +27,40 @@ struct Key {
 std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups,
                                const std::map<int, std::map<std::string, GroupProgress>>& progress) {
   std::map<Key, std::map<int, std::vector<const FrEntry*>>> calls;
-  std::map<std::pair<int, std::string>, std::set<int>> peers_of;  // (rank, group) -> global peers
+  std::map<std::pair<int, std::string_view>, std::set<int>> peers_of;  // (rank, group) -> global peers
   // Every entry carries the group's p2p counter as it stood when it was recorded (FlightRecorder's
   // record() gets seqCollective_ and seqP2P_ alike), so a collective after the last send/recv still
   // says how many send/recv the rank had posted on that group.
-  std::map<std::pair<int, std::string>, int64_t> p2p_counter;
+  std::map<std::pair<int, std::string_view>, int64_t> p2p_counter;
   for (const auto& [rank, d] : dumps) {
-    for (const FrEntry& e : d.entries) {
-      auto [c, fresh] = p2p_counter.try_emplace({rank, e.group}, e.p2p_seq);
-      if (!fresh) c->second = std::max(c->second, e.p2p_seq);
-      if (!e.is_p2p) continue;
-      auto g = groups.find(e.group);
-      if (g == groups.end() || e.peer_in_group < 0 || e.peer_in_group >= int(g->second.ranks.size())) continue;
-      const int peer = g->second.ranks[size_t(e.peer_in_group)];
-      const auto [lo, hi] = std::minmax(rank, peer);
-      calls[{e.group, lo, hi}][rank].push_back(&e);
-      peers_of[{rank, e.group}].insert(peer);
+    // Group by group (fr_entry_groups.h): the maps are touched per group and per send/recv, not
+    // per entry.
+    for (const GroupEntries& by_group : entries_by_group(d)) {
+      int64_t counter = by_group.entries.front()->p2p_seq;
+      const auto g = groups.find(std::string(by_group.name));
+      int last_peer = -1;
+      std::set<int>* peers = nullptr;
+      for (const FrEntry* entry : by_group.entries) {
+        const FrEntry& e = *entry;
+        counter = std::max(counter, e.p2p_seq);
+        if (!e.is_p2p) continue;
+        if (g == groups.end() || e.peer_in_group < 0 || e.peer_in_group >= int(g->second.ranks.size())) continue;
+        const int peer = g->second.ranks[size_t(e.peer_in_group)];
+        const auto [lo, hi] = std::minmax(rank, peer);
+        calls[{by_group.name, lo, hi}][rank].push_back(&e);
+        if (!peers) peers = &peers_of[{rank, by_group.name}];
+        if (peer != last_peer) peers->insert(last_peer = peer);
+      }
+      p2p_counter.emplace(std::pair(rank, by_group.name), counter);
     }
   }
   std::vector<PairComm> out;
   for (const auto& [key, by_rank] : calls) {
     PairComm p;
-    p.group = key.group;
+    p.group = std::string(key.group);
     p.lo = key.lo;
     p.hi = key.hi;
-    const size_t members = groups.at(key.group).ranks.size();
+    const size_t members = groups.at(p.group).ranks.size();
     // Aligned: every side that shows send/recv on the group shows them only with the other side,
     // and where both show some, their numbers are one count.
     p.aligned = true;
@@ -81,7 +93,7 @@ std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::ma
         // The side's pg_status row, when it counts send/recv, sees past the window. A dump with
         // no row (no pg_status, or an id no rule could name) falls back on the entries.
         if (auto r = progress.find(side); r != progress.end()) {
-          if (auto g = r->second.find(key.group); g != r->second.end() && g->second.numbering == SeqNumbering::kP2P) {
+          if (auto g = r->second.find(p.group); g != r->second.end() && g->second.numbering == SeqNumbering::kP2P) {
             issued = std::max(issued, g->second.status.last_enqueued);
             completed = std::max(completed, g->second.status.last_completed);
           }

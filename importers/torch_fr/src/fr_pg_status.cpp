@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "fr_entry_groups.h"
+
 namespace rankscope::torch_fr {
 namespace {
 
@@ -70,8 +72,7 @@ std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::ma
   // leaves it unknown for good).
   std::map<std::string, std::pair<SeqNumbering, bool>> agreed;
   for (const auto& [rank, d] : dumps) {
-    std::map<std::string, const FrEntry*> newest;
-    for (const FrEntry& e : d.entries) newest[e.group] = &e;  // entries are oldest first
+    const std::vector<GroupEntries> by_group = entries_by_group(d);  // oldest first
     for (const auto& [group, st] : d.status) {
       GroupProgress p;
       p.status = st;
@@ -79,8 +80,8 @@ std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::ma
       // completed last, a collective was enqueued last), so the completed one is in the other
       // numbering and says nothing here.
       if (p.status.last_completed > p.status.last_enqueued) p.status.last_completed = -1;
-      if (auto it = newest.find(group); it != newest.end()) {
-        const FrEntry& e = *it->second;
+      if (const GroupEntries* mine = find_group(by_group, group)) {
+        const FrEntry& e = *mine->entries.back();
         if (e.is_p2p && e.p2p_seq == st.last_enqueued) p.numbering = SeqNumbering::kP2P;
         else if (!e.is_p2p && e.collective_seq == st.last_enqueued) p.numbering = SeqNumbering::kCollective;
         if (p.numbering != SeqNumbering::kUnknown) {

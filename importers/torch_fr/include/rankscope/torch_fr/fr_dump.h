@@ -38,30 +38,34 @@ struct FrStatus {
 // (and a start event with TORCH_NCCL_ENABLE_TIMING), so `state` is the truth and `retired` without
 // "completed" means timed out or aborted. Gloo records no events: every entry stays "scheduled", and
 // its worker thread retires an entry when the work finished.
-enum class CompletionSignal { kState, kRetired };
+enum class CompletionSignal : uint8_t { kState, kRetired };
 
+// One entry of the ring. 1024 ranks x 2000 entries are two million of these, all alive until the
+// import ends: the texts every entry repeats (backend, state, call site, the group's desc, the
+// profiling name) are pooled views (format/name_pool.h), not a heap string each, and the fields are
+// ordered so that the struct has no padding holes.
 struct FrEntry {
-  std::string group;              // group name
-  std::string_view group_desc;    // as the entry names it (process_group[1]); pooled (format/name_pool.h)
+  std::string group;              // group name (short: torch numbers its groups, so no heap allocation)
+  std::string_view group_desc;    // as the entry names it (process_group[1]); pooled
+  std::string_view profiling_name;  // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"; pooled
+  std::string_view backend;       // the profiling name's prefix: "nccl", "gloo", "" when none; pooled
+  std::string_view state;         // "scheduled", "started", "completed"; pooled
+  std::string_view call_site;     // innermost frame outside torch: "name (file:line)", "" without frames; pooled
   int64_t pg_id = -1;             // process-local, never compared across ranks
-  bool is_p2p = false;
   int64_t collective_seq = 0;
   int64_t p2p_seq = 0;
-  std::string_view profiling_name;  // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"; pooled
-  std::string backend;            // the profiling name's prefix: "nccl", "gloo", "" when none
-  format::CollectiveOp op = format::CollectiveOp::kUnknown;
-  int peer_in_group = -1;         // send/recv: the other side, group-local
-  format::DataType dtype = format::DataType::kUnknown;
   uint64_t numel = 0;             // elements over all input tensors
   uint64_t out_numel = 0;         // elements over all output tensors
-  std::string state;              // "scheduled", "started", "completed"
-  bool retired = false;
-  bool has_duration = false;
   int64_t timeout_ms = 0;         // the process group's timeout for this work (0: not recorded)
   int64_t time_created_ns = 0;
   int64_t time_started_ns = 0;    // 0: absent
   int64_t time_completed_ns = 0;  // 0: absent
-  std::string call_site;          // innermost frame outside torch: "name (file:line)", "" without frames
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  int peer_in_group = -1;         // send/recv: the other side, group-local
+  format::DataType dtype = format::DataType::kUnknown;
+  bool is_p2p = false;
+  bool retired = false;
+  bool has_duration = false;
   // Decided once the whole dump is read (the backend's rule needs the other entries):
   CompletionSignal signal = CompletionSignal::kState;
   bool completed = false;
