@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "rankscope/analyzers/diff/run_diff.h"
 #include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
@@ -225,6 +226,34 @@ nlohmann::json startup_json() {
 TEST(HtmlReport, StartupRendersInChromium) {
   // phases per rank
   check_renders(startup_json(), "html_report_startup", 1);
+}
+
+// A diff report (what `rankscope diff` makes of a run whose backward got slower), as a DiffReport.
+nlohmann::json diff_json() {
+  analyzers::DiffReport r;
+  r.base_dir = "runs/yesterday";
+  r.new_dir = "runs/today";
+  r.base_ranks = r.new_ranks = 8;
+  r.base_steps = r.new_steps = 100;
+  r.base_step_ms = 410;
+  r.new_step_ms = 480;
+  r.noise_ms = 8;
+  r.significant = true;
+  r.base_mean_ms = 412;
+  r.new_mean_ms = 483;
+  r.mean_delta_ms = 71;
+  r.parts = {{"compute in backward", 200, 255, 55, "backward/block*/attn went from 60 ms to 115 ms a step (1.92x)"},
+             {"collective wait", 10, 26, 16, "a new straggler: rank 5 (arrives late), costing 16 ms a step"},
+             {"compute in forward", 150, 150, 0, ""},
+             {"collective transfer", 52, 52, 0, ""}};
+  r.settings = {{"versions.nccl", "2.21.5", "2.23.4"}};
+  r.headline = "SLOWER: 410 ms a step in BASE, 480 ms in NEW (+17.1%); most of it is compute in backward";
+  return analyzers::diff_report_json(r);
+}
+
+TEST(HtmlReport, DiffRendersInChromium) {
+  // the waterfall, each part in both runs
+  check_renders(diff_json(), "html_report_diff", 2);
 }
 
 TEST(HtmlReport, ScalingRendersInChromium) {

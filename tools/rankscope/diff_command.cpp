@@ -4,13 +4,14 @@
 #include <string>
 
 #include "rankscope/analyzers/diff/run_diff.h"
+#include "report_output.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
 namespace {
 
 constexpr const char* kDiffHelp =
-    "usage: rankscope diff BASE NEW [--json FILE] [--quiet]\n\n"
+    "usage: rankscope diff BASE NEW [--json FILE] [--html FILE] [--quiet]\n\n"
     "Compares two runs (run directories of any source: our probe, rankscope import-nsys or\n"
     "import-kineto, a gathered run): the median step time of each with the noise its own spread allows,\n"
     "then where the mean step's change went, in parts that add up to it (compute per top-level range,\n"
@@ -19,23 +20,24 @@ constexpr const char* kDiffHelp =
     "settings that differ in run.json, with the factor a longer sequence predicts for attention.\n\n"
     "  --json FILE   write the report as JSON (kind rankscope.diff, schema_version 1); '-' = stdout,\n"
     "                and then the text goes to stderr\n"
+    "  --html FILE   write a self-contained HTML report (the waterfall, each part in both runs)\n"
     "  --quiet, -q   no text report\n\n"
     "exit status: 0 no significant difference, 1 NEW differs, 2 bad arguments or unreadable runs\n";
 
 }  // namespace
 
 int diff_command(Args args) {
-  std::string base, now, json_path;
-  bool quiet = false;
+  std::string base, now;
+  ReportOutputs outputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kDiffHelp, stdout);
       return 0;
-    } else if (a == "--json" && i + 1 < args.size()) {
-      json_path = args[++i];
+    } else if ((a == "--json" || a == "--html") && i + 1 < args.size()) {
+      (a == "--json" ? outputs.json_path : outputs.html_path) = std::string(args[++i]);
     } else if (a == "--quiet" || a == "-q") {
-      quiet = true;
+      outputs.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "rankscope diff: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kDiffHelp);
       return 2;
@@ -57,19 +59,8 @@ int diff_command(Args args) {
     std::fprintf(stderr, "rankscope diff: %s\n", r.status().message().c_str());
     return 2;
   }
-  if (!quiet) std::fputs(analyzers::diff_report_text(*r).c_str(), json_path == "-" ? stderr : stdout);
-  if (!json_path.empty()) {
-    const std::string j = analyzers::diff_report_json(*r).dump(2);
-    if (json_path == "-") {
-      std::printf("%s\n", j.c_str());
-    } else if (std::FILE* f = std::fopen(json_path.c_str(), "w")) {
-      std::fprintf(f, "%s\n", j.c_str());
-      std::fclose(f);
-    } else {
-      std::fprintf(stderr, "rankscope diff: cannot write %s\n", json_path.c_str());
-      return 2;
-    }
-  }
+  if (!outputs.quiet) std::fputs(analyzers::diff_report_text(*r).c_str(), outputs.json_path == "-" ? stderr : stdout);
+  if (!write_report_outputs(analyzers::diff_report_json(*r), outputs, "rankscope diff: " + base + " vs " + now)) return 2;
   return r->significant ? 1 : 0;
 }
 

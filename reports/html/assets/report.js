@@ -3,7 +3,8 @@
 // Is: the charts and tables of the skew report (per-rank breakdown, GPU time by range when there
 // are kernel records, time per top-level range,
 // rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
-// report (time vs T on log-log axes, tokens/s), and of the start-up report (phases per rank). When
+// report (time vs T on log-log axes, tokens/s), of the start-up report (phases per rank), and of
+// the diff report (the waterfall of a step's change, each part in both runs, settings). When
 // done it marks <body> with data-rankscope-rendered="yes" and the number of charts and points
 // drawn, and counts script errors in data-rankscope-errors, so a headless browser can tell that
 // the report rendered.
@@ -479,11 +480,53 @@
     problems(data.problems);
   }
 
+  // --- diff ---
+
+  function diff(data) {
+    document.getElementById('summary').textContent = 'BASE ' + data.base.run_dir + ' (' + fmt(data.base.step_ms_median, 1) +
+      ' ms a step) · NEW ' + data.new.run_dir + ' (' + fmt(data.new.step_ms_median, 1) + ' ms) · noise ' + fmt(data.noise_ms, 1) + ' ms';
+    var ol = document.getElementById('finding-list');
+    ol.appendChild(el('li', {}, data.headline));
+    data.explanations.forEach(function (e) { ol.appendChild(el('li', {}, e)); });
+    var parts = data.waterfall;
+    // The waterfall: BASE's mean step, each part's change floating from where the last one ended, NEW.
+    var labels = ['BASE'], bars = [[0, data.base.mean_step_ms]], colors = [color(0)];
+    var at = data.base.mean_step_ms;
+    parts.forEach(function (p) {
+      labels.push(p.name);
+      bars.push([at, at + p.delta_ms]);
+      colors.push(p.delta_ms > 0 ? '#e15759' : '#59a14f');
+      at += p.delta_ms;
+    });
+    labels.push('NEW');
+    bars.push([0, data.new.mean_step_ms]);
+    colors.push(color(0));
+    chart(panel('Where the mean step\'s change went', 'ms per step: BASE, each part\'s change (red slower, green faster), NEW; the parts add up', 1100, 360), {
+      type: 'bar',
+      data: { labels: labels, datasets: [{ label: 'ms per step', data: bars, backgroundColor: colors }] },
+      options: { plugins: { legend: { display: false } } }
+    });
+    chart(panel('Each part in both runs', 'mean ms per step, over the ranks', 1100, Math.max(220, 34 * parts.length)), {
+      type: 'bar',
+      data: { labels: parts.map(function (p) { return p.name; }), datasets: [
+        { label: 'BASE', backgroundColor: color(0), data: parts.map(function (p) { return p.base_ms; }) },
+        { label: 'NEW', backgroundColor: color(1), data: parts.map(function (p) { return p.new_ms; }) }] },
+      options: { indexAxis: 'y' }
+    });
+    table('Waterfall', ['part', 'BASE ms', 'NEW ms', 'change ms', 'cause'], parts.map(function (p) {
+      return [p.name, fmt(p.base_ms, 2), fmt(p.new_ms, 2), (p.delta_ms > 0 ? '+' : '') + fmt(p.delta_ms, 2), p.cause === null ? '' : p.cause];
+    }));
+    if (data.settings.length)
+      table('Settings that differ', ['setting', 'BASE', 'NEW'], data.settings.map(function (x) { return [x.key, x.base || '(absent)', x.new || '(absent)']; }));
+    problems(data.problems);
+  }
+
   try {
     var data = JSON.parse(document.getElementById('rankscope-data').textContent);
     if (data.kind === 'rankscope.skew') skew(data);
     else if (data.kind === 'rankscope.scaling') scaling(data);
     else if (data.kind === 'rankscope.startup') startup(data);
+    else if (data.kind === 'rankscope.diff') diff(data);
     else throw new Error('unknown report kind ' + data.kind);
     body.setAttribute('data-rankscope-rendered', 'yes');
   } catch (e) {

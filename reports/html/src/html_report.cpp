@@ -69,8 +69,9 @@ Result<std::string> fill_template(std::string_view tmpl, std::initializer_list<S
 
 Result<std::string> render_html_report(const nlohmann::json& data, std::string_view title) {
   const std::string kind = data.is_object() ? data.value("kind", std::string()) : std::string();
-  if (kind != "rankscope.skew" && kind != "rankscope.scaling" && kind != "rankscope.startup") {
-    return invalid_argument(fmt::format("cannot render a report of kind '{}' as HTML (rankscope.skew, rankscope.scaling or rankscope.startup)", kind));
+  if (kind != "rankscope.skew" && kind != "rankscope.scaling" && kind != "rankscope.startup" && kind != "rankscope.diff") {
+    return invalid_argument(fmt::format("cannot render a report of kind '{}' as HTML (rankscope.skew, rankscope.scaling, "
+                                        "rankscope.startup or rankscope.diff)", kind));
   }
   const std::string escaped_title = html_escape(title);
   const std::string json = script_safe_json(data);
