@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <string>
 
 namespace rankscope::analyzers {
 
@@ -26,10 +27,28 @@ std::string this_boot_id() {
   return id;
 }
 
+namespace {
+
+// A process that has exited but was not yet reaped by its parent (a zombie, 'Z', or dying, 'X')
+// still answers kill(pid, 0): its /proc/PID/stat state (the letter after the last ')', since the
+// command name may hold one) says it is gone. A launcher reaps its ranks a moment after they die,
+// so a verdict taken in that moment would otherwise read a dead rank as alive (issue 36).
+bool has_exited(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  const char state = stat[close + 2];
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace
+
 Liveness process_liveness(const std::string& host, int pid, const std::string& boot_id) {
   if (pid <= 0 || host != this_host_name()) return Liveness::kUnknown;
   if (!boot_id.empty() && boot_id != this_boot_id()) return Liveness::kUnknown;
-  if (::kill(pid, 0) == 0 || errno == EPERM) return Liveness::kAlive;
+  if (::kill(pid, 0) == 0 || errno == EPERM) return has_exited(pid) ? Liveness::kGone : Liveness::kAlive;
   return Liveness::kGone;
 }
 

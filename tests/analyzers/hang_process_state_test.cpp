@@ -100,6 +100,30 @@ TEST(ProcessState, ARealStoppedProcessReadsStopped) {
   EXPECT_EQ(procs.status("some-other-host", child.pid()).state, OsRunState::kUnknown);
 }
 
+// Issue 36: a rank that died a moment ago and was not reaped yet (a zombie) answers kill(pid, 0);
+// it is gone all the same, so a crash is not read as a lagging rank with a fresh heartbeat.
+TEST(ProcessState, AnExitedProcessNotYetReapedIsGone) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  // Wait for the child to exit without reaping it.
+  bool zombie = false;
+  for (int i = 0; i < 200 && !zombie; ++i) {
+    std::ifstream in("/proc/" + std::to_string(child) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    zombie = stat.find(") Z") != std::string::npos;
+    if (!zombie) ::usleep(10000);
+  }
+  ASSERT_TRUE(zombie);
+  ASSERT_EQ(::kill(child, 0), 0);  // what a pid check alone sees
+  SystemProcessTable procs;
+  EXPECT_EQ(procs.liveness(procs.local_host(), child), Liveness::kGone);
+  EXPECT_EQ(procs.liveness(procs.local_host(), ::getpid()), Liveness::kAlive);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
 TEST(HangFrozen, StoppedRankWithAFakeProcessTableIsFrozenNotRunning) {
   // Rank 3 stops beating at step 3 (synth's crash leaves a stale heartbeat); its pid is alive and
   // every thread is stopped.
