@@ -521,5 +521,19 @@ TEST(NsysImport, CliImportThenSkewWithProvenance) {
   fs::remove_all(dir);
 }
 
+// Issue 33: ranks from file names other tools write (HTA's naming, steps and times beside the rank).
+TEST(RankFromFileName, TheNumberAfterRankOrWorkerWins) {
+  const std::vector<const char*> kineto = {".gz", ".json", ".pt.trace"};
+  std::string stem, rule;
+  EXPECT_EQ(rank_from_file_name("rank-1.Apr_03_18_51_38.1102.pt.trace.json.gz", kineto, &stem, &rule), 1);
+  EXPECT_NE(rule.find("after 'rank'"), std::string::npos) << rule;
+  EXPECT_EQ(rank_from_file_name("trace_rank_5_step_100.json.gz", kineto, &stem, &rule), 5);
+  EXPECT_EQ(rank_from_file_name("worker0.1712345678901.pt.trace.json", kineto, &stem, &rule), 0);
+  EXPECT_EQ(rank_from_file_name("RANK12_node3.json", kineto, &stem, &rule), 12);
+  EXPECT_EQ(rank_from_file_name("rep_12.sqlite", {".sqlite"}, &stem, &rule), 12);
+  EXPECT_NE(rule.find("last number"), std::string::npos) << rule;
+  EXPECT_EQ(rank_from_file_name("trace.1712345678901.json", kineto, &stem, &rule), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rankscope::nsys

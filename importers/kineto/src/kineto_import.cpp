@@ -100,14 +100,14 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     const KinetoTrace& t = traces[i];
     RankChoice& c = choices[i];
     c.trace = i;
-    std::string stem;
-    const auto from_name = nsys::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem);
+    std::string stem, rule;
+    const auto from_name = nsys::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem, &rule);
     if (t.rank) {
       c.rank = *t.rank;
       c.identity = "distributedInfo.rank";  // a number in the file name may be a pid: not compared
     } else if (from_name) {
       c.rank = *from_name;
-      c.identity = fmt::format("number in the file name '{}' (no distributedInfo.rank)", stem);
+      c.identity = fmt::format("{} (no distributedInfo.rank)", rule);
     } else {
       return invalid_argument(fmt::format("{}: cannot tell which rank this is: no distributedInfo.rank and no number in the "
                                           "file name; hint: name traces by rank (rank3.json.gz), rankscope never numbers "

@@ -44,7 +44,8 @@ void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) 
   for (auto& t : pool) t.join();
 }
 
-std::optional<int> rank_from_file_name(const fs::path& file, const std::vector<const char*>& extensions, std::string* stem_out) {
+std::optional<int> rank_from_file_name(const fs::path& file, const std::vector<const char*>& extensions, std::string* stem_out,
+                                       std::string* rule_out) {
   std::string stem = file.filename().string();
   for (const char* ext : extensions) {
     if (stem.size() > std::strlen(ext) && stem.compare(stem.size() - std::strlen(ext), std::string::npos, ext) == 0) {
@@ -52,11 +53,32 @@ std::optional<int> rank_from_file_name(const fs::path& file, const std::vector<c
     }
   }
   *stem_out = stem;
+  auto number_at = [&](size_t b) -> std::optional<int> {
+    size_t e = b;
+    while (e < stem.size() && std::isdigit(static_cast<unsigned char>(stem[e]))) ++e;
+    if (e == b || e - b > 7) return std::nullopt;
+    return std::stoi(stem.substr(b, e - b));
+  };
+  // A number right after "rank" or "worker" ("rank-1.Apr_03_18_51_38.1102", HTA's naming;
+  // "trace_rank_5_step_100"; "worker0.1712345678901"): other numbers there are pids, steps, times.
+  std::string lower = stem;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"rank", "worker"}) {
+    for (size_t at = lower.find(word); at != std::string::npos; at = lower.find(word, at + 1)) {
+      size_t b = at + std::strlen(word);
+      while (b < stem.size() && (stem[b] == '-' || stem[b] == '_' || stem[b] == '.' || stem[b] == '=')) ++b;
+      if (auto n = number_at(b)) {
+        if (rule_out) *rule_out = fmt::format("the number after '{}' in the file name '{}'", stem.substr(at, std::strlen(word)), stem);
+        return n;
+      }
+    }
+  }
   size_t e = stem.size();
   while (e > 0 && !std::isdigit(static_cast<unsigned char>(stem[e - 1]))) --e;
   size_t b = e;
   while (b > 0 && std::isdigit(static_cast<unsigned char>(stem[b - 1]))) --b;
   if (b == e || e - b > 7) return std::nullopt;
+  if (rule_out) *rule_out = fmt::format("the last number in the file name '{}'", stem);
   return std::stoi(stem.substr(b, e - b));
 }
 

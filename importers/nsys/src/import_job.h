@@ -26,11 +26,13 @@ namespace rankscope::nsys {
 // Runs fn(i) for i in [0, n) on up to `threads` workers (0: one per core).
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
 
-// The number in "rep_12.sqlite" / "rank3-node7.json.gz" (the last one before the extensions in
-// `extensions`, which are stripped from the end in order); nullopt without one. `stem_out` gets
-// the name without them.
+// The rank a file name gives, the extensions in `extensions` stripped from the end in order: the
+// number right after "rank" or "worker" ("rank-1.Apr_03_18_51_38.1102.pt.trace.json.gz" -> 1,
+// "trace_rank_5_step_100" -> 5, "worker0.1712345678901" -> 0), else the last number ("rep_12.sqlite"
+// -> 12); nullopt without one (or one of more than 7 digits: a pid or a time). `stem_out` gets the
+// name without the extensions, `rule_out` (optional) which rule matched, in words.
 std::optional<int> rank_from_file_name(const std::filesystem::path& file, const std::vector<const char*>& extensions,
-                                       std::string* stem_out);
+                                       std::string* stem_out, std::string* rule_out = nullptr);
 
 // Exact on epoch-sized values (a double would round them to 256 ns).
 int64_t median_of(std::vector<int64_t> v);

@@ -98,8 +98,8 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
       RankChoice c;
       c.file = f;
       c.process = best;
-      std::string stem;
-      const auto from_name = rank_from_file_name(files[f], {".sqlite", ".nsys-rep", ".qdrep"}, &stem);
+      std::string stem, rule;
+      const auto from_name = rank_from_file_name(files[f], {".sqlite", ".nsys-rep", ".qdrep"}, &stem, &rule);
       if (scan.info.env_rank) {
         c.rank = *scan.info.env_rank;
         c.identity = fmt::format("{}={} in the recorded environment", scan.info.env_rank_variable, c.rank);
@@ -109,8 +109,7 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
         }
       } else if (from_name) {
         c.rank = *from_name;
-        c.identity = fmt::format("number in the file name '{}' (no rankscope:rank mark, no MPI_RANKS, no RANK in the "
-                                 "recorded environment)", stem);
+        c.identity = fmt::format("{} (no rankscope:rank mark, no MPI_RANKS, no RANK in the recorded environment)", rule);
       } else {
         return invalid_argument(fmt::format(
             "{}: cannot tell which rank this is: no rankscope:rank=R/W NVTX mark, no MPI_RANKS table (nsys profile -t mpi), "
