@@ -1,7 +1,9 @@
 // status.cpp — Status formatting and breadcrumbs.
 #include "rankscope/format/status.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace rankscope {
 
@@ -23,6 +25,11 @@ std::string Status::to_string() const {
   if (ok()) return "ok";
   if (breadcrumb_.empty()) return message_;
   return message_ + " (at " + breadcrumb_ + ")";
+}
+
+std::string Status::user_text() const {
+  const char* debug = std::getenv("RANKSCOPE_DEBUG");
+  return debug && *debug && std::string_view(debug) != "0" ? to_string() : message_;
 }
 
 Status& Status::add_breadcrumb(const char* file, int line) {

@@ -76,7 +76,7 @@ int export_command(Args args) {
     out.close();
     if (!fr.ok() || !out || std::rename(tmp.c_str(), chrome.c_str()) != 0) {
       std::remove(tmp.c_str());
-      std::fprintf(stderr, "rankscope export: %s\n", fr.ok() ? "write failed" : fr.status().to_string().c_str());
+      std::fprintf(stderr, "rankscope export: %s\n", fr.ok() ? "write failed" : fr.status().user_text().c_str());
       return 2;
     }
     std::printf("%s\nrankscope export: %s: %d ranks, %llu events\n", imp->summary.c_str(), chrome.c_str(), fr->ranks,
@@ -87,7 +87,7 @@ int export_command(Args args) {
   out.close();
   if (!summary.ok() || !out) {
     std::remove(tmp.c_str());
-    std::fprintf(stderr, "rankscope export: %s\n", summary.ok() ? "write failed" : summary.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope export: %s\n", summary.ok() ? "write failed" : summary.status().user_text().c_str());
     return 2;
   }
   if (std::rename(tmp.c_str(), chrome.c_str()) != 0) {

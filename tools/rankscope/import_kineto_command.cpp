@@ -67,7 +67,7 @@ int import_kineto_command(Args args) {
   }
   auto summary = kineto::import_kineto(inputs, out, options);
   if (!summary.ok()) {
-    std::fprintf(stderr, "rankscope import-kineto: %s\n", summary.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope import-kineto: %s\n", summary.status().user_text().c_str());
     return 2;
   }
   if (!quiet) print_import_summary("import-kineto", *summary, out);

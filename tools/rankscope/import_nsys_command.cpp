@@ -85,7 +85,7 @@ int import_nsys_command(Args args) {
   }
   auto summary = nsys::import_nsys(files, out, options);
   if (!summary.ok()) {
-    std::fprintf(stderr, "rankscope import-nsys: %s\n", summary.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope import-nsys: %s\n", summary.status().user_text().c_str());
     return 2;
   }
   if (!quiet) print_import_summary("import-nsys", *summary, out);

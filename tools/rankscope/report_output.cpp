@@ -54,7 +54,7 @@ bool write_report_outputs(const nlohmann::json& report, const ReportOutputs& out
   if (!outputs.html_path.empty()) {
     auto html = reports::render_html_report(report, title);
     if (!html.ok()) {
-      std::fprintf(stderr, "rankscope: %s\n", html.status().to_string().c_str());
+      std::fprintf(stderr, "rankscope: %s\n", html.status().user_text().c_str());
       return false;
     }
     if (Status s = reports::write_text_file(outputs.html_path, *html); !s.ok()) {

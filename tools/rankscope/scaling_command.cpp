@@ -99,7 +99,7 @@ int scaling_command(Args all_args) {
   if (auto stop = parse_report_args(args, "scaling", kScalingHelp, "sweep directory", sweep_dir, outputs)) return *stop;
   auto report = analyzers::analyze_scaling(sweep_dir, options);
   if (!report.ok()) {
-    std::fprintf(stderr, "rankscope scaling: %s\n", report.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope scaling: %s\n", report.status().user_text().c_str());
     return 2;
   }
   if (!outputs.quiet) print_text(*report, outputs.json_path == "-");

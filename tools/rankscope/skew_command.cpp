@@ -141,7 +141,7 @@ int skew_command(Args args) {
   }
   auto report = analyzers::analyze_skew(run_dir, options);
   if (!report.ok()) {
-    std::fprintf(stderr, "rankscope skew: %s\n", report.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope skew: %s\n", report.status().user_text().c_str());
     return 2;
   }
   auto meta = format::read_run_metadata(run_dir);

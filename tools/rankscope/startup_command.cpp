@@ -103,7 +103,7 @@ int startup_command(Args args) {
   }
   auto report = analyzers::analyze_startup(run_dir);
   if (!report.ok()) {
-    std::fprintf(stderr, "rankscope startup: %s\n", report.status().to_string().c_str());
+    std::fprintf(stderr, "rankscope startup: %s\n", report.status().user_text().c_str());
     return 2;
   }
   // With JSON on stdout, stdout carries only JSON.

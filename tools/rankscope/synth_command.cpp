@@ -128,7 +128,7 @@ int synth_command(Args args) {
   if (!summary.ok()) {
     const Status& st = summary.status();  // a bad option needs no breadcrumb, an I/O failure does
     std::fprintf(stderr, "rankscope synth: %s\n",
-                 (st.code() == StatusCode::kInvalidArgument ? st.message() : st.to_string()).c_str());
+                 st.user_text().c_str());
     return 2;
   }
   std::printf("wrote %s: %d ranks (tp %d x dp %d), %s, %.1f MiB\n", out.c_str(), o.ranks, o.tp, o.ranks / o.tp,

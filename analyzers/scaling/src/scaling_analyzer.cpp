@@ -155,7 +155,7 @@ Result<ScalingReport> analyze_scaling(const std::filesystem::path& sweep_dir, co
   for (const SweepPoint& p : sweep.points) {
     auto skew = analyze_skew(p.run_dir);
     if (!skew.ok()) {
-      report.problems.push_back(fmt::format("T={}: {}; the point is left out", p.seq_len, skew.status().to_string()));
+      report.problems.push_back(fmt::format("T={}: {}; the point is left out", p.seq_len, skew.status().user_text()));
       continue;
     }
     for (const auto& problem : skew->problems) report.problems.push_back(fmt::format("T={}: {}", p.seq_len, problem));

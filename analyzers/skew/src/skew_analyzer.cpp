@@ -70,7 +70,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
     scan.collect_expert_load(&expert_series);
     auto scanned = format::scan_rank_events(files, scan);
     if (!scanned.ok()) {
-      report.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().to_string()));
+      report.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().user_text()));
       continue;
     }
     for (auto& w : scanned->warnings) report.problems.push_back(fmt::format("rank {}: {}", files.rank, w));

@@ -215,7 +215,7 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
     RankExporter exporter(files.rank, t0, options, sink, arrivals);
     auto scanned = format::scan_rank_events(files, exporter);
     if (!scanned.ok()) {
-      summary.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().to_string()));
+      summary.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().user_text()));
       continue;
     }
     for (const auto& w : scanned->warnings) summary.problems.push_back(fmt::format("rank {}: {}", files.rank, w));

@@ -36,8 +36,11 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   const std::string& breadcrumb() const { return breadcrumb_; }
-  // "message" plus " (at a.cpp:10 <- b.cpp:20)" when a breadcrumb was left.
+  // "message" plus " (at a.cpp:10 <- b.cpp:20)" when a breadcrumb was left: for logs and tests.
   std::string to_string() const;
+  // What a user is shown: the message alone; the breadcrumb only with RANKSCOPE_DEBUG set (a source
+  // location means nothing to a user, and a report to us can carry it on request).
+  std::string user_text() const;
 
   // Appends one "file:line" hop; used by RS_RETURN_IF_ERROR and RS_ASSIGN_OR_RETURN.
   Status& add_breadcrumb(const char* file, int line);
