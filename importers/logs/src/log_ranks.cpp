@@ -21,7 +21,8 @@ std::string compact(const std::vector<int>& ranks) {
     size_t j = i;
     while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
     if (!out.empty()) out += ',';
-    out += j == i ? std::to_string(r[i]) : fmt::format("{}-{}", r[i], r[j]);
+    // A pair is "4,5", a longer run "4-7", as hangdoctor's verdicts write them.
+    out += j == i ? std::to_string(r[i]) : fmt::format("{}{}{}", r[i], j == i + 1 ? "," : "-", r[j]);
     i = j + 1;
   }
   return out;

@@ -31,7 +31,7 @@ RankMap map_ranks(const LogJob& job);
 // that size each process made).
 std::string comm_key(const CommMember& m);
 
-// "1 rank (3)", "4 ranks (0-3)"; "0,2-5,7".
+// "0,2-5,7": runs of three or more as ranges, a pair as "4,5".
 std::string compact(const std::vector<int>& ranks);
 
 }  // namespace rankscope::logs

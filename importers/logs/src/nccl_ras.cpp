@@ -3,6 +3,8 @@
 // v2.24.3-1 .. v2.30.7-1). Is not: the socket client (ras_client.cpp).
 #include "nccl_ras.h"
 
+#include "log_ranks.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -737,21 +739,8 @@ Result<RasReport> read_json(string_view text) {
 // ---------------------------------------------------------------------------------------------
 // Findings.
 
-// "0-11,14-31" for a sorted set of ranks.
-std::string rank_ranges(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
+// "0-11,14-31": log_ranks.h's compact().
+std::string rank_ranges(const std::vector<int>& ranks) { return compact(ranks); }
 
 std::string plural(int n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
