@@ -14,7 +14,7 @@ namespace rankscope::cli {
 namespace {
 
 constexpr const char* kExportHelp =
-    "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B]\n\n"
+    "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B] [--comm-kernel REGEX]...\n\n"
     "Writes the run as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing):\n"
     "(RUN_DIR may also be PyTorch Flight Recorder dumps, a directory or a file prefix: then one\n"
     "track per rank and process group, each collective from enqueue to completion)\n"
@@ -22,7 +22,10 @@ constexpr const char* kExportHelp =
     "arrows from the last arriver to the ranks that waited for it, the capture window's ranges\n"
     "(--trace-steps of gpt2-train), GPU kernels and counters.\n\n"
     "  --chrome FILE  the trace file to write\n"
-    "  --steps A-B    only steps A..B (inclusive); a long run's full trace is large\n\n"
+    "  --steps A-B    only steps A..B (inclusive); a long run's full trace is large\n"
+    "  --comm-kernel REGEX\n"
+    "                 kernels whose name this finds are communication (category \"comm\"), beside\n"
+    "                 the built-in rules; repeat for more\n\n"
     "exit status: 0 written, 2 bad arguments, no readable run or a write error\n";
 
 }  // namespace
@@ -49,6 +52,12 @@ int export_command(Args args) {
       }
       options.first_step = w->first;
       options.last_step = w->second;
+    } else if (a == "--comm-kernel") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) {
+        std::fprintf(stderr, "rankscope export: --comm-kernel needs a regular expression\n");
+        return 2;
+      }
+      options.comm_kernel_patterns.emplace_back(args[++i]);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "rankscope export: unknown option '%s'\n\n%s", std::string(a).c_str(), kExportHelp);
       return 2;

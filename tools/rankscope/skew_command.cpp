@@ -20,14 +20,18 @@ namespace rankscope::cli {
 namespace {
 
 constexpr const char* kSkewHelp =
-    "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B] [--quiet]\n\n"
+    "usage: rankscope skew RUN_DIR [--json FILE] [--html FILE] [--steps A-B] [--comm-kernel REGEX]... [--quiet]\n\n"
     "Per-rank imbalance of a run, from its event streams, built on arrival times at collectives\n"
     "(a collective's duration measures waiting, not work: the fast rank shows the longest one).\n"
     "Prints the findings, ranked by the time they cost per step, and a table of ranks.\n\n"
     "  --json FILE   write the report as JSON (schema reports/schemas/skew_report.schema.json); '-' = stdout\n"
     "  --html FILE   write a self-contained HTML report (opens offline)\n"
     "  --quiet, -q   no text report (with --json - the text goes to stderr)\n"
-    "  --steps A-B   only steps A..B (inclusive); e.g. --steps 10-20 to skip warm-up\n\n"
+    "  --steps A-B   only steps A..B (inclusive); e.g. --steps 10-20 to skip warm-up\n"
+    "  --comm-kernel REGEX\n"
+    "                GPU kernels whose name this finds are communication (transfer time), beside\n"
+    "                the built-in rules (NCCL, DeepEP, NVSHMEM, MSCCL++, custom all-reduce, ...;\n"
+    "                docs/FORMAT.md); repeat for more\n\n"
     "exit status: 0 report made, 2 bad arguments or no readable run\n";
 
 // On a GPU the host returns from a range at launch: the breakdown is the device's, from the kernel
@@ -36,7 +40,7 @@ void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
   const analyzers::DeviceBreakdown& d = s.mean;
   auto pct = [&](double ms) { return d.step_ms > 0 ? 100.0 * ms / d.step_ms : 0.0; };
   std::fprintf(out, "GPU time per step (device timeline: kernel records of steps %lld-%lld, %d rank%s): %.2f ms = "
-               "compute %.2f (%.0f%%) + transfer %.2f (NCCL kernels, %.0f%%) + memcpy %.2f (memcpys/memsets, %.0f%%) + "
+               "compute %.2f (%.0f%%) + transfer %.2f (communication kernels, %.0f%%) + memcpy %.2f (memcpys/memsets, %.0f%%) + "
                "idle %.2f (GPU waiting for the host, %.0f%%)\n",
                (long long)d.first_traced_step, (long long)d.last_traced_step, s.ranks, s.ranks == 1 ? "" : "s", d.step_ms,
                d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.memcpy_ms, pct(d.memcpy_ms), d.idle_ms, pct(d.idle_ms));
@@ -125,6 +129,13 @@ int skew_command(Args args) {
       }
       options.first_step = w->first;
       options.last_step = w->second;
+    } else if (a == "--comm-kernel") {
+      const std::string_view v = value();
+      if (v.empty()) {
+        std::fprintf(stderr, "rankscope skew: --comm-kernel needs a regular expression\n");
+        return 2;
+      }
+      options.comm_kernel_patterns.emplace_back(v);
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "rankscope skew: unknown option '%s'\n\n%s", std::string(a).c_str(), kSkewHelp);
       return 2;

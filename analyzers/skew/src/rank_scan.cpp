@@ -36,7 +36,9 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
   grow(kernel_class_, n, format::KernelClass::kCompute);
-  kernel_class_[id] = kind == format::NameKind::kKernel ? format::classify_kernel(name) : format::KernelClass::kCompute;
+  kernel_class_[id] = kind != format::NameKind::kKernel ? format::KernelClass::kCompute
+                     : classifier_                     ? classifier_->classify(name).kind
+                                                       : format::classify_kernel(name);
   grow(expert_of_local_, n, -1);
   if (kind == format::NameKind::kCounter) expert_of_local_[id] = routed_counter_expert(name).value_or(-1);
 }

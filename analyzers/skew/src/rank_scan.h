@@ -58,6 +58,9 @@ class RankScan : public format::EventStreamVisitor {
   RankScanResult finish();
   // Also add this rank's moe.expert{e}.routed counters of each step to `series` (MoE runs).
   void collect_expert_load(ExpertSeries* series) { experts_ = series; }
+  // Classify kernels with `classifier` (built-in rules plus the user's) instead of the built-in
+  // rules alone; it must outlive the scan. Call before the first name arrives.
+  void classify_kernels_with(const format::KernelClassifier* classifier) { classifier_ = classifier; }
 
  private:
   bool is_range(uint32_t local) const;
@@ -97,6 +100,7 @@ class RankScan : public format::EventStreamVisitor {
   std::vector<int> expert_of_local_;  // by local counter id: the expert of moe.expert{e}.routed, -1 other
 
   DeviceTimeline device_;
+  const format::KernelClassifier* classifier_ = nullptr;
   std::vector<format::KernelClass> kernel_class_;  // by local kernel name id
   std::vector<uint32_t> device_range_key_;  // by local range id; kUnkeyed until first use
   static constexpr uint32_t kUnkeyed = 0xfffffffeu;

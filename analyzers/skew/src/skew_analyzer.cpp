@@ -52,6 +52,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
   report.problems = run.problems;
   if (run.world_size <= 0) return invalid_argument(fmt::format("{}: world size unknown (no run.json and no rank files)", run.dir.string()));
 
+  RS_ASSIGN_OR_RETURN(const format::KernelClassifier classifier, format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
   NameTable names;
   ExpertSeries expert_series;
   ArrivalTable arrivals(run.world_size);
@@ -68,6 +69,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
     }
     RankScan scan(files.rank, names, arrivals, options.first_step, options.last_step);
     scan.collect_expert_load(&expert_series);
+    scan.classify_kernels_with(&classifier);
     auto scanned = format::scan_rank_events(files, scan);
     if (!scanned.ok()) {
       report.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().user_text()));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,9 +49,9 @@ struct Arrival {
 
 class RankExporter : public format::EventStreamVisitor {
  public:
-  RankExporter(int rank, int64_t t0_ns, const ChromeTraceOptions& options, EventSink& sink,
+  RankExporter(int rank, int64_t t0_ns, const ChromeTraceOptions& options, const format::KernelClassifier& classifier, EventSink& sink,
                std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals)
-      : rank_(rank), t0_ns_(t0_ns), options_(options), sink_(sink), arrivals_(arrivals) {}
+      : rank_(rank), t0_ns_(t0_ns), options_(options), classifier_(classifier), sink_(sink), arrivals_(arrivals) {}
 
   void on_name(uint32_t id, format::NameKind kind, std::string_view name) override {
     if (names_.size() <= id) names_.resize(size_t(id) + 1);
@@ -128,17 +129,28 @@ class RankExporter : public format::EventStreamVisitor {
       lanes[lane].push_back(end);
       const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(lane);
       thread_name(tid, lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane), tid);
-      const format::KernelClass kind = format::classify_kernel(name(k.name_id));
-      const char* category = kind == format::KernelClass::kCommunication ? "nccl" : kind == format::KernelClass::kMemory ? "memcpy" : "kernel";
+      // Categories: "nccl" for NCCL's kernels (as before), "comm" for other communication kernels
+      // (DeepEP, NVSHMEM, custom all-reduce, the user's --comm-kernel), "memcpy", "kernel".
+      const format::KernelVerdict& verdict = classify(k.name_id);
+      const char* category = verdict.kind == format::KernelClass::kCommunication ? (verdict.rule == "nccl" ? "nccl" : "comm")
+                             : verdict.kind == format::KernelClass::kMemory      ? "memcpy"
+                                                                                 : "kernel";
       sink_.write({{"ph", "X"}, {"cat", category}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
                    {"ts", us(shown_begin)}, {"dur", dur_us(shown_begin, k.end_ns)},
                    {"args", {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},
-                             {"step", step}, {"stream", k.stream}, {"overlap_ns", shown_begin - k.begin_ns}}}});
+                             {"step", step}, {"stream", k.stream}, {"overlap_ns", shown_begin - k.begin_ns},
+                             {"class_rule", verdict.rule}}}});
     }
   }
 
  private:
   bool in_window(int64_t step) const { return step >= options_.first_step && step <= options_.last_step; }
+  // A kernel name's class, decided once per name (user regexes are slow to run per kernel).
+  const format::KernelVerdict& classify(uint32_t name_id) {
+    auto it = verdicts_.find(name_id);
+    if (it == verdicts_.end()) it = verdicts_.emplace(name_id, classifier_.classify(name(name_id))).first;
+    return it->second;
+  }
   double us(int64_t own_ns) const { return double(own_ns + offset_ns_ - t0_ns_) / 1e3; }
   static double dur_us(int64_t begin, int64_t end) { return end > begin ? double(end - begin) / 1e3 : 0.0; }
   const std::string& name(uint32_t id) const {
@@ -154,6 +166,8 @@ class RankExporter : public format::EventStreamVisitor {
   int rank_;
   int64_t t0_ns_;
   const ChromeTraceOptions& options_;
+  const format::KernelClassifier& classifier_;
+  std::unordered_map<uint32_t, format::KernelVerdict> verdicts_;
   EventSink& sink_;
   std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals_;
   int64_t offset_ns_ = 0;
@@ -191,6 +205,7 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
                                                const ChromeTraceOptions& options) {
   format::OpenOptions open;
   open.read_flight_recorders = false;
+  RS_ASSIGN_OR_RETURN(const format::KernelClassifier classifier, format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
   RS_ASSIGN_OR_RETURN(format::RunDirectory run, format::open_run_directory(run_dir, open));
   ChromeTraceSummary summary;
   summary.problems = run.problems;
@@ -212,7 +227,7 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
     if (run.metadata && size_t(files.rank) < run.metadata->hosts.size()) label += " (" + run.metadata->hosts[size_t(files.rank)] + ")";
     sink.write({{"ph", "M"}, {"name", "process_name"}, {"pid", files.rank}, {"args", {{"name", label}}}});
     sink.write({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", files.rank}, {"args", {{"sort_index", files.rank}}}});
-    RankExporter exporter(files.rank, t0, options, sink, arrivals);
+    RankExporter exporter(files.rank, t0, options, classifier, sink, arrivals);
     auto scanned = format::scan_rank_events(files, exporter);
     if (!scanned.ok()) {
       summary.problems.push_back(fmt::format("rank {}: {}", files.rank, scanned.status().user_text()));

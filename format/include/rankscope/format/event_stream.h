@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rankscope/format/kernel_class.h"
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
 
@@ -116,26 +117,8 @@ struct TraceKernel {
 };
 static_assert(sizeof(TraceKernel) == 32);
 
-// A kernel whose name starts with "nccl" (ncclKernel_*, ncclDevKernel_*) is communication to every
-// reader (FORMAT.md, TRACE_KERNELS): skew's transfer time, the Chrome export's "nccl" category.
-inline bool is_communication_kernel(std::string_view kernel_name) { return kernel_name.substr(0, 4) == "nccl"; }
-
-// A memory operation rather than a kernel: the names importers give CUDA memcpys and memsets
-// (nsys: "[CUDA memcpy]", "[CUDA memset]"; Kineto: "Memcpy HtoD (Pinned -> Device)", "Memset
-// (Device)"). Skew books their GPU time as memcpy, the Chrome export as category "memcpy". A demangled
-// kernel name never starts so ("Memcpy " needs the space; kernels read "void name<...>(...)").
-inline bool is_memory_operation(std::string_view kernel_name) {
-  return kernel_name.starts_with("[CUDA memcpy") || kernel_name.starts_with("[CUDA memset") ||
-         kernel_name.starts_with("Memcpy ") || kernel_name.starts_with("Memset ");
-}
-
-// What a TRACE_KERNELS record's GPU time is, by its name.
-enum class KernelClass : uint8_t { kCompute, kCommunication, kMemory };
-inline KernelClass classify_kernel(std::string_view kernel_name) {
-  if (is_communication_kernel(kernel_name)) return KernelClass::kCommunication;
-  if (is_memory_operation(kernel_name)) return KernelClass::kMemory;
-  return KernelClass::kCompute;
-}
+// What a TRACE_KERNELS record's GPU time is (compute, communication, memory) and which rule said so:
+// rankscope/format/kernel_class.h (KernelClassifier, classify_kernel, is_memory_operation).
 
 struct GradArrival {
   uint32_t param_id;        // name id of the parameter

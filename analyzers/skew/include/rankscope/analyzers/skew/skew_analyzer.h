@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "rankscope/analyzers/skew/skew_report.h"
 #include "rankscope/format/run_directory.h"
@@ -32,6 +34,9 @@ struct SkewOptions {
   double min_finding_ms = 0.05;               // time findings costing less per step are dropped,
   double min_finding_fraction = 0.01;         // ...and those under this share of the median step
   size_t max_findings = 20;
+  // Extra communication-kernel regexes (`--comm-kernel`), beside format::KernelClassifier's built-in
+  // rules; a bad one is an error of analyze_skew.
+  std::vector<std::string> comm_kernel_patterns;
 };
 
 // "A-B" or "A" (inclusive) into a step window; a clear error with a hint otherwise.

@@ -26,6 +26,7 @@ namespace rankscope::analyzers {
 struct ChromeTraceOptions {
   int64_t first_step = std::numeric_limits<int64_t>::min();  // inclusive window
   int64_t last_step = std::numeric_limits<int64_t>::max();
+  std::vector<std::string> comm_kernel_patterns;  // `--comm-kernel`: extra communication-kernel regexes
 };
 
 struct ChromeTraceSummary {
