@@ -56,13 +56,17 @@ class Collector final : public EventStreamVisitor {
   void on_grad_arrivals(int64_t step, std::span<const GradArrival> a) override {
     s_.grads.push_back({step, {a.begin(), a.end()}});
   }
+  void on_trace_launches(int64_t step, std::span<const TraceLaunch> l) override {
+    auto& t = trace(step);
+    t.launches.insert(t.launches.end(), l.begin(), l.end());
+  }
   void on_end(int64_t end_ns) override { s_.end_ns = end_ns; }
 
  private:
   EventStream::Trace& trace(int64_t step) {
     for (auto& t : s_.traces)
       if (t.step == step) return t;
-    s_.traces.push_back({step, {}, {}});
+    s_.traces.push_back({step, {}, {}, {}});
     return s_.traces.back();
   }
   EventStream& s_;
@@ -97,6 +101,7 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
   std::vector<TraceRange> ranges;
   std::vector<TraceKernel> kernels;
   std::vector<GradArrival> grads;
+  std::vector<TraceLaunch> launches;
   size_t off = fh.header_bytes;
   const size_t size = bytes.size();
   auto stop = [&](std::string why) { scan.warnings.push_back(fmt::format("{}: {} at byte {}; later records ignored", name, why, off)); };
@@ -160,7 +165,8 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
       }
       case RecordType::kTraceRanges:
       case RecordType::kTraceKernels:
-      case RecordType::kGradArrivals: {
+      case RecordType::kGradArrivals:
+      case RecordType::kTraceLaunches: {
         if (n < sizeof(events::ArrayPrefix)) { bad = true; break; }
         const auto ap = load<events::ArrayPrefix>(payload);
         const uint8_t* p = payload + sizeof(ap);
@@ -172,6 +178,10 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
           if (!fits(n, sizeof(ap), ap.count, sizeof(TraceKernel))) { bad = true; break; }
           load_array(p, ap.count, kernels);
           visitor.on_trace_kernels(ap.step, kernels);
+        } else if (RecordType(rh.type) == RecordType::kTraceLaunches) {
+          if (!fits(n, sizeof(ap), ap.count, sizeof(TraceLaunch))) { bad = true; break; }
+          load_array(p, ap.count, launches);
+          visitor.on_trace_launches(ap.step, launches);
         } else {
           if (!fits(n, sizeof(ap), ap.count, sizeof(GradArrival))) { bad = true; break; }
           load_array(p, ap.count, grads);

@@ -137,6 +137,13 @@ void EventStreamWriter::write_grad_arrivals(int64_t step, std::span<const GradAr
   append_record(RecordType::kGradArrivals, scratch_);
 }
 
+void EventStreamWriter::write_trace_launches(int64_t step, std::span<const TraceLaunch> launches) {
+  scratch_.clear();
+  put(scratch_, events::ArrayPrefix{step, uint32_t(launches.size()), 0});
+  put_array(scratch_, launches);
+  append_record(RecordType::kTraceLaunches, scratch_);
+}
+
 void EventStreamWriter::write_end(int64_t end_ns) {
   scratch_.clear();
   put(scratch_, end_ns);

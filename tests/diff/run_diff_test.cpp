@@ -11,6 +11,7 @@
 
 #include "rankscope/analyzers/diff/run_diff.h"
 #include "rankscope/analyzers/synth.h"
+#include "rankscope/kineto/kineto_import.h"
 
 namespace rankscope::analyzers {
 namespace {
@@ -137,6 +138,44 @@ TEST_F(RunDiff, ALongerSequenceOnTheTrainerNamesAttentionWithItsFactor) {
     attention = attention || (p.cause.find("block*/attn") != std::string::npos && p.cause.find("predicts 14.2x") != std::string::npos);
   EXPECT_TRUE(attention) << diff_report_text(*r);
   expect_parts_add_up(*r);
+}
+
+// Kernels matched by family across builds, and flash attention replaced by a naive kernel trio in
+// one range: two Kineto traces (tests/fixtures/kineto/diff-attention, make_diff_fixture.py there).
+TEST_F(RunDiff, KernelsMatchByFamilyAndAReplacedAttentionIsNamedInItsRange) {
+  const fs::path fixtures = fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/kineto/diff-attention";
+  for (const char* side : {"base", "new"}) {
+    fs::remove_all(scratch() / side);
+    auto imported = kineto::import_kineto({fixtures / side}, scratch() / side);
+    ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  }
+  auto r = diff_runs(scratch() / "base", scratch() / "new");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_parts_add_up(*r);
+  ASSERT_TRUE(r->kernels_compared);
+  // gemm_kernel<128, 64> and gemm_kernel<256, 128>: one family, the same calls, slower per call.
+  const KernelDiff* gemm = nullptr;
+  for (const auto& k : r->kernels) gemm = k.family == "gemm_kernel" ? &k : gemm;
+  ASSERT_NE(gemm, nullptr) << diff_report_text(*r);
+  EXPECT_EQ(gemm->what, "slower per call");
+  EXPECT_NEAR(gemm->base_ms, 2.0, 1e-6);
+  EXPECT_NEAR(gemm->new_ms, 2.5, 1e-6);
+  EXPECT_DOUBLE_EQ(gemm->base_calls, 1.0);
+  EXPECT_EQ(gemm->range, "forward");
+  // flash_fwd_kernel gone from forward/attn, three kernels come: a replacement in that range.
+  ASSERT_EQ(r->kernel_swaps.size(), 1u) << diff_report_text(*r);
+  const KernelSwap& swap = r->kernel_swaps.front();
+  EXPECT_EQ(swap.range, "forward/attn");
+  EXPECT_EQ(swap.gone, std::vector<std::string>{"flash_fwd_kernel"});
+  EXPECT_EQ(swap.added, (std::vector<std::string>{"gemm_pv_kernel", "gemm_qk_kernel", "softmax_kernel"}));
+  EXPECT_NEAR(swap.base_ms, 1.5, 1e-6);
+  EXPECT_NEAR(swap.new_ms, 5.0, 1e-6);
+  // The waterfall's part for forward names the replacement as its cause.
+  bool named = false;
+  for (const auto& p : r->parts) named |= p.name == "compute in forward" && p.cause.find("flash_fwd_kernel replaced by") != std::string::npos;
+  EXPECT_TRUE(named) << diff_report_text(*r);
+  const nlohmann::json j = diff_report_json(*r);
+  EXPECT_EQ(j.at("kernels").at("replaced").at(0).at("range"), "forward/attn");
 }
 
 TEST_F(RunDiff, AMissingRunIsAClearError) {

@@ -21,6 +21,8 @@ constexpr Subcommand kSubcommands[] = {
     {"skew", "per-rank imbalance from arrival times at collectives; findings ranked by cost", rankscope::cli::skew_command},
     {"scaling", "how step and ranges grow with seq len over a sweep (fit c + aT + bT^2)", rankscope::cli::scaling_command},
     {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
+    {"kernels", "per rank: compute/comm overlap, idle by cause, kernel breakdown, launches, queue length (HTA's)", rankscope::cli::kernels_command},
+    {"critical-path", "what set each step's length, across ranks: ranges, kernels, launches, collectives", rankscope::cli::critical_path_command},
     {"diff", "why is NEW slower (or faster) than BASE: step time, a waterfall of the change, settings", rankscope::cli::diff_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
     {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
@@ -33,7 +35,7 @@ void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: rankscope <command> [options]\n\n"
                     "Tells why a distributed training job is stuck or slow, from its run directory.\n\n"
                     "commands:\n");
-  for (const auto& c : kSubcommands) std::fprintf(out, "  %-12.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
+  for (const auto& c : kSubcommands) std::fprintf(out, "  %-14.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
   std::fprintf(out, "\n'rankscope <command> --help' describes one command.\n");
 }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rankscope/analyzers/diff/run_diff.h"
 
@@ -12,6 +13,12 @@ nlohmann::json diff_report_json(const DiffReport& r) {
   for (const auto& p : r.parts)
     parts.push_back({{"name", p.name}, {"base_ms", p.base_ms}, {"new_ms", p.new_ms}, {"delta_ms", p.delta_ms},
                      {"cause", p.cause.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.cause)}});
+  nlohmann::json kernels = nlohmann::json::array(), swaps = nlohmann::json::array();
+  for (const auto& k : r.kernels)
+    kernels.push_back({{"family", k.family}, {"what", k.what}, {"range", k.range}, {"base_ms", k.base_ms}, {"new_ms", k.new_ms},
+                       {"base_calls", k.base_calls}, {"new_calls", k.new_calls}});
+  for (const auto& s : r.kernel_swaps)
+    swaps.push_back({{"range", s.range}, {"gone", s.gone}, {"added", s.added}, {"base_ms", s.base_ms}, {"new_ms", s.new_ms}});
   nlohmann::json settings = nlohmann::json::array();
   for (const auto& s : r.settings) settings.push_back({{"key", s.key}, {"base", s.base}, {"new", s.now}});
   return {{"kind", "rankscope.diff"},
@@ -24,6 +31,7 @@ nlohmann::json diff_report_json(const DiffReport& r) {
           {"significant", r.significant},
           {"mean_delta_ms", r.mean_delta_ms},
           {"waterfall", parts},
+          {"kernels", {{"compared", r.kernels_compared}, {"changes", kernels}, {"replaced", swaps}}},
           {"settings", settings},
           {"explanations", r.explanations},
           {"headline", r.headline},
@@ -42,6 +50,17 @@ std::string diff_report_text(const DiffReport& r) {
     if (std::fabs(p.delta_ms) < 0.005 && p.base_ms < 0.005 && p.new_ms < 0.005) continue;
     out += fmt::format("  {:+9.2f} ms  {:<40} {:9.2f} -> {:9.2f}{}\n", p.delta_ms, p.name, p.base_ms, p.new_ms,
                        p.cause.empty() ? "" : "   " + p.cause);
+  }
+  if (r.kernels_compared && !r.kernels.empty()) {
+    out += "\nkernels (ms and calls a step, mean over ranks; template arguments and parameters folded):\n";
+    for (const auto& k : r.kernels) {
+      if (std::fabs(k.new_ms - k.base_ms) < 0.005) continue;
+      out += fmt::format("  {:+9.2f} ms  {:<15} {}  {:.2f} ms x{:.0f} -> {:.2f} ms x{:.0f}{}\n", k.new_ms - k.base_ms, k.what, k.family,
+                         k.base_ms, k.base_calls, k.new_ms, k.new_calls, k.range.empty() ? "" : "  in " + k.range);
+    }
+    for (const auto& s : r.kernel_swaps)
+      out += fmt::format("  in {}: {} replaced by {} ({:.2f} -> {:.2f} ms)\n", s.range.empty() ? "(no range)" : s.range,
+                         fmt::join(s.gone, " + "), fmt::join(s.added, " + "), s.base_ms, s.new_ms);
   }
   if (!r.settings.empty()) {
     out += "\nsettings that differ:\n";

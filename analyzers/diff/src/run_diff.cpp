@@ -14,9 +14,11 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "kernel_match.h"
 #include "settings_diff.h"
 
 namespace rankscope::analyzers {
@@ -200,6 +202,24 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
   }
   std::stable_sort(r.parts.begin(), r.parts.end(),
                    [](const DiffPart& x, const DiffPart& y) { return std::fabs(x.delta_ms) > std::fabs(y.delta_ms); });
+  // Kernels by family, and families replaced in a range; a replacement under a compute part is
+  // part of its cause ("flash_fwd_kernel replaced by ... in forward/block*/attn").
+  if (auto ka = diff_detail::read_kernel_table(base), kb = diff_detail::read_kernel_table(now); ka.ok() && kb.ok()) {
+    diff_detail::KernelComparison k = diff_detail::compare_kernels(*ka, *kb);
+    r.kernels_compared = k.available;
+    r.kernels = std::move(k.changes);
+    r.kernel_swaps = std::move(k.swaps);
+    for (auto& p : r.parts) {
+      if (!p.name.starts_with("compute in ")) continue;
+      const std::string top = p.name.substr(11);
+      for (const KernelSwap& s : r.kernel_swaps) {
+        if (s.range != top && !s.range.starts_with(top + "/")) continue;
+        p.cause += fmt::format("{}{} replaced by {} in {} ({:.2f} -> {:.2f} ms)", p.cause.empty() ? "" : "; ", fmt::join(s.gone, " + "),
+                               fmt::join(s.added, " + "), s.range, s.base_ms, s.new_ms);
+        break;
+      }
+    }
+  }
   r.settings = settings_changes(base, now, r.problems);
   if (auto f = seq_len_factors(base, now)) {
     r.explanations.push_back(fmt::format("the sequence went from {:g} to {:g}: per step (same batch) attention's FLOPs "

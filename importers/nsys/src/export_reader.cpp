@@ -438,11 +438,13 @@ Result<ProcessRows> load_process_rows(Database& db, const ExportInfo& info, cons
     if (!s.done_ok()) return corrupt(fmt::format("{}: reading NVTX_EVENTS failed: {}", info.file.string(), db.error()));
   }
   if (!info.runtime.empty()) {
-    RS_ASSIGN_OR_RETURN(Statement s, db.prepare("SELECT start, \"end\", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+    RS_ASSIGN_OR_RETURN(Statement s, db.prepare(fmt::format(
+        "SELECT start, \"end\", globalTid, correlationId, {} FROM CUPTI_ACTIVITY_KIND_RUNTIME", col(info.runtime, "nameId"))));
     while (s.step()) {
       const uint64_t gtid = s.u64(2);
       if (!wanted(process_key(gtid))) continue;
-      rows.runtime.push_back({s.i64(0), s.i64(1), gtid, uint32_t(s.i64(3))});
+      const uint32_t name = s.null(4) ? 0 : s.is_text(4) ? intern(s.text(4)) : intern_id(s.i64(4));
+      rows.runtime.push_back({s.i64(0), s.i64(1), gtid, uint32_t(s.i64(3)), name});
       see(s.i64(1));
     }
     if (!s.done_ok()) return corrupt(fmt::format("{}: reading CUPTI_ACTIVITY_KIND_RUNTIME failed: {}", info.file.string(), db.error()));

@@ -113,6 +113,7 @@ struct RuntimeRow {
   int64_t start = 0, end = 0;
   uint64_t gtid = 0;
   uint32_t correlation = 0;
+  uint32_t name = 0;  // pool index of the call's name (cudaLaunchKernel, cuLaunchKernelEx); 0 unknown
 };
 
 enum class GpuOpKind : uint8_t { kKernel, kMemcpy, kMemset };

@@ -43,6 +43,7 @@ struct Launch {
   uint64_t gtid = 0;
   int64_t gpu_start = INT64_MAX, gpu_end = INT64_MIN;
   uint32_t ops = 0;
+  uint32_t api_name = 0;        // pool index of the runtime/driver call's name (0: unknown)
   uint32_t range = kNone;       // innermost kept range containing the launch (index into ranges)
   uint32_t nccl_range = kNone;  // innermost NCCL-domain range containing it
 };
@@ -316,6 +317,7 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
         l.start = r.start;
         l.end = r.end;
         l.gtid = r.gtid;
+        l.api_name = r.name;
         launches.push_back(l);
       }
       Launch& l = launches[it->second];
@@ -550,10 +552,25 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
       comm_stream_id[k] = writer->intern(NameKind::kComm, k < plan.comm_names.size() ? plan.comm_names[k] : fmt::format("nccl{}", k));
     return comm_stream_id[k];
   };
-  std::unordered_map<uint32_t, uint32_t> kernel_stream_id;
+  std::unordered_map<uint32_t, uint32_t> kernel_stream_id, api_stream_id;
   auto kernel_id = [&](uint32_t pool_index) {
     auto [it, fresh] = kernel_stream_id.try_emplace(pool_index, 0);
     if (fresh) it->second = writer->intern(NameKind::kKernel, pool[pool_index]);
+    return it->second;
+  };
+  // The launch call's name as the CUDA API spells it: nsys appends the API version
+  // ("cudaLaunchKernel_v7000"), Kineto does not.
+  auto api_id = [&](uint32_t pool_index) -> uint32_t {
+    if (pool_index == 0 || pool[pool_index].empty()) return 0;
+    auto [it, fresh] = api_stream_id.try_emplace(pool_index, 0);
+    if (fresh) {
+      std::string_view n = pool[pool_index];
+      const size_t v = n.rfind("_v");
+      if (v != std::string_view::npos && v + 2 < n.size() &&
+          std::all_of(n.begin() + long(v) + 2, n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        n = n.substr(0, v);
+      it->second = writer->intern(NameKind::kApi, n);
+    }
     return it->second;
   };
 
@@ -639,14 +656,21 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
         tr.push_back({range_id(r.name), tid_of(r.gtid), own(r.start), own(r.end), r.depth, 0});
       }
       std::vector<format::TraceKernel> tk;
+      std::vector<format::TraceLaunch> tl;  // the ops whose launch was seen, with its host call
       for (uint32_t oi : step_ops[k]) {
         const GpuOp& op = rows.ops[oi];
         const uint32_t li = launch_of_op[oi];
         const uint32_t ri = li != kNone ? launches[li].range : kNone;
         tk.push_back({kernel_id(op.name), ri != kNone ? range_id(ranges[ri].name) : 0, op.stream, op.device, own(op.start), own(op.end)});
+        if (li != kNone) {
+          const Launch& l = launches[li];
+          tl.push_back({api_id(l.api_name), tk.back().name_id, tid_of(l.gtid), op.stream, op.device, op.correlation,
+                        own(l.start), own(l.end), own(op.start), own(op.end)});
+        }
       }
       if (!tr.empty()) writer->write_trace_ranges(st.number, tr);
       if (!tk.empty()) writer->write_trace_kernels(st.number, tk);
+      if (!tl.empty()) writer->write_trace_launches(st.number, tl);
     }
     RS_RETURN_IF_ERROR(writer->flush());
   }

@@ -5,7 +5,8 @@
 // sweep per thread (correlation id joined within the process; a GPU op belongs to every range of
 // its launching thread that contains the launch call; the range's GPU time runs from its first op's
 // start to its last op's end), NCCL kernels turned into collectives, steps (a named range, else a
-// collective that repeats once per iteration), and the writing of STEP, TRACE and CLOCK records.
+// collective that repeats once per iteration), and the writing of STEP, TRACE and CLOCK records
+// (TRACE_LAUNCHES: every traced GPU op whose launch was seen, with that call's host times).
 // Time O(events log events), memory O(this rank's rows). Is not: choosing ranks or clocks
 // (nsys_import.cpp).
 #pragma once

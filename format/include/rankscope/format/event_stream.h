@@ -42,9 +42,11 @@ enum class RecordType : uint32_t {
   kTraceKernels = 5,
   kGradArrivals = 6,
   kEnd = 7,
+  kTraceLaunches = 8,  // added after version 1 without a bump: older readers skip it
 };
 
-enum class NameKind : uint8_t { kRange = 1, kComm = 2, kCounter = 3, kKernel = 4, kParam = 5 };
+// kApi (a CUDA runtime or driver call, e.g. cudaLaunchKernel) came with TRACE_LAUNCHES.
+enum class NameKind : uint8_t { kRange = 1, kComm = 2, kCounter = 3, kKernel = 4, kParam = 5, kApi = 6 };
 
 // Fixed-size elements of a STEP record. Times are the rank's own clock (ns since epoch).
 struct RangeAggregate {
@@ -117,6 +119,26 @@ struct TraceKernel {
 };
 static_assert(sizeof(TraceKernel) == 32);
 
+// One GPU op (kernel, memcpy, memset) of the capture window with the host call that launched it, so
+// that launch costs, launch delays, queue lengths and host-starved GPU gaps can be read from the
+// run directory. Self-contained: it repeats the op's name, stream and device times, so a reader
+// needs no join with TRACE_KERNELS (whose record of the same op has the same stream, begin and end).
+// A launch that put several ops on the GPU (a CUDA graph) gives one TraceLaunch per op, each with
+// the same host times. GPU ops whose launch was not seen have none.
+struct TraceLaunch {
+  uint32_t api_id;          // name id (kind kApi) of the runtime/driver call; 0 when not known
+  uint32_t kernel_id;       // name id (kind kKernel) of the GPU op, as in TRACE_KERNELS
+  uint32_t tid;             // launching thread (the TraceRange tid of that thread)
+  uint32_t stream;
+  uint32_t device;
+  uint32_t correlation;     // the producer's correlation id (CUPTI, Kineto); 0 when none
+  int64_t launch_begin_ns;  // the host call, on this rank's clock
+  int64_t launch_end_ns;
+  int64_t gpu_begin_ns;     // the op on the device, on this rank's clock
+  int64_t gpu_end_ns;
+};
+static_assert(sizeof(TraceLaunch) == 56);
+
 // What a TRACE_KERNELS record's GPU time is (compute, communication, memory) and which rule said so:
 // rankscope/format/kernel_class.h (KernelClassifier, classify_kernel, is_memory_operation).
 
@@ -161,6 +183,7 @@ class EventStreamWriter {
   void write_trace_ranges(int64_t step, std::span<const TraceRange> ranges);
   void write_trace_kernels(int64_t step, std::span<const TraceKernel> kernels);
   void write_grad_arrivals(int64_t step, std::span<const GradArrival> arrivals);
+  void write_trace_launches(int64_t step, std::span<const TraceLaunch> launches);
   void write_end(int64_t end_ns);
 
   // Hands buffered records to the OS (write(2)); readable by others and survives a SIGKILL.
@@ -190,6 +213,7 @@ class EventStreamVisitor {
   virtual void on_trace_ranges(int64_t step, std::span<const TraceRange> ranges) {}
   virtual void on_trace_kernels(int64_t step, std::span<const TraceKernel> kernels) {}
   virtual void on_grad_arrivals(int64_t step, std::span<const GradArrival> arrivals) {}
+  virtual void on_trace_launches(int64_t step, std::span<const TraceLaunch> launches) {}
   virtual void on_end(int64_t end_ns) {}
 };
 
@@ -220,6 +244,7 @@ struct EventStream {
     int64_t step;
     std::vector<TraceRange> ranges;
     std::vector<TraceKernel> kernels;
+    std::vector<TraceLaunch> launches;  // TRACE_LAUNCHES of this step (imports; empty in probe runs)
   };
   std::vector<Trace> traces;        // capture-window detail, one per traced step
   struct Grads {

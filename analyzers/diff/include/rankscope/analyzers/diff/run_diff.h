@@ -7,8 +7,9 @@
 // its cause where one is found (the range below it that changed most, block indices folded; a new
 // straggler; more collective sites), and the settings that differ (run.json: model, training,
 // layout, versions), with the factor a longer sequence predicts for attention and the MLP.
-// Is not: a kernel-by-kernel matcher (kernels are compared through the ranges they ran in) nor the
-// HTML report.
+// Where both runs have kernel records (a capture window, an nsys or Kineto import), kernels are
+// matched by family (template arguments and parameters folded) and, where families differ, by the
+// range they ran in (src/kernel_match.h). Is not: the HTML report.
 #pragma once
 
 #include <filesystem>
@@ -22,7 +23,7 @@
 
 namespace rankscope::analyzers {
 
-inline constexpr int kDiffReportSchemaVersion = 1;
+inline constexpr int kDiffReportSchemaVersion = 2;  // 2: `kernels` (docs/DIFF.md)
 
 struct DiffPart {
   std::string name;        // "compute in forward", "collective wait", "idle"
@@ -30,6 +31,22 @@ struct DiffPart {
   double new_ms = 0;
   double delta_ms = 0;     // new - base; the parts' deltas add up to DiffReport::mean_delta_ms
   std::string cause;       // "" where none is found
+};
+
+// One kernel family's change, per step and mean over ranks.
+struct KernelDiff {
+  std::string family;  // "flash_fwd_kernel", "at::native::vectorized_elementwise_kernel"
+  double base_ms = 0, new_ms = 0;
+  double base_calls = 0, new_calls = 0;
+  std::string what;    // "slower per call", "faster per call", "more calls", "fewer calls", "new", "gone"
+  std::string range;   // the range it ran in most (block indices folded; "" outside every range)
+};
+
+// Families gone from a range and others come into it: one kind of kernel replaced by another.
+struct KernelSwap {
+  std::string range;
+  std::vector<std::string> gone, added;  // largest first
+  double base_ms = 0, new_ms = 0;        // per step, of those families there
 };
 
 struct SettingChange {
@@ -47,6 +64,9 @@ struct DiffReport {
   bool significant = false;
   double base_mean_ms = 0, new_mean_ms = 0, mean_delta_ms = 0;  // the mean step the waterfall splits
   std::vector<DiffPart> parts;                       // largest |delta| first
+  bool kernels_compared = false;                     // both runs have kernel records
+  std::vector<KernelDiff> kernels;                   // largest |change| first, top 10
+  std::vector<KernelSwap> kernel_swaps;              // largest |change| first
   std::vector<SettingChange> settings;
   std::vector<std::string> explanations;             // settings that explain parts, with factors
   std::string headline;
