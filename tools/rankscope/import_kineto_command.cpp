@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kImportKinetoHelp =
     "usage: rankscope import-kineto TRACE|DIR... -o RUN_DIR [--step-range NAME] [--seq-len T] [--batch B]\n"
-    "                               [--no-trace] [--threads N] [--quiet]\n\n"
+    "                               [--no-trace] [--threads N] [--allow-mixed] [--quiet]\n\n"
     "Reads PyTorch profiler traces (torch.profiler's Chrome-trace JSON, .json or .json.gz, one per rank;\n"
     "a folder means its *.json and *.json.gz) in one streaming pass each and writes RUN_DIR as rankscope's\n"
     "probe would. Then rankscope skew, scaling, export --chrome and inspect work on it.\n\n"
@@ -24,9 +24,14 @@ constexpr const char* kImportKinetoHelp =
     "  --batch B            record training.batch = B (tokens/s in the scaling report)\n"
     "  --no-trace           no per-kernel detail (smaller; export --chrome then shows no ranges or kernels)\n"
     "  --threads N          traces read in parallel (default: one per core)\n"
+    "  --allow-mixed        import traces of different jobs as one, with a warning in run.json (by default traces\n"
+    "                       whose world size, process groups, devices differ, or recorded more than 10 min apart,\n"
+    "                       are refused)\n"
     "  --quiet, -q          no provenance table\n\n"
     "Ranks: distributedInfo.rank, else a number in the file name (rank3.json.gz); never the sorted order.\n"
     "Clocks: each trace's baseTimeNanoseconds, aligned on the end times of the all-reduces the ranks share.\n"
+    "Read: every category Kineto has written (2020 on) for CUDA, ROCm, XPU, PrivateUse1, HPU and MTIA; device\n"
+    "records it cannot place are counted and reported as not read, never shown as device time.\n"
     "Best traces: one file per rank, with_stack=False (stacks only add bytes), record_shapes as you like.\n\n"
     "exit status: 0 written (a partial import says what it dropped), 2 bad arguments or unreadable traces\n";
 

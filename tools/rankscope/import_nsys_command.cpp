@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kImportNsysHelp =
     "usage: rankscope import-nsys REP.sqlite... -o RUN_DIR [--step-range NAME] [--nvtx-domain D]...\n"
-    "                             [--seq-len T] [--batch B] [--no-trace] [--threads N] [--quiet]\n\n"
+    "                             [--seq-len T] [--batch B] [--no-trace] [--threads N] [--allow-mixed] [--quiet]\n\n"
     "Reads Nsight Systems SQLite exports (nsys export --type sqlite), one per rank or several ranks per\n"
     "export, read-only, and writes RUN_DIR as rankscope's probe would: run.json and per rank an event\n"
     "stream of ranges, collectives and kernels. Then rankscope skew, scaling, export and inspect work on it.\n\n"
@@ -31,6 +31,7 @@ constexpr const char* kImportNsysHelp =
     "  --batch B            record training.batch = B (tokens/s in the scaling report)\n"
     "  --no-trace           no per-kernel detail (smaller; export --chrome then shows no ranges or kernels)\n"
     "  --threads N          exports read in parallel (default: one per core)\n"
+    "  --allow-mixed        import exports of different jobs (world sizes or clocks far apart) as one, with a warning\n"
     "  --quiet, -q          no provenance table\n\n"
     "Ranks: a rankscope:rank=R/W NVTX mark, else the MPI_RANKS table (nsys profile -t mpi), else RANK in the\n"
     "recorded environment, else a number in the file name (rep_%q{RANK}); never the sorted order.\n"

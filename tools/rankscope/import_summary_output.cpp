@@ -13,6 +13,10 @@ int parse_common_import_option(const char* command, Args args, size_t& i, nsys::
     options.traces = false;
     return 1;
   }
+  if (a == "--allow-mixed") {
+    options.allow_mixed = true;
+    return 1;
+  }
   if (a == "--quiet" || a == "-q") {
     quiet = true;
     return 1;

@@ -11,7 +11,7 @@
 
 namespace rankscope::cli {
 
-// Options both imports take (--seq-len, --batch, --threads, --no-trace, --quiet/-q); args[i] is
+// Options both imports take (--seq-len, --batch, --threads, --no-trace, --allow-mixed, --quiet/-q); args[i] is
 // the option, and `i` moves past its value. 1: handled; 0: not one of them; -1: a bad value (printed).
 int parse_common_import_option(const char* command, Args args, size_t& i, nsys::ImportOptions& options, bool& quiet);
 

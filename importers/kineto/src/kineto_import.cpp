@@ -31,7 +31,52 @@ std::string producer_text(const KinetoTrace& t) {
   std::string out = "Kineto";
   for (const auto& [k, v] : t.versions) out += fmt::format("{}{} {}", out == "Kineto" ? " " : ", ", k, v);
   if (!t.backend.empty()) out += fmt::format(", backend {}", t.backend);
+  for (const auto& [kind, ops] : t.device_ops) out += fmt::format(", {} device ops {}", ops, kind);
+  if (t.old_operator_ranges > 0) out += ", 2020-21 categories (Operator, Runtime, Kernel)";
   return out;
+}
+
+// One line per kind of event not read: how many, their summed duration and why.
+std::vector<std::string> not_read_text(const KinetoTrace& t) {
+  std::vector<std::string> out;
+  int64_t device_events = 0, device_ns = 0;
+  for (const auto& [what, n] : t.not_read) {
+    out.push_back(fmt::format("not read: {} events of {} ({:.3f} ms{}): {}", n.events, what, n.duration_ns / 1e6,
+                              n.on_device ? " of device time, left out of the device timeline" : " summed", n.why));
+    if (n.on_device) device_events += n.events, device_ns += n.duration_ns;
+  }
+  if (t.device_ops.empty() && device_events > 0) {
+    out.push_back(fmt::format("no device work read: the trace has {} device records ({:.3f} ms) the import cannot place, so "
+                              "this rank has no device timeline and its reports show host time, as host time",
+                              device_events, device_ns / 1e6));
+  }
+  return out;
+}
+
+// What tells this trace's job from another's (import_job.h check_one_job).
+nsys::JobSignature job_signature(const KinetoTrace& t, int rank) {
+  nsys::JobSignature j;
+  j.file = t.file.string();
+  j.rank = rank;
+  j.world_size = t.world_size;
+  j.group_count = t.group_count;
+  for (const ProcessGroupInfo& g : t.groups) {
+    std::string ranks;
+    for (int r : g.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
+    j.groups[g.name] = fmt::format("{} ({}{})", g.desc.empty() ? "no description" : g.desc, g.backend,
+                                   g.ranks.empty() ? std::string() : ", ranks [" + ranks + "]");
+  }
+  j.devices = t.device_names;
+  std::sort(j.devices.begin(), j.devices.end());
+  // Epoch times: the base plus ts, or ts alone when it already is one (Kineto before baseTimeNanoseconds
+  // wrote epoch microseconds); a trace whose times are neither is not compared on its clock.
+  if (t.min_ts <= t.rows.max_ts) {
+    const int64_t base = t.base_time_ns.value_or(0);
+    const int64_t first = nsys::add_saturating(t.min_ts, base), last = nsys::add_saturating(t.rows.max_ts, base);
+    constexpr int64_t kYear2001Ns = 978307200LL * 1000000000;
+    if (first > kYear2001Ns) j.epoch_window_ns = {first, last};
+  }
+  return j;
 }
 
 std::string drop_text(const KinetoTrace& t) {
@@ -115,6 +160,12 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     }
     world = std::max(world, c.rank + 1);
     if (t.world_size) world = std::max(world, *t.world_size);
+  }
+  {  // traces of two different jobs are never merged without a word (before the
+     // duplicate-rank check: two jobs' rank 0 is a mixed folder, not one rank twice)
+    std::vector<nsys::JobSignature> jobs;
+    for (size_t i = 0; i < traces.size(); ++i) jobs.push_back(job_signature(traces[i], choices[i].rank));
+    RS_RETURN_IF_ERROR(nsys::check_one_job(jobs, options.allow_mixed, summary.warnings));
   }
   std::vector<size_t> order(choices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -263,12 +314,16 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     prov.offset_ms = clock.offset_ns / 1e6;
     prov.residual_ms = clock.residual_ns < 0 ? -1 : clock.residual_ns / 1e6;
     prov.warnings = t.warnings;
-    if (!t.base_time_ns) prov.warnings.push_back("no baseTimeNanoseconds: times are the trace's own, not epoch time");
+    if (!t.base_time_ns && !job_signature(t, c.rank).epoch_window_ns) {
+      // Before baseTimeNanoseconds (2022) Kineto wrote epoch microseconds: only other times are relative.
+      prov.warnings.push_back("no baseTimeNanoseconds and times are not epoch times: this rank's clock is the trace's own");
+    }
     if (!t.stopped_early.empty()) {
       prov.warnings.push_back(fmt::format("partial import: {}; kept the {} events read before it, the rest is lost",
                                           t.stopped_early, t.events));
     }
     if (t.dropped.total() > 0) prov.warnings.push_back(drop_text(t));
+    for (std::string& line : not_read_text(t)) prov.warnings.push_back(std::move(line));
     nsys::ImportOptions rank_options = options;
     if (rank_options.step_range.empty() && t.profiler_steps > 0) rank_options.step_range = "ProfilerStep";
     nsys::ExportInfo info;

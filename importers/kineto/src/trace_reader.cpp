@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <istream>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "event_categories.h"
 #include "gzip_source.h"
 
 namespace rankscope::kineto {
@@ -15,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 using format::CollectiveOp;
+using nsys::GpuOpKind;
 
 constexpr int kMaxDepth = 256;              // deeper than any trace: hostile input
 constexpr size_t kMaxCapturedValues = 100000;  // distributedInfo of any real job is far smaller
@@ -26,24 +29,42 @@ struct Scalar {
   enum Kind : uint8_t { kNull, kBool, kNumber, kString } kind = kNull;
   double number = 0;
   const std::string* text = nullptr;
+  std::optional<int64_t> integer;  // the exact value of an integer literal (a double is 256 ns coarse at epoch ns)
 };
 
 // The fields of the event being read; reset per event.
 struct EventFields {
   std::string name, cat, ph;
   std::string pg_name, pg_desc, dtype;  // NCCL kernels: the collective's metadata
+  std::string direction;                // MTIA dma_request: "HOST_TO_DEVICE", ...
   double in_nelems = -1;
   double ts = 0, dur = 0, pid = 0, tid = 0, correlation = 0, stream = 0, device = 0;
   bool has_ts = false, has_dur = false, has_pid = false, has_tid = false, has_correlation = false, has_stream = false,
        has_device = false, wrong_type = false;
   void reset() {
-    name.clear(), cat.clear(), ph.clear(), pg_name.clear(), pg_desc.clear(), dtype.clear();
+    name.clear(), cat.clear(), ph.clear(), pg_name.clear(), pg_desc.clear(), dtype.clear(), direction.clear();
     in_nelems = -1;
     has_ts = has_dur = has_pid = has_tid = has_correlation = has_stream = has_device = wrong_type = false;
   }
 };
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// ts (µs) in ns without the double's rounding: epoch microseconds (Kineto before 2022, ~1.6e15)
+// times 1000 exceed 2^53, where a double is 256 ns coarse; the whole microseconds are exact, so
+// they are scaled as integers and only the fraction goes through floating point. |us| <= 4e15.
+int64_t microseconds_to_ns(double us) {
+  const double whole = std::trunc(us);
+  return int64_t(whole) * 1000 + std::llround((us - whole) * 1000.0);
+}
+
+// MTIA's dma_request direction in the words Kineto's CUDA memcpy names use.
+std::string copy_direction(std::string_view d) {
+  if (d == "HOST_TO_DEVICE") return "HtoD";
+  if (d == "DEVICE_TO_HOST") return "DtoH";
+  if (d == "DEVICE_TO_DEVICE") return "DtoD";
+  return d.empty() ? "(direction not given)" : std::string(d);
+}
 
 // Bytes per element of record_param_comms' "dtype" (c10 scalar type names); 0 when unknown.
 double element_bytes(std::string_view dtype) {
@@ -59,11 +80,14 @@ class Handler : public nlohmann::json_sax<json> {
   explicit Handler(KinetoTrace& out) : out_(out) { out_.rows.pool.emplace_back(); }
 
   bool null() override { return scalar({}); }
-  bool boolean(bool v) override { return scalar({Scalar::kBool, v ? 1.0 : 0.0, nullptr}); }
-  bool number_integer(number_integer_t v) override { return scalar({Scalar::kNumber, double(v), nullptr}); }
-  bool number_unsigned(number_unsigned_t v) override { return scalar({Scalar::kNumber, double(v), nullptr}); }
-  bool number_float(number_float_t v, const string_t&) override { return scalar({Scalar::kNumber, v, nullptr}); }
-  bool string(string_t& v) override { return scalar({Scalar::kString, 0, &v}); }
+  bool boolean(bool v) override { return scalar({Scalar::kBool, v ? 1.0 : 0.0, nullptr, std::nullopt}); }
+  bool number_integer(number_integer_t v) override { return scalar({Scalar::kNumber, double(v), nullptr, int64_t(v)}); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return scalar({Scalar::kNumber, double(v), nullptr,
+                   v <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(v)) : std::nullopt});
+  }
+  bool number_float(number_float_t v, const string_t&) override { return scalar({Scalar::kNumber, v, nullptr, std::nullopt}); }
+  bool string(string_t& v) override { return scalar({Scalar::kString, 0, &v, std::nullopt}); }
   bool binary(binary_t&) override { return scalar({}); }
 
   bool key(string_t& k) override {
@@ -94,7 +118,8 @@ class Handler : public nlohmann::json_sax<json> {
   std::map<uint64_t, int64_t> steps_per_thread;
   std::map<uint64_t, int64_t> ranges_per_thread;
   std::map<int64_t, int64_t> pid_events;  // CPU events per pid
-  json distributed_info;
+  std::set<int64_t> device_pids;           // pids of device events (MTIA writes host calls there too)
+  json distributed_info, device_properties;
 
  private:
   bool in_event() const { return events_depth_ > 0 && depth_ == events_depth_ + 1; }
@@ -115,6 +140,13 @@ class Handler : public nlohmann::json_sax<json> {
       capture_depth_ = depth_;
       distributed_info = json::object();
       capture_stack_.assign(1, &distributed_info);
+      return true;
+    }
+    if (depth_ == 2 && !events_array_ && top_key_ == "deviceProperties" && !object) {
+      capture_ = true;
+      capture_depth_ = depth_;
+      device_properties = json::array();
+      capture_stack_.assign(1, &device_properties);
       return true;
     }
     if (depth_ == 2 && !events_array_ && top_key_ == "traceEvents" && !object) {
@@ -177,7 +209,7 @@ class Handler : public nlohmann::json_sax<json> {
   bool top_scalar(const Scalar& v) {
     if (top_key_ == "baseTimeNanoseconds") {
       if (v.kind == Scalar::kNumber && std::isfinite(v.number) && std::abs(v.number) < kMaxAbsNs) {
-        out_.base_time_ns = int64_t(v.number);
+        out_.base_time_ns = v.integer ? *v.integer : int64_t(v.number);
       } else {
         out_.warnings.push_back("baseTimeNanoseconds is not a number in range: ignored (times stay relative to the trace)");
       }
@@ -212,6 +244,7 @@ class Handler : public nlohmann::json_sax<json> {
       if (field_ == "Process Group Name") ev_.pg_name = v.text->substr(0, 128);
       else if (field_ == "Process Group Description") ev_.pg_desc = v.text->substr(0, 128);
       else if (field_ == "dtype") ev_.dtype = v.text->substr(0, 32);
+      else if (field_ == "direction") ev_.direction = v.text->substr(0, 32);
       return;
     }
     if (v.kind != Scalar::kNumber) return;
@@ -236,14 +269,55 @@ class Handler : public nlohmann::json_sax<json> {
 
   static bool id_in_range(double x) { return std::isfinite(x) && x >= 0 && x < 4294967296.0; }
 
+  // Counts an event the import does not read (see NotRead), with its duration when it has a sane one.
+  void not_read(const std::string& what, bool on_device, std::string_view why) {
+    NotRead& n = out_.not_read[what];
+    ++n.events;
+    n.on_device = n.on_device || on_device;
+    if (n.why.empty()) n.why = std::string(why);
+    if (ev_.has_dur && std::isfinite(ev_.dur) && ev_.dur >= 0 && ev_.dur * 1000.0 < kMaxDurationNs) n.duration_ns += std::llround(ev_.dur * 1000.0);
+  }
+
   void finish_event() {
     ++out_.events;
-    if (ev_.ph != "X") return;  // metadata, flows, instants: nothing the importer needs
+    if (ev_.ph != "X") return;  // metadata, flows, instants, counters: nothing the importer needs
     const std::string& cat = ev_.cat;
-    const bool annotation = cat == "user_annotation";
-    const bool launch = cat == "cuda_runtime" || cat == "cuda_driver";
-    const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
-    if (!annotation && !launch && !gpu) return;
+    const EventCategory* rule = find_event_category(cat);
+    if (!rule) {
+      // A category Kineto never wrote (another producer, a newer Kineto): say so, never guess.
+      if (!cat.empty() && out_.not_read.size() < 64) {
+        not_read(fmt::format("category '{}'", cat.substr(0, 64)), false, "not a category Kineto writes (as of 2026-08)");
+      }
+      return;
+    }
+    EventRole role = rule->role;
+    if (role == EventRole::kSkipped) return;
+    if (role == EventRole::kDeviceNotRead) {
+      not_read(fmt::format("category '{}'", cat), true, rule->why);
+      return;
+    }
+    if (role == EventRole::kOperator) {
+      if (!operator_is_user_scope(ev_.name)) return;  // an op: the ranges are the user scopes among them
+      role = EventRole::kAnnotation;
+      ++out_.old_operator_ranges;
+    }
+    GpuOpKind device_kind = GpuOpKind::kKernel;
+    if (role == EventRole::kMtiaDevice) {
+      const MtiaEventKind k = mtia_event_kind(ev_.name);
+      if (k == MtiaEventKind::kSync) {
+        not_read("MTIA stream synchronisation (event_wait, event_record)", true,
+                 "a stream waiting on another is not device work");
+        return;
+      }
+      device_kind = k == MtiaEventKind::kCopy ? GpuOpKind::kMemcpy : GpuOpKind::kKernel;
+    } else if (role == EventRole::kMemcpy) {
+      device_kind = GpuOpKind::kMemcpy;
+    } else if (role == EventRole::kMemset) {
+      device_kind = GpuOpKind::kMemset;
+    }
+    const bool annotation = role == EventRole::kAnnotation;
+    const bool launch = role == EventRole::kLaunch;
+    const bool gpu = !annotation && !launch;
     if (ev_.wrong_type) {
       ++out_.dropped.wrong_type;
       return;
@@ -261,8 +335,9 @@ class Handler : public nlohmann::json_sax<json> {
       ++out_.dropped.negative_duration;
       return;
     }
-    const int64_t s = std::llround(start), e = s + std::llround(dur);
+    const int64_t s = microseconds_to_ns(ev_.ts), e = s + std::llround(dur);
     out_.rows.max_ts = std::max(out_.rows.max_ts, e);
+    out_.min_ts = std::min(out_.min_ts, s);
     if (gpu) {
       nsys::GpuOp op;
       op.start = s, op.end = e;
@@ -271,8 +346,14 @@ class Handler : public nlohmann::json_sax<json> {
       const double device = ev_.has_device ? ev_.device : ev_.has_pid ? ev_.pid : 0;
       op.stream = id_in_range(stream) ? uint32_t(stream) : 0;
       op.device = id_in_range(device) ? uint32_t(device) : 0;
-      op.name = op.short_name = intern(ev_.name.empty() ? cat : ev_.name);
-      op.kind = cat == "kernel" ? nsys::GpuOpKind::kKernel : cat == "gpu_memcpy" ? nsys::GpuOpKind::kMemcpy : nsys::GpuOpKind::kMemset;
+      // MTIA's copies are named "dma_request": named as Kineto names CUDA's ("Memcpy HtoD (...)") so
+      // every reader books them as memory operations (format/kernel_class.h), not as compute.
+      op.name = op.short_name = intern(role == EventRole::kMtiaDevice && device_kind == GpuOpKind::kMemcpy
+                                           ? fmt::format("Memcpy {} (MTIA {})", copy_direction(ev_.direction), ev_.name)
+                                           : ev_.name.empty() ? cat : ev_.name);
+      op.kind = device_kind;
+      if (ev_.has_pid && std::isfinite(ev_.pid) && std::abs(ev_.pid) < 1e15) device_pids.insert(int64_t(ev_.pid));
+      ++out_.device_ops[std::string(rule->device)];  // "CUDA/ROCm" is told apart at the end (saw_hip)
       if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(ev_.name)) {
         if (!ev_.pg_name.empty()) out_.nccl_stream_groups.try_emplace(op.stream, ProcessGroupInfo{ev_.pg_name, ev_.pg_desc, "nccl", {}});
         const double element = element_bytes(ev_.dtype);
@@ -283,6 +364,10 @@ class Handler : public nlohmann::json_sax<json> {
       out_.rows.ops.push_back(op);
       return;
     }
+    if (launch) {
+      if (starts_with(ev_.name, "hip")) saw_hip_ = true;  // ROCm writes HIP calls as cuda_runtime
+      else if (rule->device != "CUDA/ROCm") launch_device_ = rule->device;
+    }
     if (!std::isfinite(ev_.pid) || !std::isfinite(ev_.tid) || std::abs(ev_.pid) > 1e15 || std::abs(ev_.tid) > 1e15) {
       ++out_.dropped.wrong_type;
       return;
@@ -290,8 +375,8 @@ class Handler : public nlohmann::json_sax<json> {
     ++pid_events[int64_t(ev_.pid)];
     const uint64_t gtid = thread(ev_.pid, ev_.tid);
     if (launch) {
-      if (!ev_.has_correlation || !id_in_range(ev_.correlation)) return;  // not a launch (no GPU work to join)
-      out_.rows.runtime.push_back({s, e, gtid, uint32_t(ev_.correlation)});
+      if (!ev_.has_correlation || !id_in_range(ev_.correlation)) return;  // not a launch (no device work to join)
+      out_.rows.runtime.push_back({s, e, gtid, uint32_t(ev_.correlation), intern(ev_.name)});
       return;
     }
     const std::string_view name = ev_.name;
@@ -316,6 +401,12 @@ class Handler : public nlohmann::json_sax<json> {
 
  public:
   const std::map<std::pair<int64_t, int64_t>, uint64_t>& threads() const { return threads_; }
+  // The device that `kernel`, `gpu_memcpy` and `gpu_memset` ran on: the one whose runtime launched
+  // them (XPU, PrivateUse1 and HPU write their device ops in CUDA's categories), CUDA by default.
+  std::string shared_category_device() const {
+    if (!launch_device_.empty()) return std::string(launch_device_);
+    return saw_hip_ ? "ROCm" : "CUDA";
+  }
 
  private:
   KinetoTrace& out_;
@@ -334,6 +425,8 @@ class Handler : public nlohmann::json_sax<json> {
   std::map<std::pair<int64_t, int64_t>, uint64_t> threads_;
   size_t error_position_ = 0;
   std::string error_, limit_;
+  bool saw_hip_ = false;
+  std::string_view launch_device_;  // a device other than CUDA/ROCm whose runtime launched work
 };
 
 std::optional<int> small_int(const json& j, const char* key) {
@@ -347,6 +440,7 @@ void read_distributed_info(const json& d, KinetoTrace& out) {
   if (!d.is_object()) return;
   out.rank = small_int(d, "rank");
   out.world_size = small_int(d, "world_size");
+  out.group_count = small_int(d, "pg_count");
   if (d.contains("rank") && !out.rank) out.warnings.push_back("distributedInfo.rank is not a rank number: ignored");
   if (d.contains("backend") && d["backend"].is_string()) out.backend = d["backend"].get<std::string>();
   if (!d.contains("pg_config") || !d["pg_config"].is_array()) return;
@@ -365,6 +459,18 @@ void read_distributed_info(const json& d, KinetoTrace& out) {
       }
     }
     out.groups.push_back(std::move(pg));
+  }
+}
+
+// deviceProperties[].name: what the job ran on (compared across the traces of one job).
+void read_device_properties(const json& d, KinetoTrace& out) {
+  if (!d.is_array()) return;
+  for (const json& p : d) {
+    if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
+    const std::string name = p["name"].get<std::string>().substr(0, 128);
+    if (std::find(out.device_names.begin(), out.device_names.end(), name) == out.device_names.end() && out.device_names.size() < 16) {
+      out.device_names.push_back(name);
+    }
   }
 }
 
@@ -400,6 +506,11 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
     handler.parse_error(0, "", nlohmann::detail::other_error::create(0, e.what(), nullptr));
   }
   read_distributed_info(handler.distributed_info, out);
+  read_device_properties(handler.device_properties, out);
+  if (auto it = out.device_ops.find("CUDA/ROCm"); it != out.device_ops.end()) {
+    out.device_ops[handler.shared_category_device()] += it->second;
+    out.device_ops.erase(it);
+  }
 
   // Why the read stopped: zlib's reason first (a truncated gzip also ends the JSON early).
   if (!source->error().empty()) {
@@ -434,6 +545,10 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
   int64_t main_pid = 0;
   for (const auto& [key, ordinal] : handler.threads()) {
     if (ordinal == main_ordinal) main_pid = key.first;
+  }
+  // MTIA writes some host calls (synchronize) under the device's pid: not another process.
+  for (int64_t pid : handler.device_pids) {
+    if (pid != main_pid) handler.pid_events.erase(pid);
   }
   if (main_ordinal == 0 && !handler.pid_events.empty()) {
     main_pid = std::max_element(handler.pid_events.begin(), handler.pid_events.end(),

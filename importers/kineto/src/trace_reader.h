@@ -2,10 +2,14 @@
 //
 // Is: a SAX handler (nlohmann::json::sax_parse) over a gzip or plain Chrome-trace JSON file that
 // keeps only what the importer needs, in the nsys importer's row model (export_reader.h) so one
-// rank builder serves both: `user_annotation` events (record_function ranges, ProfilerStep#N) as
-// ranges, `nccl:*` annotations as the NCCL domain, `gloo:*`/`mpi:*`/`ucc:*` annotations as host
-// collectives, `cuda_runtime` and `cuda_driver` calls with a correlation id as launches, and
-// `kernel`, `gpu_memcpy`, `gpu_memset` as GPU ops; plus `distributedInfo`, `baseTimeNanoseconds`
+// rank builder serves both. Categories by event_categories.h (every spelling Kineto has used, every
+// device it writes): `user_annotation` events (record_function ranges, ProfilerStep#N; in traces of
+// 2020-21, the `Operator` events that are user scopes) as ranges, `nccl:*` annotations as the NCCL
+// domain, `gloo:*`/`mpi:*`/`ucc:*` annotations as host collectives, runtime and driver calls of any
+// device (`cuda_runtime`, `Runtime`, `xpu_runtime`, `mtia_runtime`, ...) with a correlation id as
+// launches, and device ops (`kernel`/`Kernel`, copies, fills, MTIA's `mtia_ccp_events`) as GPU ops;
+// device records it cannot place and categories Kineto never wrote are counted (events, summed
+// duration) as not read. Plus `distributedInfo`, `deviceProperties[].name`, `baseTimeNanoseconds`
 // and the version keys. NCCL kernels' process group and message size (their "Process Group Name",
 // "In msg nelems", "dtype" args) name their communicator and give the collective's bytes. Every other event (cpu_op, flows, python stacks) is dropped as it is read,
 // so memory holds these compact rows (a few percent of the text), never the document.
@@ -45,6 +49,15 @@ struct HostAnnotation {
   format::CollectiveOp op = format::CollectiveOp::kUnknown;
 };
 
+// Events of one kind the import did not read, and why (device records it cannot place, categories
+// Kineto never wrote): reported per rank so nothing is dropped without a word.
+struct NotRead {
+  int64_t events = 0;
+  int64_t duration_ns = 0;  // the sum of their durations
+  bool on_device = false;   // device-side records (their time is device time, not shown as such)
+  std::string why;
+};
+
 struct DropCounts {
   int64_t wrong_type = 0, bad_time = 0, negative_duration = 0, missing_field = 0;
   int64_t total() const { return wrong_type + bad_time + negative_duration + missing_field; }
@@ -56,12 +69,15 @@ struct KinetoTrace {
   // distributedInfo
   std::optional<int> rank, world_size;
   std::string backend;
+  std::optional<int> group_count;  // distributedInfo.pg_count
   std::vector<ProcessGroupInfo> groups;
+  std::vector<std::string> device_names;  // deviceProperties[].name, distinct, in order
   // clocks: trace ts (µs) x 1000 + base_time_ns = ns since the epoch
   std::optional<int64_t> base_time_ns;
   std::vector<std::pair<std::string, std::string>> versions;  // schemaVersion, cupti_version, ...
   // rows, in trace ns; thread ids are (process key | thread ordinal), see process_key
   nsys::ProcessRows rows;
+  int64_t min_ts = INT64_MAX;  // earliest event start read (trace ns); rows.max_ts the latest end
   std::vector<HostAnnotation> host_annotations;
   // The process group of each NCCL stream, from its kernels' "Process Group Name"/"Description"
   // args (Kineto copies record_param_comms' metadata onto the kernel); first one seen per stream.
@@ -70,6 +86,11 @@ struct KinetoTrace {
   uint64_t main_gtid = 0;     // the thread with the ProfilerStep#N annotations
   int64_t profiler_steps = 0;
   int64_t events = 0;         // trace events seen
+  // Device kinds whose work was read ("CUDA", "ROCm", "XPU", "MTIA", ...) with their op counts.
+  std::map<std::string, int64_t> device_ops;
+  // Not read, by what (a category, or "MTIA stream synchronisation"); see NotRead.
+  std::map<std::string, NotRead> not_read;
+  int64_t old_operator_ranges = 0;  // ranges taken from the 2020-21 `Operator` category
   DropCounts dropped;
   std::string stopped_early;  // why reading stopped before the end ("" when it did not)
   std::vector<std::string> warnings;

@@ -142,6 +142,84 @@ void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::st
   }
 }
 
+namespace {
+
+// A span of time in the unit a person reads it in: "40 s", "25 min", "8.5 days".
+std::string human_span(int64_t ns) {
+  const double s = double(ns) / 1e9;
+  if (s < 120) return fmt::format("{:.0f} s", s);
+  if (s < 2 * 3600) return fmt::format("{:.0f} min", s / 60);
+  if (s < 2 * 86400) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+// "rank3.json (rank 3 of 8, NVIDIA A100)": a file as the job check names it.
+std::string described(const JobSignature& s) {
+  std::string out = fmt::format("{} (rank {}", s.file, s.rank);
+  if (s.world_size) out += fmt::format(" of {}", *s.world_size);
+  if (!s.devices.empty()) out += ", " + joined(s.devices);
+  return out + ")";
+}
+
+}  // namespace
+
+std::vector<std::string> job_differences(const JobSignature& a, const JobSignature& b) {
+  std::vector<std::string> out;
+  if (a.world_size && b.world_size && *a.world_size != *b.world_size) {
+    out.push_back(fmt::format("world size {} vs {}", *a.world_size, *b.world_size));
+  }
+  if (a.group_count && b.group_count && *a.group_count != *b.group_count) {
+    out.push_back(fmt::format("{} vs {} process groups", *a.group_count, *b.group_count));
+  }
+  int group_diffs = 0;
+  for (const auto& [name, what] : a.groups) {
+    auto it = b.groups.find(name);
+    if (it == b.groups.end() || it->second == what) continue;
+    if (group_diffs++ < 2) out.push_back(fmt::format("process group '{}' is {} vs {}", name, what, it->second));
+  }
+  if (group_diffs > 2) out.push_back(fmt::format("{} more process groups differ", group_diffs - 2));
+  if (!a.devices.empty() && !b.devices.empty() && a.devices != b.devices) {
+    out.push_back(fmt::format("devices {} vs {}", joined(a.devices), joined(b.devices)));
+  }
+  if (a.epoch_window_ns && b.epoch_window_ns) {
+    const auto [a0, a1] = *a.epoch_window_ns;
+    const auto [b0, b1] = *b.epoch_window_ns;
+    const int64_t gap = std::max(sub_saturating(b0, a1), sub_saturating(a0, b1));  // > 0: they do not overlap
+    if (gap > kFarApartNs) {
+      out.push_back(fmt::format("recorded {} apart (one job's traces overlap in time up to its hosts' clock error; more "
+                                "than {} means another run)", human_span(gap), human_span(kFarApartNs)));
+    }
+  }
+  return out;
+}
+
+Status check_one_job(const std::vector<JobSignature>& files, bool allow_mixed, std::vector<std::string>& warnings) {
+  if (files.size() < 2) return {};
+  const JobSignature& first = files.front();
+  std::string text;
+  size_t differing = 0;
+  for (size_t i = 1; i < files.size(); ++i) {
+    const auto diff = job_differences(first, files[i]);
+    if (diff.empty()) continue;
+    if (++differing <= 3) text += fmt::format("{}{} and {} differ: {}", text.empty() ? "" : "; ", described(first), described(files[i]), joined(diff));
+  }
+  if (differing == 0) return {};
+  if (differing > 3) text += fmt::format("; {} more files differ from {}", differing - 3, first.file);
+  if (allow_mixed) {
+    warnings.push_back(fmt::format("files of different jobs imported as one (--allow-mixed): {}; the reports compare ranks "
+                                   "of different jobs", text));
+    return {};
+  }
+  return invalid_argument(fmt::format("these are not the files of one job: {}. Import each job into its own run directory, or "
+                                      "pass --allow-mixed to import them as one anyway", text));
+}
+
 Status prepare_run_directory(const fs::path& run_dir, const std::vector<fs::path>& inputs, const std::string& program) {
   std::error_code ec;
   fs::create_directories(run_dir, ec);

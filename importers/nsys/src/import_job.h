@@ -1,6 +1,7 @@
 // import_job.h — the job-level steps every trace importer shares (nsys, Kineto; internal).
 //
-// Is: running one worker per file, a rank from a number in a file name, placing each rank's clock
+// Is: running one worker per file, a rank from a number in a file name, refusing files of two
+// different jobs (world size, process groups, devices, clocks far apart), placing each rank's clock
 // on the reference rank's by matching the end times of the collectives they share, and guarding
 // the run directory an import writes. Why shared: a second importer that placed clocks its own way
 // would make two imports of one job disagree. Is not: reading any file format (export_reader.h,
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +84,35 @@ struct ClockSubject {
 // in the alignment text ("all-reduce/all-gather kernels").
 void align_clocks(std::vector<ClockSubject>& subjects, const std::vector<std::string>& comm_names, const std::string& what,
                   const std::string& reference_text);
+
+// --- one job, not two ----------------------------------------------------------------------------
+// What tells one job's trace (or export) from another's. Every field is optional: a producer that
+// does not write it is not compared on it.
+struct JobSignature {
+  std::string file;
+  int rank = -1;
+  std::optional<int> world_size;
+  std::optional<int> group_count;              // process groups the job created (Kineto's pg_count)
+  std::map<std::string, std::string> groups;   // process group name -> what it is ("default_pg, cuda:nccl, ranks [0, 1]")
+  std::vector<std::string> devices;            // device models (sorted, distinct)
+  // The first and last event on the file's own clock, in ns since the epoch; absent when the
+  // file's times are not epoch times.
+  std::optional<std::pair<int64_t, int64_t>> epoch_window_ns;
+};
+
+// Two traces of one job record the same steps, so their time windows overlap up to the hosts'
+// clock disagreement: milliseconds under NTP, seconds for a host without it. Windows further apart
+// than this were recorded at different times: another run, not another rank.
+inline constexpr int64_t kFarApartNs = 10LL * 60 * 1000000000;  // 10 minutes
+
+// How `b` differs from `a` as a job, in words ("world size 8 vs 2", "devices A100 vs V100",
+// "process group 0 is default_pg, ranks [0..7] vs default_pg, ranks [0, 1]", "clocks 8.5 days
+// apart"); empty when they may be one job.
+std::vector<std::string> job_differences(const JobSignature& a, const JobSignature& b);
+
+// The files against the first one: nothing when they may all be one job; else an error naming
+// the files and what differs, or, with `allow_mixed`, the same text as a job warning.
+Status check_one_job(const std::vector<JobSignature>& files, bool allow_mixed, std::vector<std::string>& warnings);
 
 // Creates `run_dir` and checks that it holds nothing but an earlier import by `program` (a
 // probe's run directory is never overwritten) and is none of `inputs`; then removes the rank files

@@ -134,6 +134,22 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
     if (c.process->mark_world) world = std::max(world, *c.process->mark_world);
     else if (scan.info.env_world && c.identity.find("environment") != std::string::npos) world = std::max(world, *scan.info.env_world);
   }
+  {  // exports of two different jobs are never merged without a word (import_job.h)
+    std::vector<JobSignature> jobs;
+    for (const RankChoice& c : choices) {
+      const ExportScan& scan = **scans[c.file];
+      JobSignature& j = jobs.emplace_back();
+      j.file = files[c.file].string();
+      j.rank = c.rank;
+      if (c.process->mark_world) j.world_size = *c.process->mark_world;
+      else if (scan.info.env_world) j.world_size = *scan.info.env_world;
+      const int64_t to_epoch = scan.absolute_timestamps ? 0 : scan.info.has_session_start ? scan.info.utc_epoch_ns : INT64_MIN;
+      if (to_epoch != INT64_MIN && scan.min_ts <= scan.max_ts) {
+        j.epoch_window_ns = {add_saturating(scan.min_ts, to_epoch), add_saturating(scan.max_ts, to_epoch)};
+      }
+    }
+    RS_RETURN_IF_ERROR(check_one_job(jobs, options.allow_mixed, summary.warnings));
+  }
   std::sort(choices.begin(), choices.end(), [](const RankChoice& a, const RankChoice& b) { return a.rank < b.rank; });
   for (size_t i = 1; i < choices.size(); ++i) {
     if (choices[i].rank == choices[i - 1].rank) {

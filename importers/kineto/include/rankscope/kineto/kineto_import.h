@@ -5,9 +5,13 @@
 // document) into the nsys importer's row model, then written by the same rank builder
 // (importers/nsys/src/rank_builder.h), so skew, scaling, export and the HTML report read it
 // unchanged. The rank comes from distributedInfo, else from a number in the file name (never the
-// sorted position); steps from ProfilerStep#N; ranges from record_function annotations nested
-// below the step ("forward", "backward/..."); kernels, memcpys and memsets joined to the
-// cuda_runtime or cuda_driver call that launched them by correlation id; NCCL collectives from
+// sorted position); traces of two different jobs (world size, process groups, devices, clocks far
+// apart) are refused unless options.allow_mixed (import_job.h check_one_job); steps from
+// ProfilerStep#N; ranges from record_function annotations nested below the step ("forward",
+// "backward/..."); kernels, memcpys and memsets joined to the
+// runtime or driver call that launched them by correlation id, on any device Kineto writes (CUDA,
+// ROCm, XPU, PrivateUse1, HPU, MTIA) and in every category spelling it has used (event_categories.h);
+// what cannot be placed is counted and reported as not read; NCCL collectives from
 // their kernels (one communicator per NCCL stream, the nccl:* annotation as the call), Gloo/MPI
 // collectives from their gloo:* annotations; clocks from each trace's baseTimeNanoseconds, aligned
 // on the all-reduces the ranks share (import_job.h), with the residual reported.

@@ -37,6 +37,9 @@ struct ImportOptions {
   int64_t batch = 0;    // > 0: training.batch (tokens/s in the scaling report)
   bool traces = true;   // every range and kernel per step (TRACE_RANGES/TRACE_KERNELS) for export
   int threads = 0;      // 0: one per core
+  // Files whose world size, process groups, devices or clocks say they are two different jobs:
+  // refused unless this is set; then imported as one with a warning (import_job.h check_one_job).
+  bool allow_mixed = false;
   std::vector<std::string> command_line;  // recorded in run.json
 };
 
