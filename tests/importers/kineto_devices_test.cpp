@@ -133,8 +133,8 @@ TEST(KinetoDevices, RealRocmTraceIsReadAsRocm) {
   fs::remove_all(run);
 }
 
-// HTA's Triton example: the kernel is launched by cuLaunchKernel (cuda_driver). The file names
-// no rank (and rankscope never guesses one), so it is imported as rank0.json.gz.
+// HTA's Triton example: the kernel is launched by cuLaunchKernel (cuda_driver). The file names no
+// rank; copied as rank0.json.gz here (a lone trace without a rank is rank 0 of 1 anyway).
 TEST(KinetoDevices, RealTritonKernelLaunchedByTheDriverApi) {
   const fs::path dir = scratch("triton");
   fs::create_directories(dir);

@@ -149,13 +149,37 @@ TEST(KinetoImport, RankFromFileNameWithoutDistributedInfo) {
   fs::remove_all(run);
 }
 
-TEST(KinetoImport, NoRankAnywhereIsAClearError) {
+TEST(KinetoImport, NoRankAnywhereIsAClearErrorAmongSeveralTraces) {
   const fs::path dir = fresh_dir("anon");
   fs::create_directories(dir);
   fs::copy_file(kFixtures / "no-distributed-info/trainer_rank3.json", dir / "trainer.json");
-  auto summary = import_kineto({dir / "trainer.json"}, dir / "run");
+  fs::copy_file(kFixtures / "no-distributed-info/trainer_rank3.json", dir / "other.json");
+  auto summary = import_kineto({dir / "trainer.json", dir / "other.json"}, dir / "run");
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().to_string().find("cannot tell which rank"), std::string::npos) << summary.status().to_string();
+  fs::remove_all(dir);
+}
+
+// One trace with no rank anywhere is the whole job: rank 0 of 1, and the provenance says why. A
+// number in its name that follows no rank word (a version, a pid) is not taken for a rank.
+TEST(KinetoImport, ALoneTraceWithoutARankIsRankZeroOfOne) {
+  const fs::path dir = fresh_dir("alone");
+  fs::create_directories(dir);
+  for (const char* name : {"trainer.json", "trainer_ROCm6_2.json"}) {
+    fs::copy_file(kFixtures / "no-distributed-info/trainer_rank3.json", dir / name, fs::copy_options::overwrite_existing);
+    fs::remove_all(dir / "run");
+    auto summary = import_kineto({dir / name}, dir / "run");
+    ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+    ASSERT_EQ(summary->ranks.size(), 1u);
+    EXPECT_EQ(summary->ranks[0].rank, 0) << name;
+    EXPECT_EQ(summary->world_size, 1) << name;
+    EXPECT_NE(summary->ranks[0].identity.find("the only trace"), std::string::npos) << summary->ranks[0].identity;
+  }
+  // A rank word still counts for a lone trace.
+  fs::remove_all(dir / "run");
+  auto ranked = import_kineto({kFixtures / "no-distributed-info/trainer_rank3.json"}, dir / "run");
+  ASSERT_TRUE(ranked.ok()) << ranked.status().to_string();
+  EXPECT_EQ(ranked->ranks.at(0).rank, 3);
   fs::remove_all(dir);
 }
 

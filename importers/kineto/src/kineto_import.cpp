@@ -147,16 +147,26 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
     c.trace = i;
     std::string stem, rule;
     const auto from_name = nsys::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem, &rule);
+    const bool rank_word = from_name && rule.starts_with("the number after");
     if (t.rank) {
       c.rank = *t.rank;
       c.identity = "distributedInfo.rank";  // a number in the file name may be a pid: not compared
+    } else if (traces.size() == 1 && !rank_word) {
+      // One trace and no rank anywhere (HTA's triton_example.json.gz, a single-GPU job's trace,
+      // mi250_minitoy_train_ROCm6_2_kineto where the last number is a ROCm version): it is the whole
+      // job. A bare number would make rank 2 of 3 with two ranks "missing".
+      c.rank = 0;
+      c.identity = from_name ? fmt::format("the only trace, with no distributedInfo.rank and no rank word in its name "
+                                           "(its last number, {}, is not taken for a rank): rank 0 of 1",
+                                           *from_name)
+                             : std::string("the only trace, with no distributedInfo.rank and no number in its name: rank 0 of 1");
     } else if (from_name) {
       c.rank = *from_name;
       c.identity = fmt::format("{} (no distributedInfo.rank)", rule);
     } else {
       return invalid_argument(fmt::format("{}: cannot tell which rank this is: no distributedInfo.rank and no number in the "
-                                          "file name; hint: name traces by rank (rank3.json.gz), rankscope never numbers "
-                                          "ranks by sorted file name", t.file.string()));
+                                          "file name, among {} traces; hint: name traces by rank (rank3.json.gz), rankscope never "
+                                          "numbers ranks by sorted file name", traces.size(), t.file.string()));
     }
     world = std::max(world, c.rank + 1);
     if (t.world_size) world = std::max(world, *t.world_size);
