@@ -157,6 +157,31 @@ TEST(FrFlatReader, DamagedDumpsAreHandledLikeTheGenericReaderDoes) {
   }
 }
 
+// {'version': '2.9', 'comm_lib_version': <memo get_id>} with '2.9' put at memo id 40: ids need not
+// come in order, and a slot below the highest that nothing was put in is not a value.
+std::vector<uint8_t> memo_gap_pickle(uint8_t get_id) {
+  std::vector<uint8_t> b = {0x80, 2, '}', '(', 0x8c, 7};
+  for (char c : std::string("version")) b.push_back(uint8_t(c));
+  b.insert(b.end(), {0x8c, 3, '2', '.', '9', 'r', 40, 0, 0, 0, 0x8c, 16});  // LONG_BINPUT 40
+  for (char c : std::string("comm_lib_version")) b.push_back(uint8_t(c));
+  b.insert(b.end(), {'h', get_id, 'u', '.'});
+  return b;
+}
+
+TEST(FrFlatReader, MemoIdsOutOfOrderAreReadAndAnEmptySlotIsRefused) {
+  const auto put = memo_gap_pickle(40);
+  const auto fast = parse_fr_dump(put, "memo", PickleReader::kFast);
+  ASSERT_TRUE(fast.ok()) << fast.status().to_string();
+  EXPECT_EQ(fast->version, "2.9");
+  EXPECT_EQ(fast->comm_lib_version, "2.9");
+  expect_same(put, "memo");
+  for (uint8_t never_put : {uint8_t(0), uint8_t(39)}) {  // below the slot put: grown over, never filled
+    const auto gap = memo_gap_pickle(never_put);
+    EXPECT_FALSE(parse_fr_dump(gap, "gap", PickleReader::kFast).ok()) << int(never_put);
+    expect_same(gap, "gap");
+  }
+}
+
 // A few bytes of memo references cannot describe millions of entries: refused as the generic reader
 // refuses them.
 TEST(FrFlatReader, AMemoBombIsRefused) {

@@ -406,7 +406,7 @@ TEST(FrMegatronJob, KilledRankWritesNoDump) {
   for (const auto& [rank, bytes] : job.dumps) {
     const FrDump d = parsed(bytes);
     for (const auto& e : d.entries) {
-      const auto& members = d.groups.at(e.group).ranks;
+      const auto& members = d.groups.at(std::string(e.group)).ranks;
       waits_on_nine |= std::find(members.begin(), members.end(), 9) != members.end();
     }
   }

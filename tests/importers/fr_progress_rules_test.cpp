@@ -1,6 +1,6 @@
 // fr_progress_rules_test.cpp — the importer's rules for many process groups (issue 31), one by one:
 // pg_status rows named by the groups' creation order (fr_pg_status.h), and dump files named per host
-// (fr_discovery.h). The whole job is checked on the real dumps (fr_real_dumps_test.cpp) and on
+// (fr_discovery.h), and a dump's entries sorted by group (fr_entry_groups.h). The whole job is checked on the real dumps (fr_real_dumps_test.cpp) and on
 // Megatron-shaped ones (fr_megatron_verdict_test.cpp).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "fr_discovery.h"
+#include "fr_entry_groups.h"
 #include "fr_pg_status.h"
 
 namespace rankscope::torch_fr {
@@ -81,6 +82,30 @@ TEST(FrPgStatus, ARowCountsSendRecvWhenTheNewestEntryOnItIsOne) {
 void touch_dump(const fs::path& p) {
   std::ofstream out(p, std::ios::binary);
   out.put(char(0x80));
+}
+
+// Entries read from a dump share one pooled copy of each group name, and entries_by_group tests
+// the pointer first; names built apart (a test's, another reader's) are still one group by text.
+TEST(FrEntryGroups, EntriesAreGroupedByTheNamesTextNotWhereItLies) {
+  const std::string a1 = "37", a2 = std::string("3") + "7", b = "42";
+  ASSERT_NE(a1.data(), a2.data());
+  FrDump d;
+  for (const std::string* name : {&a1, &b, &a2, &a2, &b, &a1}) {
+    FrEntry e;
+    e.group = *name;
+    e.collective_seq = int64_t(d.entries.size());
+    d.entries.push_back(e);
+  }
+  const std::vector<GroupEntries> groups = entries_by_group(d);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].name, "37");
+  EXPECT_EQ(groups[1].name, "42");
+  std::vector<int64_t> seqs;
+  for (const FrEntry* e : groups[0].entries) seqs.push_back(e->collective_seq);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{0, 2, 3, 5}));
+  ASSERT_NE(find_group(groups, "42"), nullptr);
+  EXPECT_EQ(find_group(groups, "42")->entries.size(), 2u);
+  EXPECT_EQ(find_group(groups, "4"), nullptr);
 }
 
 TEST(FrDiscovery, PrefixesThatNameTheHostAreOneJob) {

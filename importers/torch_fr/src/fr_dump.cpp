@@ -276,7 +276,8 @@ Result<FrDump> normalise(const V& root, bool partial) {
         const EntryKey n = key_cache.lookup(position++, key);
         if (n == EntryKey::kOther) continue;
         if (n == EntryKey::kProcessGroup) {
-          if (!x.items().empty()) e.group = str_of(&x.items()[0]);
+          if (!x.items().empty())
+            if (auto t = text_of(x.items()[0])) e.group = pooled.get(*t);
           // Repeated by every entry of the group: pooled, not a heap string an entry.
           if (x.items().size() > 1)
             if (auto t = text_of(x.items()[1])) e.group_desc = pooled.get(*t);

@@ -54,7 +54,7 @@ DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std:
               "collective open.";
   } else if (watchdog.entry) {
     const FrEntry& e = *watchdog.entry;
-    auto name = comm_names.find(e.group);
+    auto name = comm_names.find(std::string(e.group));
     t.timeout_s = double(e.timeout_ms) / 1000.0;
     t.now_ns = std::max(t.now_ns, watchdog.at_ns);
     t.basis = fmt::format("The dumps do not say when they were written; PyTorch's watchdog writes them once a collective "

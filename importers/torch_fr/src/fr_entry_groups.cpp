@@ -10,7 +10,8 @@ std::vector<GroupEntries> entries_by_group(const FrDump& d) {
   std::unordered_map<std::string_view, size_t> index;
   size_t last = 0;  // consecutive entries are often on one group: checked before the hash
   for (const FrEntry& e : d.entries) {
-    if (out.empty() || out[last].name != e.group) {
+    // Pooled names (fr_dump.h): one group's entries share one copy, so the pointer test mostly decides.
+    if (out.empty() || (out[last].name.data() != e.group.data() && out[last].name != e.group)) {
       auto [it, fresh] = index.try_emplace(e.group, out.size());
       if (fresh) out.push_back({e.group, {}});
       last = it->second;

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstring>
+#include <type_traits>
 #include <unordered_map>
 
 namespace rankscope::torch_fr {
@@ -25,11 +26,20 @@ constexpr size_t kMaxMemo = size_t(16) << 20;
 // As the generic reader: a few bytes of memo references must not describe billions of entries.
 constexpr uint64_t kMaxTreeSize = uint64_t(1) << 26;
 
+bool is_container(Kind k) { return k == Kind::kDict || k == Kind::kList || k == Kind::kTuple; }
+
 }  // namespace
+
+// The stack and memo of one thread, their capacity kept from dump to dump.
+struct FlatReaderScratch {
+  PodArray<FlatValue> stack, memo;
+  PodArray<size_t> marks;
+};
 
 class FlatReader {
  public:
-  FlatReader(std::span<const uint8_t> in, FlatTree* tree) : in_(in), t_(tree) {
+  FlatReader(std::span<const uint8_t> in, FlatTree* tree, FlatReaderScratch& scratch)
+      : in_(in), t_(tree), stack_(scratch.stack), marks_(scratch.marks), memo_(scratch.memo) {
     t_->input_ = in;
     t_->cells_.clear();
     t_->items_.clear();
@@ -39,69 +49,208 @@ class FlatReader {
     t_->items_.reserve(in.size() / 10);
     t_->pairs_.reserve(in.size() / 6);
     t_->cells_.reserve(in.size() / 16);
-    stack_.reserve(64);
+    stack_.clear();
+    marks_.clear();
+    memo_.clear();
   }
 
+  // The opcode loop. One switch, its cases inline: a dump is ~130K opcodes a rank.
   bool run() {
     if (in_.size() > kMaxInput) return false;
     while (pos_ < in_.size()) {
       const uint8_t op = in_[pos_++];
-      if (op == kStop) {
-        if (stack_.size() != 1 || !marks_.empty()) return false;
-        t_->root_ = stack_.back();
-        for (auto& [cell, mine] : spilled_items_) {
-          t_->cells_[cell].first = uint32_t(t_->items_.size());
-          t_->items_.insert(t_->items_.end(), mine.begin(), mine.end());
+      switch (op) {
+        case kBinGet: {
+          uint8_t id;
+          if (!take(&id) || !memo_get(id)) return false;
+          break;
         }
-        for (auto& [cell, mine] : spilled_pairs_) {
-          t_->cells_[cell].first = uint32_t(t_->pairs_.size());
-          t_->pairs_.insert(t_->pairs_.end(), mine.begin(), mine.end());
+        case kBinUnicode:
+        case kBinBytes: {
+          uint32_t n;
+          if (!take(&n) || !text(n)) return false;
+          break;
         }
-        return t_->items_.size() < UINT32_MAX && t_->pairs_.size() < UINT32_MAX;
+        case kShortBinUnicode:
+        case kShortBinBytes: {
+          uint8_t n;
+          if (!take(&n) || !text(n)) return false;
+          break;
+        }
+        case kBinPut: {
+          uint8_t id;
+          if (!take(&id) || !memo_put(id)) return false;
+          break;
+        }
+        case kLongBinPut: {
+          uint32_t id;
+          if (!take(&id) || !memo_put(id)) return false;
+          break;
+        }
+        case kMemoize:
+          if (!memo_put(memo_.size())) return false;
+          break;
+        case kLongBinGet: {
+          uint32_t id;
+          if (!take(&id) || !memo_get(id)) return false;
+          break;
+        }
+        case kBinInt1: {
+          uint8_t v;
+          if (!take(&v)) return false;
+          stack_.push_back(int_value(Kind::kInt, v));
+          break;
+        }
+        case kBinInt2: {
+          uint16_t v;
+          if (!take(&v)) return false;
+          stack_.push_back(int_value(Kind::kInt, v));
+          break;
+        }
+        case kBinInt: {
+          uint32_t v;
+          if (!take(&v)) return false;
+          stack_.push_back(int_value(Kind::kInt, int32_t(v)));
+          break;
+        }
+        case kLong1: {
+          // Up to 8 bytes of little-endian two's complement fit in int64 whatever the value; longer
+          // ones are the generic reader's to judge.
+          uint8_t n;
+          if (!take(&n) || n > 8 || in_.size() - pos_ < n) return false;
+          uint64_t x = 0;
+          for (size_t i = 0; i < n; ++i) x |= uint64_t(in_[pos_ + i]) << (8 * i);
+          if (n > 0 && n < 8 && (in_[pos_ + n - 1] & 0x80)) x |= ~uint64_t(0) << (8 * n);
+          pos_ += n;
+          stack_.push_back(int_value(Kind::kInt, int64_t(x)));
+          break;
+        }
+        case kBinFloat: {
+          if (in_.size() - pos_ < 8) return false;
+          uint64_t bits = 0;
+          for (int i = 0; i < 8; ++i) bits = (bits << 8) | in_[pos_ + size_t(i)];  // big-endian on the wire
+          pos_ += 8;
+          stack_.push_back(int_value(Kind::kFloat, int64_t(bits)));
+          break;
+        }
+        case kNone: stack_.push_back(value_of(Kind::kNone, 0, 0)); break;
+        case kNewTrue: stack_.push_back(value_of(Kind::kBool, 1, 0)); break;
+        case kNewFalse: stack_.push_back(value_of(Kind::kBool, 0, 0)); break;
+        case kEmptyDict: stack_.push_back(container(Kind::kDict)); break;
+        case kEmptyList: stack_.push_back(container(Kind::kList)); break;
+        case kEmptyTuple: stack_.push_back(container(Kind::kTuple)); break;
+        case kMark: marks_.push_back(stack_.size()); break;
+        case kSetItems:
+        case kAppends: {
+          size_t m;
+          if (!pop_mark(&m) || m == 0) return false;
+          const FlatValue target = stack_[m - 1];
+          if (op == kSetItems ? target.kind_ != Kind::kDict : target.kind_ != Kind::kList) return false;
+          if (!insert(target, m)) return false;
+          break;
+        }
+        case kSetItem:
+        case kAppend: {
+          const size_t n = op == kSetItem ? 2 : 1;
+          if (stack_.size() < n + 1 + (marks_.empty() ? 0 : marks_.back())) return false;
+          const FlatValue target = stack_[stack_.size() - n - 1];
+          if (op == kSetItem ? target.kind_ != Kind::kDict : target.kind_ != Kind::kList) return false;
+          if (!insert(target, stack_.size() - n)) return false;
+          break;
+        }
+        case kTuple: {
+          size_t m;
+          if (!pop_mark(&m) || !tuple_of(m)) return false;
+          break;
+        }
+        case kTuple1:
+        case kTuple2:
+        case kTuple3: {
+          const size_t n = size_t(op - kTuple1 + 1);
+          if (stack_.size() < n + (marks_.empty() ? 0 : marks_.back())) return false;
+          if (!tuple_of(stack_.size() - n)) return false;
+          break;
+        }
+        case kBinUnicode8:
+        case kBinBytes8: {
+          uint64_t n;
+          if (!take(&n) || !text(n)) return false;
+          break;
+        }
+        case kPop:
+          if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) return false;
+          stack_.pop_back();
+          break;
+        case kPopMark: {
+          size_t m;
+          if (!pop_mark(&m)) return false;
+          stack_.shrink_to(m);
+          break;
+        }
+        case kProto: {
+          uint8_t v;
+          if (!take(&v) || v < 2 || v > 5) return false;
+          break;
+        }
+        case kFrame: {
+          uint64_t n;
+          if (!take(&n)) return false;
+          break;
+        }
+        case kStop: return stop();
+        default:
+          return false;  // globals, reduce, anything else: the generic reader's
       }
-      if (!step(op)) return false;
     }
     return false;  // cut before STOP: the generic reader salvages it
   }
 
  private:
+  FlatValue value_of(Kind k, uint32_t lo, uint32_t hi) const {
+    FlatValue v;
+    v.set_a_b(lo, hi);
+    v.kind_ = k;
+    v.tree_ = t_;
+    return v;
+  }
+  FlatValue int_value(Kind k, int64_t i) const { return value_of(k, uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32)); }
+
+  bool stop() {
+    if (stack_.size() != 1 || !marks_.empty()) return false;
+    t_->root_ = stack_[0];
+    for (auto& [cell, mine] : spilled_items_) {
+      t_->cells_[cell].first = uint32_t(t_->items_.size());
+      t_->items_.append_bytes(mine.data(), mine.size());
+    }
+    for (auto& [cell, mine] : spilled_pairs_) {
+      t_->cells_[cell].first = uint32_t(t_->pairs_.size());
+      t_->pairs_.append_bytes(mine.data(), mine.size());
+    }
+    return t_->items_.size() < UINT32_MAX && t_->pairs_.size() < UINT32_MAX;
+  }
+
   template <typename T>
   bool take(T* v) {
-    if (in_.size() - pos_ < sizeof(T)) return false;
+    if (in_.size() - pos_ < sizeof(T)) [[unlikely]] return false;
     std::memcpy(v, in_.data() + pos_, sizeof(T));  // little-endian on the wire and here (x86, arm64)
     pos_ += sizeof(T);
     return true;
   }
 
-  FlatValue scalar(Kind k, int64_t i) {
-    FlatValue v;
-    v.kind_ = k;
-    v.set_i(i);
-    v.tree_ = t_;
-    return v;
-  }
-
   FlatValue container(Kind k) {
-    FlatValue v;
-    v.kind_ = k;
-    v.set_a_b(uint32_t(t_->cells_.size()), 0);
-    v.tree_ = t_;
+    const FlatValue v = value_of(k, uint32_t(t_->cells_.size()), 0);
     t_->cells_.push_back({});
     return v;
   }
 
   bool text(uint64_t n) {
-    if (n > in_.size() - pos_) return false;
-    FlatValue v;
-    v.kind_ = Kind::kString;
-    v.set_a_b(uint32_t(pos_), uint32_t(n));
-    v.tree_ = t_;
+    if (n > in_.size() - pos_) [[unlikely]] return false;
+    stack_.push_back(value_of(Kind::kString, uint32_t(pos_), uint32_t(n)));
     pos_ += size_t(n);
-    stack_.push_back(v);
     return true;
   }
 
-  // Appends stack_[from..] to the container `target`: its range stays contiguous (moved to the end
+  // Appends stack[from..] to the container `target`: its range stays contiguous (moved to the end
   // of the array when something was appended after it, as when a list comes in batches).
   bool insert(const FlatValue& target, size_t from) {
     const bool dict = target.kind_ == Kind::kDict;
@@ -111,11 +260,13 @@ class FlatReader {
     const size_t n = stack_.size() - from;
     if (dict && n % 2) return false;
     uint64_t added = 0;
-    for (size_t i = from; i < stack_.size(); ++i)
-      if (stack_[i].kind_ == Kind::kDict || stack_[i].kind_ == Kind::kList || stack_[i].kind_ == Kind::kTuple) {
-        if (stack_[i].a() == target.a()) return false;  // inside itself
-        t_->cells_[stack_[i].a()].sealed = true;
-        added += t_->cells_[stack_[i].a()].tree_size;
+    const FlatValue* values = stack_.data() + from;
+    for (size_t i = 0; i < n; ++i)
+      if (is_container(values[i].kind_)) {
+        if (values[i].a() == target.a()) return false;  // inside itself
+        FlatTree::Cell& inner = t_->cells_[values[i].a()];
+        inner.sealed = true;
+        added += inner.tree_size;
       } else {
         ++added;
       }
@@ -127,36 +278,43 @@ class FlatReader {
     // value is copied at most twice.
     if (dict) {
       auto& pairs = t_->pairs_;
+      // The stack's K V K V is the layout of n / 2 pairs.
+      auto pairs_into = [&](FlatPair* out) { std::memcpy(static_cast<void*>(out), values, n * sizeof(FlatValue)); };
       // (Most dumps spill nothing: the hash is looked at only once something did.)
-      if (auto spill = spilled_pairs_.empty() ? spilled_pairs_.end() : spilled_pairs_.find(target.a());
-          spill != spilled_pairs_.end()) {
-        for (size_t i = from; i + 1 < stack_.size(); i += 2) spill->second.emplace_back(stack_[i], stack_[i + 1]);
-      } else if (cell.count > 0 && cell.first + cell.count != pairs.size()) {
-        auto& mine = spilled_pairs_[target.a()];
-        mine.assign(pairs.begin() + cell.first, pairs.begin() + cell.first + cell.count);
-        for (size_t i = from; i + 1 < stack_.size(); i += 2) mine.emplace_back(stack_[i], stack_[i + 1]);
+      auto spill = spilled_pairs_.empty() ? spilled_pairs_.end() : spilled_pairs_.find(target.a());
+      if (spill == spilled_pairs_.end() && cell.count > 0 && cell.first + cell.count != pairs.size()) {
+        spill = spilled_pairs_.try_emplace(target.a(), pairs.data() + cell.first, pairs.data() + cell.first + cell.count)
+                    .first;
+      }
+      if (spill != spilled_pairs_.end()) {
+        const size_t at = spill->second.size();
+        spill->second.resize(at + n / 2);
+        pairs_into(spill->second.data() + at);
       } else {
         if (cell.count == 0) cell.first = uint32_t(pairs.size());
-        for (size_t i = from; i + 1 < stack_.size(); i += 2) pairs.emplace_back(stack_[i], stack_[i + 1]);
+        pairs_into(pairs.extend(n / 2));
       }
       cell.count += uint32_t(n / 2);
     } else {
       auto& items = t_->items_;
-      if (auto spill = spilled_items_.empty() ? spilled_items_.end() : spilled_items_.find(target.a());
-          spill != spilled_items_.end()) {
-        spill->second.insert(spill->second.end(), stack_.begin() + std::ptrdiff_t(from), stack_.end());
-      } else if (cell.count > 0 && cell.first + cell.count != items.size()) {
-        auto& mine = spilled_items_[target.a()];
-        mine.assign(items.begin() + cell.first, items.begin() + cell.first + cell.count);
-        mine.insert(mine.end(), stack_.begin() + std::ptrdiff_t(from), stack_.end());
+      auto items_into = [&](FlatValue* out) { std::memcpy(static_cast<void*>(out), values, n * sizeof(FlatValue)); };
+      auto spill = spilled_items_.empty() ? spilled_items_.end() : spilled_items_.find(target.a());
+      if (spill == spilled_items_.end() && cell.count > 0 && cell.first + cell.count != items.size()) {
+        spill = spilled_items_.try_emplace(target.a(), items.data() + cell.first, items.data() + cell.first + cell.count)
+                    .first;
+      }
+      if (spill != spilled_items_.end()) {
+        const size_t at = spill->second.size();
+        spill->second.resize(at + n);
+        items_into(spill->second.data() + at);
       } else {
         if (cell.count == 0) cell.first = uint32_t(items.size());
-        items.insert(items.end(), stack_.begin() + std::ptrdiff_t(from), stack_.end());
+        items_into(items.extend(n));
       }
       cell.count += uint32_t(n);
     }
     if (t_->items_.size() > UINT32_MAX / 2 || t_->pairs_.size() > UINT32_MAX / 2) return false;
-    stack_.resize(from);
+    stack_.shrink_to(from);
     return true;
   }
 
@@ -176,161 +334,29 @@ class FlatReader {
 
   bool memo_put(uint64_t id) {
     if (stack_.empty() || id > memo_.size() + 1024 || id >= kMaxMemo) return false;
-    if (id >= memo_.size()) {
-      memo_.resize(size_t(id) + 1);
-      set_.resize(size_t(id) + 1, 0);
+    if (id == memo_.size()) {  // as PyTorch's pickler numbers them: the next one
+      memo_.push_back(stack_.back());
+      return true;
     }
+    if (id > memo_.size()) memo_.grow_to(size_t(id) + 1, FlatValue());  // slots never put: no tree
     memo_[size_t(id)] = stack_.back();
-    set_[size_t(id)] = 1;
     return true;
   }
 
   bool memo_get(uint64_t id) {
-    if (id >= memo_.size() || !set_[size_t(id)]) return false;
+    if (id >= memo_.size() || !memo_[size_t(id)].tree_) [[unlikely]] return false;
     stack_.push_back(memo_[size_t(id)]);
     return true;
-  }
-
-  bool step(uint8_t op) {
-    switch (op) {
-      case kProto: {
-        uint8_t v;
-        return take(&v) && v >= 2 && v <= 5;
-      }
-      case kFrame: {
-        uint64_t n;
-        return take(&n);
-      }
-      case kMark:
-        marks_.push_back(stack_.size());
-        return true;
-      case kPop:
-        if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) return false;
-        stack_.pop_back();
-        return true;
-      case kPopMark: {
-        size_t m;
-        if (!pop_mark(&m)) return false;
-        stack_.resize(m);
-        return true;
-      }
-      case kEmptyDict: stack_.push_back(container(Kind::kDict)); return true;
-      case kEmptyList: stack_.push_back(container(Kind::kList)); return true;
-      case kEmptyTuple: stack_.push_back(container(Kind::kTuple)); return true;
-      case kNone: stack_.push_back(scalar(Kind::kNone, 0)); return true;
-      case kNewTrue: stack_.push_back(scalar(Kind::kBool, 1)); return true;
-      case kNewFalse: stack_.push_back(scalar(Kind::kBool, 0)); return true;
-      case kSetItems:
-      case kAppends: {
-        size_t m;
-        if (!pop_mark(&m) || m == 0) return false;
-        const FlatValue target = stack_[m - 1];
-        if (op == kSetItems ? target.kind_ != Kind::kDict : target.kind_ != Kind::kList) return false;
-        return insert(target, m);
-      }
-      case kSetItem:
-      case kAppend: {
-        const size_t n = op == kSetItem ? 2 : 1;
-        if (stack_.size() < n + 1 + (marks_.empty() ? 0 : marks_.back())) return false;
-        const FlatValue target = stack_[stack_.size() - n - 1];
-        if (op == kSetItem ? target.kind_ != Kind::kDict : target.kind_ != Kind::kList) return false;
-        return insert(target, stack_.size() - n);
-      }
-      case kTuple: {
-        size_t m;
-        return pop_mark(&m) && tuple_of(m);
-      }
-      case kTuple1:
-      case kTuple2:
-      case kTuple3: {
-        const size_t n = size_t(op - kTuple1 + 1);
-        if (stack_.size() < n + (marks_.empty() ? 0 : marks_.back())) return false;
-        return tuple_of(stack_.size() - n);
-      }
-      case kBinUnicode:
-      case kBinBytes: {
-        uint32_t n;
-        return take(&n) && text(n);
-      }
-      case kShortBinUnicode:
-      case kShortBinBytes: {
-        uint8_t n;
-        return take(&n) && text(n);
-      }
-      case kBinUnicode8:
-      case kBinBytes8: {
-        uint64_t n;
-        return take(&n) && text(n);
-      }
-      case kBinInt1: {
-        uint8_t v;
-        if (!take(&v)) return false;
-        stack_.push_back(scalar(Kind::kInt, v));
-        return true;
-      }
-      case kBinInt2: {
-        uint16_t v;
-        if (!take(&v)) return false;
-        stack_.push_back(scalar(Kind::kInt, v));
-        return true;
-      }
-      case kBinInt: {
-        uint32_t v;
-        if (!take(&v)) return false;
-        stack_.push_back(scalar(Kind::kInt, int32_t(v)));
-        return true;
-      }
-      case kLong1: {
-        // Up to 8 bytes of little-endian two's complement fit in int64 whatever the value; longer
-        // ones are the generic reader's to judge.
-        uint8_t n;
-        if (!take(&n) || n > 8 || in_.size() - pos_ < n) return false;
-        uint64_t x = 0;
-        for (size_t i = 0; i < n; ++i) x |= uint64_t(in_[pos_ + i]) << (8 * i);
-        if (n > 0 && n < 8 && (in_[pos_ + n - 1] & 0x80)) x |= ~uint64_t(0) << (8 * n);
-        pos_ += n;
-        stack_.push_back(scalar(Kind::kInt, int64_t(x)));
-        return true;
-      }
-      case kBinFloat: {
-        if (in_.size() - pos_ < 8) return false;
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits = (bits << 8) | in_[pos_ + size_t(i)];  // big-endian on the wire
-        pos_ += 8;
-        stack_.push_back(scalar(Kind::kFloat, int64_t(bits)));
-        return true;
-      }
-      case kBinPut: {
-        uint8_t id;
-        return take(&id) && memo_put(id);
-      }
-      case kLongBinPut: {
-        uint32_t id;
-        return take(&id) && memo_put(id);
-      }
-      case kMemoize: return memo_put(memo_.size());
-      case kBinGet: {
-        uint8_t id;
-        return take(&id) && memo_get(id);
-      }
-      case kLongBinGet: {
-        uint32_t id;
-        return take(&id) && memo_get(id);
-      }
-      default:
-        return false;  // globals, reduce, anything else: the generic reader's
-    }
   }
 
   std::span<const uint8_t> in_;
   FlatTree* t_;
   size_t pos_ = 0;
-  std::vector<FlatValue> stack_;
-  std::vector<size_t> marks_;
-  std::vector<FlatValue> memo_;
-  std::vector<uint8_t> set_;
+  PodArray<FlatValue>& stack_;
+  PodArray<size_t>& marks_;
+  PodArray<FlatValue>& memo_;
   std::unordered_map<uint32_t, std::vector<FlatValue>> spilled_items_;
-  std::unordered_map<uint32_t, std::vector<std::pair<FlatValue, FlatValue>>> spilled_pairs_;
+  std::unordered_map<uint32_t, std::vector<FlatPair>> spilled_pairs_;
 };
 
 std::optional<double> FlatValue::as_double() const {
@@ -346,7 +372,8 @@ const FlatValue* FlatValue::find(std::string_view key) const {
 }
 
 bool read_flat_pickle(std::span<const uint8_t> bytes, FlatTree& tree) {
-  FlatReader reader(bytes, &tree);
+  thread_local FlatReaderScratch scratch;
+  FlatReader reader(bytes, &tree, scratch);
   return reader.run();
 }
 

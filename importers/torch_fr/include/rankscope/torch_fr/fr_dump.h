@@ -41,11 +41,12 @@ struct FrStatus {
 enum class CompletionSignal : uint8_t { kState, kRetired };
 
 // One entry of the ring. 1024 ranks x 2000 entries are two million of these, all alive until the
-// import ends: the texts every entry repeats (backend, state, call site, the group's desc, the
-// profiling name) are pooled views (format/name_pool.h), not a heap string each, and the fields are
+// import ends: the texts every entry repeats (the group's name and desc, backend, state, call site,
+// the profiling name) are pooled views (format/name_pool.h), not a heap string each, and the fields are
 // ordered so that the struct has no padding holes.
 struct FrEntry {
-  std::string group;              // group name (short: torch numbers its groups, so no heap allocation)
+  std::string_view group;         // group name (process_group[0]); pooled: entries of one group share
+                                  // one copy, so comparing two entries' groups is mostly a pointer test
   std::string_view group_desc;    // as the entry names it (process_group[1]); pooled
   std::string_view profiling_name;  // "nccl:all_reduce", "nccl:send 0->1", "gloo:all_reduce"; pooled
   std::string_view backend;       // the profiling name's prefix: "nccl", "gloo", "" when none; pooled
