@@ -11,13 +11,17 @@
 
 #include <gtest/gtest.h>
 
+#include "rankscope/analyzers/critical_path/critical_path.h"
 #include "rankscope/analyzers/diff/run_diff.h"
+#include "rankscope/analyzers/kernels/kernels_analyzer.h"
+#include "rankscope/analyzers/kernels/kernels_json.h"
 #include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
 #include "rankscope/analyzers/scaling/sweep.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
+#include "rankscope/kineto/kineto_import.h"
 #include "rankscope/reports/html_report.h"
 #include "skew_fake_run.h"
 #include "skew_gpu_fake_run.h"
@@ -197,6 +201,33 @@ TEST(HtmlReport, SkewOfAGpuRunRendersInChromium) {
   EXPECT_NE(dom.find("GPU time by range"), std::string::npos);
   EXPECT_NE(dom.find("ms in kernels launched outside every range"), std::string::npos);
   EXPECT_NE(dom.find("GPU time of the traced steps"), std::string::npos);
+}
+
+// Issue 33: skew's report of a Kineto import with HTA's analyses and the critical path beside it,
+// as `rankscope skew` assembles it (tools/rankscope/skew_device_analyses.cpp): overlap and idle
+// by cause per rank, the critical path by rank and what lies on it.
+TEST(HtmlReport, SkewWithGpuAnalysesAndTheCriticalPathRendersInChromium) {
+  const fs::path dir = testing::fresh_temp_dir("html-skew-analyses");
+  auto imported = kineto::import_kineto({fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/kineto/critical-path"}, dir / "run");
+  ASSERT_TRUE(imported.ok()) << imported.status().to_string();
+  auto report = analyzers::analyze_skew(dir / "run");
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  nlohmann::json data = analyzers::to_json(*report);
+  auto kernels = analyzers::analyze_kernels(dir / "run");
+  ASSERT_TRUE(kernels.ok()) << kernels.status().to_string();
+  data["kernels"] = analyzers::kernels_report_json(*kernels);
+  auto path = analyzers::analyze_critical_path(dir / "run");
+  ASSERT_TRUE(path.ok()) << path.status().to_string();
+  data["critical_path"] = analyzers::critical_path_json(*path);
+  data["critical_path"]["steps_analysed"] = data["critical_path"]["steps"].size();
+  data["critical_path"].erase("steps");
+  std::string dom;
+  check_renders(data, "html_report_skew_analyses", 5, &dom);
+  if (dom.empty()) return;  // skipped: no chromium
+  EXPECT_NE(dom.find("Communication overlapped by compute"), std::string::npos);
+  EXPECT_NE(dom.find("GPU idle by cause"), std::string::npos);
+  EXPECT_NE(dom.find("Critical path by rank"), std::string::npos);
+  EXPECT_NE(dom.find("rank 1 data"), std::string::npos);  // rank 1's slow loader is on the path
 }
 
 // A start-up report of 4 ranks, rank 1 late in init/data (what `rankscope startup` makes of it).

@@ -273,7 +273,7 @@ TEST(SkewAnalyzer, JsonCarriesTheSchemaFields) {
   auto report = analyze_skew(dir);
   ASSERT_TRUE(report.ok());
   const nlohmann::json j = to_json(*report);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["kind"], "rankscope.skew");
   ASSERT_EQ(j["ranks"].size(), 2u);
   EXPECT_EQ(j["ranks"][1]["rank"], 1);

@@ -108,7 +108,7 @@ TEST(RankscopeCli, SkewWritesTextJsonAndHtml) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
   EXPECT_EQ(pclose(p), 0);
-  EXPECT_EQ(nlohmann::json::parse(text)["schema_version"], 2);
+  EXPECT_EQ(nlohmann::json::parse(text)["schema_version"], 3);
 }
 
 // stdout alone (stderr dropped) of a command of the build tree, and its exit code.

@@ -116,7 +116,7 @@ TEST(SkewGpu, JsonCarriesTheDeviceBreakdown) {
   auto report = analyze_skew(kFixture);
   ASSERT_TRUE(report.ok());
   const json j = to_json(*report);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["ranks"][1]["breakdown_ms"]["source"], "device");
   EXPECT_NEAR(j["ranks"][1]["breakdown_ms"]["compute"].get<double>(), GpuFakeRunFacts::kComputeMs[1], 1e-3);
   EXPECT_NEAR(j["ranks"][1]["device"]["idle_ms"].get<double>(), GpuFakeRunFacts::kIdleMs[1], 1e-3);

@@ -14,6 +14,7 @@
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/nsys/nsys_import.h"
 #include "report_output.h"
+#include "skew_device_analyses.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
@@ -41,12 +42,14 @@ void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
   auto pct = [&](double ms) { return d.step_ms > 0 ? 100.0 * ms / d.step_ms : 0.0; };
   std::fprintf(out, "GPU time per step (device timeline: kernel records of steps %lld-%lld, %d rank%s): %.2f ms = "
                "compute %.2f (%.0f%%) + transfer %.2f (communication kernels, %.0f%%) + memcpy %.2f (memcpys/memsets, %.0f%%) + "
-               "idle %.2f (GPU waiting for the host, %.0f%%)\n",
+               "idle %.2f (gaps on the device timeline, %.0f%%; %.2f of it host-bound: the host's step longer than the GPU's work)\n",
                (long long)d.first_traced_step, (long long)d.last_traced_step, s.ranks, s.ranks == 1 ? "" : "s", d.step_ms,
-               d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.memcpy_ms, pct(d.memcpy_ms), d.idle_ms, pct(d.idle_ms));
-  std::fprintf(out, "outside any range: %.2f ms of %.2f ms kernel time (%.0f%%) ran in kernels launched outside every range\n",
-               d.outside_ranges_ms, d.kernel_ms, d.kernel_ms > 0 ? 100.0 * d.outside_ranges_ms / d.kernel_ms : 0.0);
-  std::fprintf(out, "GPU time by range (kernel ms per step):\n");
+               d.compute_ms, pct(d.compute_ms), d.transfer_ms, pct(d.transfer_ms), d.memcpy_ms, pct(d.memcpy_ms), d.idle_ms, pct(d.idle_ms),
+               d.host_bound_ms);
+  // Unions of kernel intervals over the step's window on the device: shares are of the busy time.
+  std::fprintf(out, "outside any range: %.2f ms of the %.2f ms the GPU was busy (%.0f%%) ran kernels launched outside every range\n",
+               d.outside_ranges_ms, d.busy_ms, d.busy_ms > 0 ? 100.0 * d.outside_ranges_ms / d.busy_ms : 0.0);
+  std::fprintf(out, "GPU time by range (ms per step some kernel of the range runs; %% of busy time):\n");
   // The unattributed kernel time takes its place among the ranges, so its size reads at a glance.
   auto ranges = s.ranges_ms;
   if (d.outside_ranges_ms > 0) ranges.emplace_back("(outside any range)", d.outside_ranges_ms);
@@ -54,7 +57,7 @@ void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
   const size_t shown = std::min<size_t>(ranges.size(), 12);
   for (size_t i = 0; i < shown; ++i) {
     const auto& [range, ms] = ranges[i];
-    std::fprintf(out, "  %9.2f  %5.1f%%  %s\n", ms, d.kernel_ms > 0 ? 100.0 * ms / d.kernel_ms : 0.0, range.c_str());
+    std::fprintf(out, "  %9.2f  %5.1f%%  %s\n", ms, d.busy_ms > 0 ? 100.0 * ms / d.busy_ms : 0.0, range.c_str());
   }
   if (shown < ranges.size()) std::fprintf(out, "  ... %zu more ranges (--json has them all)\n", ranges.size() - shown);
   std::fprintf(out, "\n");
@@ -64,11 +67,16 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
   std::fprintf(out, "rankscope skew: %s (world %d, steps %lld-%lld, median step %.2f ms)\n", r.run_dir.c_str(),
                r.world_size, (long long)r.first_step, (long long)r.last_step, r.step_ms_median);
+  // A rank read in part is said first: every figure below is made without its missing steps.
+  for (const auto& p : r.partial_ranks) {
+    std::fprintf(out, "partial rank %d: %s%s%s\n", p.rank, p.reason.c_str(), p.left_out.empty() ? "" : "; ", p.left_out.c_str());
+  }
   if (r.device) print_device(*r.device, out);
   if (r.findings.empty()) std::fprintf(out, "no findings: ranks are in step\n");
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
     std::fprintf(out, "%2zu. [%6.1f ms/step] %s: %s\n", i + 1, f.cost_ms_per_step, f.kind.c_str(), f.text.c_str());
+    for (const auto& c : f.caveats) std::fprintf(out, "    caveat: %s\n", c.c_str());
   }
   if (r.what_if) std::fprintf(out, "what if: %s\n", r.what_if->text.c_str());
   if (r.expert_load && r.expert_load->balanced) std::fprintf(out, "what if: %s\n", r.expert_load->balanced->text.c_str());
@@ -181,6 +189,10 @@ int skew_command(Args args) {
                                            {"ranks", settings[i].ranks}, {"text", settings[i].text}});
     }
   }
+  // HTA's analyses and the critical path of the traced steps, where the run has kernel records.
+  DeviceAnalysesInput device{run_dir, options.comm_kernel_patterns, std::nullopt};
+  if (report->device) device.traced_steps = {report->device->mean.first_traced_step, report->device->mean.last_traced_step};
+  add_device_analyses(device, json, outputs.quiet ? nullptr : outputs.json_path == "-" ? stderr : stdout);
   if (!write_report_outputs(json, outputs, "rankscope skew: " + run_dir)) return 2;
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "path_walk.h"
+#include "rankscope/format/rank_list.h"
 #include "step_timeline.h"
 
 namespace rankscope::analyzers {
@@ -99,9 +100,8 @@ Result<CriticalPathReport> analyze_critical_path(const format::RunDirectory& run
     if (!has) absent.push_back(r);
   }
   if (!absent.empty())
-    report.problems.push_back(fmt::format("{} of {} ranks have no event stream (ranks {}{}); the path cannot pass through them", absent.size(),
-                                          run.world_size, fmt::join(absent.begin(), absent.begin() + std::min<size_t>(absent.size(), 8), ","),
-                                          absent.size() > 8 ? ",..." : ""));
+    report.problems.push_back(fmt::format("{} of {} ranks have no event stream (rank{} {}); the path cannot pass through them", absent.size(),
+                                          run.world_size, absent.size() == 1 ? "" : "s", format::compress_ranks(absent)));
   RS_ASSIGN_OR_RETURN(std::vector<critical_path_detail::StepTimelines> steps, load_step_timelines(run, options, classifier, report.problems));
   if (steps.empty()) return not_found(fmt::format("{}: no step in the window: nothing to follow", run.dir.string()));
   for (const auto& st : steps) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "interval_union.h"
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/vocabulary.h"
 #include "rankscope/format/clock.h"
@@ -76,13 +77,17 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
   for (size_t r = 0; r < records_.size(); ++r) {
     if (records_[r].empty()) continue;
     std::map<uint32_t, SiteAccumulator> per_site;
-    double wait_sum_ms = 0;
+    // Waits at collectives that run at the same time (several threads, several groups) overlap:
+    // the rank's wait is their union per step, never their sum (issue 33).
+    std::vector<std::pair<int64_t, Interval>> waits;  // (step, [arrival, arrival + wait))
+    waits.reserve(records_[r].size());
     for (const Record& rec : records_[r]) {
       const Instance& inst = instances_[rec.instance];
-      double wait = double(inst.last - rec.arrival_ns) / kNsPerMillisecond;
-      if (rec.duration_ns >= 0) wait = std::min(wait, double(rec.duration_ns) / kNsPerMillisecond);
-      wait = std::max(0.0, wait);
-      wait_sum_ms += wait;
+      int64_t wait_ns = inst.last - rec.arrival_ns;
+      if (rec.duration_ns >= 0) wait_ns = std::min(wait_ns, rec.duration_ns);
+      wait_ns = std::max<int64_t>(0, wait_ns);
+      const double wait = double(wait_ns) / kNsPerMillisecond;
+      if (wait_ns > 0) waits.push_back({inst.step, {rec.arrival_ns, rec.arrival_ns + wait_ns}});
       SiteAccumulator& acc = per_site[inst.site];
       const double rel = double(rec.arrival_ns - inst.last) / kNsPerMillisecond;
       acc.rel_ms.push_back(rel);
@@ -116,9 +121,19 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
       sr.cost_ms_per_step = acc.margin_sum_ms / n;
       sites[site].ranks.push_back(sr);
     }
+    std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t wait_union_ns = 0;
+    std::vector<Interval> one_step;
+    for (size_t i = 0; i < waits.size();) {
+      one_step.clear();
+      size_t j = i;
+      for (; j < waits.size() && waits[j].first == waits[i].first; ++j) one_step.push_back(waits[j].second);
+      wait_union_ns += union_length(one_step);
+      i = j;
+    }
     if (r < report.ranks.size() && report.ranks[r].steps > 0) {
       RankSkew& rs = report.ranks[r];
-      rs.collective_wait_ms = wait_sum_ms / double(rs.steps);
+      rs.collective_wait_ms = double(wait_union_ns) / kNsPerMillisecond / double(rs.steps);
       const double coll = r < collective_ms_mean.size() ? collective_ms_mean[r] : 0.0;
       rs.collective_wait_ms = std::min(rs.collective_wait_ms, coll);
       rs.collective_transfer_ms = std::max(0.0, coll - rs.collective_wait_ms);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "interval_union.h"
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/format/clock.h"
 
@@ -13,7 +14,19 @@ namespace {
 constexpr double DeviceBreakdown::*kTimes[] = {&DeviceBreakdown::step_ms,     &DeviceBreakdown::busy_ms,
                                                &DeviceBreakdown::compute_ms,  &DeviceBreakdown::transfer_ms,
                                                &DeviceBreakdown::memcpy_ms,   &DeviceBreakdown::idle_ms,
-                                               &DeviceBreakdown::kernel_ms,   &DeviceBreakdown::outside_ranges_ms};
+                                               &DeviceBreakdown::host_bound_ms, &DeviceBreakdown::kernel_ms,
+                                               &DeviceBreakdown::outside_ranges_ms};
+
+// Moves the parts of `from`'s kernels after `cut` into `to` (splitting a kernel that straddles it),
+// so each instant of a kernel is in exactly one window.
+void move_after(std::vector<KernelSpan>& from, std::vector<KernelSpan>& to, int64_t cut) {
+  for (KernelSpan& k : from) {
+    if (k.end_ns <= cut) continue;
+    to.push_back({std::max(k.begin_ns, cut), k.end_ns, k.kind});
+    k.end_ns = std::max(k.begin_ns, cut);
+  }
+  std::erase_if(from, [](const KernelSpan& k) { return k.end_ns <= k.begin_ns; });
+}
 
 }  // namespace
 
@@ -66,42 +79,84 @@ uint32_t DeviceTimeline::range_key(std::string_view range_name) {
   return key;
 }
 
-void DeviceTimeline::add_step(int64_t step, std::span<KernelSpan> kernels, std::span<const uint32_t> range_keys) {
-  Step s{step, {}, 0, 0, {}};
-  std::vector<int64_t> by_key(range_names_.size(), 0);
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const int64_t ns = std::max<int64_t>(0, kernels[i].end_ns - kernels[i].begin_ns);
-    s.kernel_ns += ns;
-    const uint32_t key = i < range_keys.size() ? range_keys[i] : kNoRange;
-    if (key < by_key.size()) {
-      by_key[key] += ns;
-    } else {
-      s.outside_ns += ns;
-    }
-  }
-  for (uint32_t k = 0; k < by_key.size(); ++k) {
-    if (by_key[k] > 0) s.range_ns.emplace_back(k, by_key[k]);
-  }
-  s.time = measure_device_step(kernels);  // reorders `kernels`: last
-  steps_.push_back(std::move(s));
+void DeviceTimeline::host_step(int64_t step, int64_t begin_ns, int64_t end_ns) {
+  host_ns_[step] = std::max<int64_t>(0, end_ns - begin_ns);
 }
 
-std::optional<DeviceBreakdown> DeviceTimeline::finish(const std::map<int64_t, double>& step_ms) const {
+void DeviceTimeline::add_step(int64_t step, std::span<KernelSpan> kernels, std::span<const uint32_t> range_keys) {
+  Step s{step, {}};
+  // Per range and outside every range: the union of the kernels' intervals.
+  std::vector<std::vector<Interval>> by_key(range_names_.size());
+  std::vector<Interval> outside;
+  std::vector<KernelSpan> spans;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelSpan& k = kernels[i];
+    if (k.end_ns <= k.begin_ns) continue;
+    s.kernel_ns += k.end_ns - k.begin_ns;
+    spans.push_back(k);
+    const uint32_t key = i < range_keys.size() ? range_keys[i] : kNoRange;
+    (key < by_key.size() ? by_key[key] : outside).push_back({k.begin_ns, k.end_ns});
+  }
+  s.outside_ns = union_length(outside);
+  for (uint32_t k = 0; k < by_key.size(); ++k) {
+    if (const int64_t ns = union_length(by_key[k]); ns > 0) s.range_ns.emplace_back(k, ns);
+  }
+  int64_t first = INT64_MAX;
+  for (const KernelSpan& k : spans) first = std::min(first, k.begin_ns);
+  // The last record's window ends where this one's begins, when they are consecutive steps; the
+  // part of its kernels that runs on (the GPU lags the host) is this window's.
+  if (has_pending_) {
+    if (step == steps_.back().step + 1 && !spans.empty() && first > pending_first_) {
+      move_after(pending_, spans, first);
+      close_pending(first);
+    } else {
+      close_pending(std::nullopt);
+    }
+  }
+  steps_.push_back(std::move(s));
+  pending_ = std::move(spans);
+  pending_first_ = first;
+  has_pending_ = true;
+}
+
+void DeviceTimeline::close_pending(std::optional<int64_t> window_end) {
+  if (!has_pending_) return;
+  has_pending_ = false;
+  Step& s = steps_.back();
+  const auto host = host_ns_.find(s.step);
+  if (!pending_.empty()) {
+    int64_t last = INT64_MIN;
+    for (const KernelSpan& k : pending_) last = std::max(last, k.end_ns);
+    // With no next window to end it: the host's step length from the first kernel, or the last
+    // kernel's end if later.
+    const int64_t end = window_end ? *window_end
+                                   : std::max(last, host != host_ns_.end() ? pending_first_ + host->second : last);
+    s.window_ns = std::max<int64_t>(0, end - pending_first_);
+  } else if (host != host_ns_.end()) {
+    s.window_ns = host->second;  // a record of empty kernels: the GPU idled the whole step
+  }
+  s.time = measure_device_step(pending_);
+  const int64_t idle = std::max<int64_t>(0, s.window_ns - s.time.busy_ns);
+  if (host != host_ns_.end()) s.host_bound_ns = std::clamp<int64_t>(host->second - s.time.busy_ns, 0, idle);
+  pending_.clear();
+}
+
+std::optional<DeviceBreakdown> DeviceTimeline::finish(const std::map<int64_t, double>& step_ms) {
+  close_pending(std::nullopt);
   DeviceBreakdown d;
   std::vector<int64_t> range_ns(range_names_.size(), 0);
   for (const Step& s : steps_) {
-    auto wall = step_ms.find(s.step);
-    if (wall == step_ms.end()) continue;
-    const double frame_ms = std::max(wall->second, double(s.time.busy_ns) / kNsPerMillisecond);
+    if (!step_ms.count(s.step)) continue;
     ++d.traced_steps;
     d.first_traced_step = d.first_traced_step < 0 ? s.step : std::min(d.first_traced_step, s.step);
     d.last_traced_step = std::max(d.last_traced_step, s.step);
-    d.step_ms += frame_ms;
+    d.step_ms += double(s.window_ns) / kNsPerMillisecond;
     d.busy_ms += double(s.time.busy_ns) / kNsPerMillisecond;
     d.compute_ms += double(s.time.compute_ns) / kNsPerMillisecond;
     d.transfer_ms += double(s.time.transfer_ns) / kNsPerMillisecond;
     d.memcpy_ms += double(s.time.memcpy_ns) / kNsPerMillisecond;
-    d.idle_ms += frame_ms - double(s.time.busy_ns) / kNsPerMillisecond;
+    d.idle_ms += double(std::max<int64_t>(0, s.window_ns - s.time.busy_ns)) / kNsPerMillisecond;
+    d.host_bound_ms += double(s.host_bound_ns) / kNsPerMillisecond;
     d.kernel_ms += double(s.kernel_ns) / kNsPerMillisecond;
     d.outside_ranges_ms += double(s.outside_ns) / kNsPerMillisecond;
     for (const auto& [key, ns] : s.range_ns) range_ns[key] += ns;

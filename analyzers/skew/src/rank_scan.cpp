@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "interval_union.h"
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/event_stream.h"
@@ -80,6 +81,7 @@ const std::vector<uint32_t>& RankScan::ancestors_or_self(uint32_t local) {
 
 void RankScan::on_step(const format::StepRecord& step) {
   saw_step_ = true;
+  device_.host_step(step.step, step.begin_ns, step.end_ns);  // the device windows need every step
   if (step.step < first_step_ || step.step > last_step_) return;
   // Start-up (gpt2-train's step 0, made of init/* ranges) is not a training step: `rankscope
   // startup` reports it, and its seconds would swamp every per-step statistic here.
@@ -122,7 +124,13 @@ void RankScan::on_step(const format::StepRecord& step) {
     order.emplace_back(step.collectives[i].comm_id, step.collectives[i].seq, i);
   }
   std::sort(order.begin(), order.end());
-  int64_t coll_total = 0, coll_inside = 0;
+  // Time in collectives is a union, never a sum: Gloo runs a step's all-reduces on several threads
+  // at once (DDP buckets, several process groups), and each instant counts once, for the step and
+  // for every range (issue 33). Intervals are clipped to the step, so the classes add up to it.
+  grow(coll_intervals_, n_names, std::vector<Interval>());
+  for (uint32_t r : touched) coll_intervals_[r].clear();
+  all_coll_scratch_.clear();
+  inside_coll_scratch_.clear();
   uint32_t prev_comm = kNoName;
   uint32_t ordinal = 0;
   for (const auto& [comm, seq, i] : order) {
@@ -132,15 +140,16 @@ void RankScan::on_step(const format::StepRecord& step) {
     const int64_t dur = c.end_ns > 0 && c.end_ns >= c.enqueue_ns ? c.end_ns - c.enqueue_ns : -1;
     bool inside = false;
     if (dur > 0) {
-      coll_total += dur;
+      const Interval span{c.enqueue_ns, c.end_ns};
+      all_coll_scratch_.push_back(span);
       if (is_range(c.range_id)) {
         for (uint32_t a : ancestors_or_self(c.range_id)) {
           if (!present(a)) continue;
-          coll_in_ns_[a] += dur;
+          coll_intervals_[a].push_back(span);
           if (a != step_range_) inside = true;
         }
       }
-      if (inside) coll_inside += dur;
+      if (inside) inside_coll_scratch_.push_back(span);
     }
     ArrivalObservation obs;
     obs.comm = comm < local_to_global_.size() ? local_to_global_[comm] : kNoName;
@@ -153,6 +162,9 @@ void RankScan::on_step(const format::StepRecord& step) {
     obs.duration_ns = dur;
     sink_.add(rank_, obs);
   }
+  const int64_t coll_total = union_length(all_coll_scratch_, step.begin_ns, step.end_ns);
+  const int64_t coll_inside = union_length(inside_coll_scratch_, step.begin_ns, step.end_ns);
+  for (uint32_t r : touched) coll_in_ns_[r] = union_length(coll_intervals_[r], step.begin_ns, step.end_ns);
 
   // Outermost present ranges (no present strict ancestor) make up the busy time and the
   // top-level breakdown; "step" itself is the frame, not a part.
@@ -176,8 +188,11 @@ void RankScan::on_step(const format::StepRecord& step) {
 
   const int64_t step_ns = std::max<int64_t>(0, step.end_ns - step.begin_ns);
   const double step_ms = double(step_ns) / kNsPerMillisecond;
-  compute_ms_sum_ += double(std::max<int64_t>(0, busy - coll_inside)) / kNsPerMillisecond;
-  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - busy - (coll_total - coll_inside))) / kNsPerMillisecond;
+  // Host classes of the step: in some collective (any thread), else in a range (compute), else
+  // idle; they add up to the step.
+  const int64_t compute_ns = std::clamp<int64_t>(busy - coll_inside, 0, std::max<int64_t>(0, step_ns - coll_total));
+  compute_ms_sum_ += double(compute_ns) / kNsPerMillisecond;
+  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - coll_total - compute_ns)) / kNsPerMillisecond;
   collective_ms_sum_ += double(coll_total) / kNsPerMillisecond;
   step_ms_.push_back(step_ms);
   noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - coll_total)) / kNsPerMillisecond);
@@ -198,7 +213,7 @@ void RankScan::on_step(const format::StepRecord& step) {
 }
 
 void RankScan::on_trace_kernels(int64_t step, std::span<const format::TraceKernel> kernels) {
-  if (step < first_step_ || step > last_step_ || kernels.empty()) return;
+  if (step < first_step_ || step > last_step_ || step > last_device_step_ || kernels.empty()) return;
   kernel_scratch_.clear();
   kernel_keys_scratch_.clear();
   for (const format::TraceKernel& k : kernels) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device_timeline.h"
+#include "interval_union.h"
 #include "expert_load.h"
 #include "name_table.h"
 #include "rankscope/analyzers/skew/skew_report.h"
@@ -56,6 +57,8 @@ class RankScan : public format::EventStreamVisitor {
   void on_trace_kernels(int64_t step, std::span<const format::TraceKernel> kernels) override;
 
   RankScanResult finish();
+  // Kernel records of steps after `last` are left out (a partial rank's cut; -1: all of them).
+  void limit_device_steps(int64_t last) { last_device_step_ = last; }
   // Also add this rank's moe.expert{e}.routed counters of each step to `series` (MoE runs).
   void collect_expert_load(ExpertSeries* series) { experts_ = series; }
   // Classify kernels with `classifier` (built-in rules plus the user's) instead of the built-in
@@ -70,6 +73,7 @@ class RankScan : public format::EventStreamVisitor {
   NameTable& names_;
   ArrivalSink& sink_;
   int64_t first_step_, last_step_;
+  int64_t last_device_step_ = INT64_MAX;
   int64_t offset_ns_ = 0;
   bool saw_step_ = false;
 
@@ -85,6 +89,8 @@ class RankScan : public format::EventStreamVisitor {
   // Per-step scratch, indexed by local id; `stamp_` marks what the current step touched.
   std::vector<int64_t> stamp_;
   std::vector<int64_t> total_ns_, coll_in_ns_;
+  std::vector<std::vector<Interval>> coll_intervals_;  // by local range id: its collectives' spans
+  std::vector<Interval> all_coll_scratch_, inside_coll_scratch_;
   int64_t step_counter_ = 0;
 
   // Samples of this rank, reduced in finish().

@@ -9,7 +9,9 @@
 #include "arrival_table.h"
 #include "device_timeline.h"
 #include "name_table.h"
+#include "partial_ranks.h"
 #include "rank_scan.h"
+#include "rankscope/format/rank_list.h"
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/event_stream.h"
 #include "skew_parts.h"
@@ -61,13 +63,22 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
   report.ranks.resize(size_t(run.world_size));
   for (int r = 0; r < run.world_size; ++r) report.ranks[size_t(r)].rank = r;
 
+  // Ranks the import read in part: where their evidence stops, from a pre-pass over every event
+  // stream (only on such runs). Steps after the cut are left out, never read as idle.
+  const format::RunMetadata* meta = run.metadata ? &*run.metadata : nullptr;
+  const PartialPlan plan = plan_partial_ranks(run, meta, options);
+  report.partial_ranks = plan.ranks;
+
+  std::vector<int> no_events;
   for (const format::RankFiles& files : run.ranks) {
     if (files.rank < 0 || files.rank >= run.world_size) continue;
     if (!files.has_events()) {
-      report.problems.push_back(fmt::format("rank {}: no event stream; it is left out of the report", files.rank));
+      no_events.push_back(files.rank);  // one line for all of them, below
       continue;
     }
-    RankScan scan(files.rank, names, arrivals, options.first_step, options.last_step);
+    if (plan.left_out.count(files.rank)) continue;
+    RankScan scan(files.rank, names, arrivals, options.first_step, plan.last_step);
+    if (auto d = plan.device_last_step.find(files.rank); d != plan.device_last_step.end()) scan.limit_device_steps(d->second);
     scan.collect_expert_load(&expert_series);
     scan.classify_kernels_with(&classifier);
     auto scanned = format::scan_rank_events(files, scan);
@@ -82,6 +93,10 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
     rank_steps[size_t(files.rank)] = RankSteps{std::move(result.step_numbers), std::move(result.step_ms)};
     report.ranks[size_t(files.rank)] = std::move(result.summary);
   }
+  if (!no_events.empty())
+    report.problems.push_back(fmt::format("{} of {} ranks have no event stream (rank{} {}); they are left out of the report",
+                                          no_events.size(), run.world_size, no_events.size() == 1 ? "" : "s",
+                                          format::compress_ranks(no_events)));
 
   // Step window actually seen, and the figures across ranks.
   std::vector<double> medians, noncomm;
@@ -107,15 +122,16 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
     rs.relative_score = rs.noncomm_ms_median > 0 ? std::clamp(fastest / rs.noncomm_ms_median, 0.0, 1.0) : 1.0;
   }
 
+  add_ranks_ending_early(rank_steps, report);
   arrivals.summarize(names, collective_ms_mean, typical_step(rank_steps), report);
   // Where kernel records exist, the breakdown is the device's (the host returns at launch).
   for (RankSkew& rs : report.ranks) apply_device_breakdown(rs);
   report.device = summarize_device(report.ranks);
   build_heatmap(rank_steps, options, report);
-  const format::RunMetadata* meta = run.metadata ? &*run.metadata : nullptr;
   compute_counter_skew(meta, options, report);
   compute_expert_load(meta, options, expert_series, report);
   derive_findings(meta, options, report);
+  add_partial_caveats(report);
   return report;
 }
 

@@ -20,6 +20,7 @@ json device_json(const DeviceBreakdown& d) {
           {"transfer_ms", d.transfer_ms},
           {"memcpy_ms", d.memcpy_ms},
           {"idle_ms", d.idle_ms},
+          {"host_bound_ms", d.host_bound_ms},
           {"kernel_ms", d.kernel_ms},
           {"outside_ranges_ms", d.outside_ranges_ms},
           {"range_ms", d.range_ms}};
@@ -114,6 +115,7 @@ json finding_json(const Finding& f) {
     j["waiters"] = std::move(w);
     j["waiters_total"] = f.waiters_total;
   }
+  if (!f.caveats.empty()) j["caveats"] = f.caveats;
   return j;
 }
 
@@ -166,6 +168,16 @@ nlohmann::json to_json(const SkewReport& report) {
                         {"ranks", std::move(ranks)},     {"ms_per_token", x.ms_per_token}, {"balanced", std::move(balanced)}};
   }
   j["device"] = report.device ? device_summary_json(*report.device) : json(nullptr);
+  j["partial_ranks"] = json::array();
+  for (const PartialRank& p : report.partial_ranks) {
+    j["partial_ranks"].push_back({{"rank", p.rank},
+                                  {"reason", p.reason},
+                                  {"last_step", p.last_step},
+                                  {"last_complete_step", p.last_complete_step},
+                                  {"last_complete_device_step", p.last_complete_device_step},
+                                  {"device_cut", p.device_cut},
+                                  {"left_out", p.left_out}});
+  }
   j["problems"] = report.problems;
   return j;
 }

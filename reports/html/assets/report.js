@@ -81,6 +81,8 @@
       li.appendChild(el('span', { 'class': 'kind' }, f.kind));
       if (f['class']) li.appendChild(el('span', { 'class': 'kind' }, f['class'].replace(/_/g, ' ')));
       li.appendChild(document.createTextNode(f.text));
+      // A finding that rests on a rank read in part says so under it (skew schema 3).
+      (f.caveats || []).forEach(function (c) { li.appendChild(el('div', { 'class': 'caveat' }, 'caveat: ' + c)); });
       ol.appendChild(li);
     });
   }
@@ -114,6 +116,20 @@
   }
 
   // --- skew ---
+
+  // Ranks whose evidence ends early (a trace the import read in part, an event stream that stops
+  // before the others'): named in the summary line and in their own table, before every figure.
+  function partialRanks(data) {
+    var list = data.partial_ranks || [];
+    if (!list.length) return;
+    document.getElementById('summary').textContent += ' · partial rank' + (list.length === 1 ? ' ' : 's ') +
+      list.map(function (p) { return p.rank; }).join(', ') + ' (read in part: see below)';
+    table('Ranks read in part', ['rank', 'why', 'last step', 'complete up to step', 'kernel records complete up to step', 'left out'],
+      list.map(function (p) {
+        return [p.rank, p.reason, p.last_step, p.last_complete_step < 0 ? 'none' : p.last_complete_step,
+          !p.device_cut ? '–' : p.last_complete_device_step < 0 ? 'none' : p.last_complete_device_step, p.left_out || '–'];
+      }));
+  }
 
   // Beyond MANY ranks one bar per rank is unreadable: the per-rank charts show the TOP_K slowest
   // ranks by name plus the median rank, and the distributions show every rank in bins.
@@ -177,7 +193,7 @@
     var parts = [['compute', 'compute'], ['collective_wait', 'collective wait'], ['collective_transfer', 'collective transfer'], ['memcpy', 'memcpy'], ['idle', 'idle']];
     var onDevice = ranks.some(function (r) { return r.breakdown_ms.source === 'device'; });
     var note = onDevice
-      ? 'mean ms per step; GPU time of the traced steps where a rank has kernel records (transfer = NCCL kernels, memcpy = memcpys/memsets, idle = GPU waiting for the host), host time otherwise'
+      ? 'mean ms per step; GPU time of the traced steps where a rank has kernel records (transfer = communication kernels, memcpy = memcpys/memsets, idle = GPU waiting for the host), host time otherwise'
       : 'mean ms per step; collective wait = time waiting for the last arriver';
     chart(panel('Where each rank spends a step', note + bars.note), {
       type: 'bar',
@@ -208,12 +224,64 @@
     chart(panel('GPU time by range',
       'kernel ms per step, steps ' + d.first_traced_step + '–' + d.last_traced_step + ' (kernel records), mean of ' + d.ranks +
       ' rank' + (d.ranks === 1 ? '' : 's') + '; step ' + fmt(d.step_ms, 1) + ' ms = compute ' + fmt(d.compute_ms, 1) +
-      ' + transfer ' + fmt(d.transfer_ms, 1) + ' + memcpy ' + fmt(d.memcpy_ms || 0, 1) + ' + idle ' + fmt(d.idle_ms, 1) + '; ' + fmt(d.outside_ranges_ms, 1) +
-      ' ms in kernels launched outside every range', 1100, 60 + 22 * labels.length), {
+      ' + transfer ' + fmt(d.transfer_ms, 1) + ' + memcpy ' + fmt(d.memcpy_ms || 0, 1) + ' + idle ' + fmt(d.idle_ms, 1) +
+      (d.host_bound_ms !== undefined ? ' (gaps on the device timeline; ' + fmt(d.host_bound_ms, 1) + ' of it host-bound)' : '') + '; ' + fmt(d.outside_ranges_ms, 1) +
+      ' ms in kernels launched outside every range; a range\'s bar is the time some kernel of it runs', 1100, 60 + 22 * labels.length), {
       type: 'bar',
       data: { labels: labels, datasets: [{ label: 'kernel ms per step', backgroundColor: color(0), data: values }] },
       options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: { x: { title: { display: true, text: 'ms per step' } } } }
     });
+  }
+
+  // HTA's analyses (`kernels` in skew's JSON): overlap and idle by cause per rank, the findings.
+  function deviceAnalyses(data) {
+    var k = data.kernels;
+    if (!k || !k.ranks) return;
+    var ranks = k.ranks.filter(function (r) { return !r.problem; });
+    if (!ranks.length) return;
+    // The 64 ranks with the least overlap first: those are where communication is exposed.
+    var ov = function (r) { return r.overlap && r.overlap.ratio !== null ? r.overlap.ratio : 1; };
+    var shown = ranks.slice().sort(function (a, b) { return ov(a) - ov(b) || a.rank - b.rank; }).slice(0, 64);
+    var labels = shown.map(function (r) { return 'rank ' + r.rank + (r.idle && r.idle.host_bound ? ' (host-bound)' : ''); });
+    var exposedLabels = shown.map(function (r, i) { return labels[i] + ', exposed ' + fmt(r.overlap.exposed_communication_ms_per_step, 2) + ' ms'; });
+    chart(panel('Communication overlapped by compute',
+      'per rank, % of communication-kernel time during which a compute kernel also runs (HTA\'s overlap); each label gives the communication ms per step with no compute beside it' +
+      (ranks.length > 64 ? '; the 64 ranks with the least overlap of ' + ranks.length : ''), 1100, 60 + 18 * labels.length), {
+      type: 'bar',
+      data: { labels: exposedLabels, datasets: [
+        { label: 'overlap %', backgroundColor: color(0), data: shown.map(function (r) { return r.overlap.ratio === null ? null : 100 * r.overlap.ratio; }) }] },
+      options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: { x: { min: 0, max: 100, title: { display: true, text: '% overlapped' } } } }
+    });
+    var perStep = function (r, key) { return r.traced_steps ? r.idle.device[key] / r.traced_steps : 0; };
+    chart(panel('GPU idle by cause',
+      'ms per traced step in gaps where no stream runs anything: host wait (the next op was launched after the gap began: the CPU was late), ' +
+      'kernel wait (short gaps between back-to-back ops), other', 1100, 60 + 18 * labels.length), {
+      type: 'bar',
+      data: { labels: labels, datasets: [['host_wait_ms', 'host wait'], ['kernel_wait_ms', 'kernel wait'], ['other_ms', 'other']].map(function (p, i) {
+        return { label: p[1], backgroundColor: color(i + 4), data: shown.map(function (r) { return perStep(r, p[0]); }) };
+      }) },
+      options: { indexAxis: 'y', scales: { x: { stacked: true }, y: { stacked: true } } }
+    });
+    if ((k.findings || []).length)
+      table('GPU findings (rankscope kernels)', ['kind', 'ranks', 'ms per step', 'finding'],
+        k.findings.map(function (f) { return [f.kind, f.ranks.join(','), fmt(f.cost_ms_per_step, 2), f.text]; }));
+  }
+
+  // The critical path of the traced steps (`critical_path` in skew's JSON): its share by rank, and
+  // the ranges and items on it.
+  function criticalPath(data) {
+    var p = data.critical_path;
+    if (!p || !p.by_rank || !p.by_rank.length) return;
+    var ranks = p.by_rank.slice(0, 32);
+    chart(panel('Critical path by rank', p.summary + ' (mean of ' + p.steps_analysed + ' traced step' + (p.steps_analysed === 1 ? '' : 's') +
+      '; `rankscope critical-path` lists each step\'s path)', 1100, 60 + 20 * ranks.length), {
+      type: 'bar',
+      data: { labels: ranks.map(function (s) { return s.what; }),
+        datasets: [{ label: 'ms per step on the path', backgroundColor: color(1), data: ranks.map(function (s) { return s.ms_per_step; }) }] },
+      options: { indexAxis: 'y', plugins: { legend: { display: false } } }
+    });
+    table('On the critical path: ranks and ranges, kernels and collectives', ['what', 'ms per step', 'share of the path'],
+      p.by_range.slice(0, 10).concat(p.by_item.slice(0, 10)).map(function (s) { return [s.what, fmt(s.ms_per_step, 2), fmt(100 * s.share, 1) + '%']; }));
   }
 
   function topLevel(data) {
@@ -368,8 +436,11 @@
     findings(data.findings);
     if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
     provenance(data.provenance);
+    partialRanks(data);
     breakdown(data);
     gpuRanges(data);
+    deviceAnalyses(data);
+    criticalPath(data);
     topLevel(data);
     heatmap(data);
     expertLoad(data);
@@ -381,7 +452,8 @@
     if (rows.length > 64) { title = 'Ranks: the 64 slowest of ' + rows.length + ' by straggler score'; rows = slowestFirst(rows).slice(0, 64); }
     table(title, ['rank', 'steps', 'median ms', 'p90 ms', 'max ms', 'compute', 'wait', 'transfer', 'memcpy', 'idle', 'relative score', 'individual score'],
       rows.map(function (r) {
-        return [r.rank, r.steps, fmt(r.step_ms.median, 2), fmt(r.step_ms.p90, 2), fmt(r.step_ms.max, 2), fmt(r.breakdown_ms.compute, 2),
+        var partial = (data.partial_ranks || []).some(function (p) { return p.rank === r.rank; });
+        return [partial ? r.rank + ' (partial)' : r.rank, r.steps, fmt(r.step_ms.median, 2), fmt(r.step_ms.p90, 2), fmt(r.step_ms.max, 2), fmt(r.breakdown_ms.compute, 2),
           fmt(r.breakdown_ms.collective_wait, 2), fmt(r.breakdown_ms.collective_transfer, 2),
           fmt(r.breakdown_ms.memcpy || 0, 2), fmt(r.breakdown_ms.idle, 2),
           fmt(r.straggler_score.relative, 3), fmt(r.straggler_score.individual, 3)];

@@ -1,14 +1,11 @@
-// rank_list.h — compact rank lists for sentences: {0,2,3,4,5,6,7} -> "0,2-7"; strided runs of
-// four or more (a DP group) -> "1,3,...,1023".
+// rank_list.h — hangdoctor's name for format::compress_ranks (format/rank_list.h), where the
+// function now lives so that every report spells rank lists alike.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "rankscope/format/rank_list.h"
 
 namespace rankscope::hang {
 
-// Sorts and de-duplicates a copy of `ranks`; consecutive runs of three or more become "a-b",
-// runs of four or more with a larger constant stride "a,a+s,...,b".
-std::string compress_ranks(std::vector<int> ranks);
+using format::compress_ranks;
 
 }  // namespace rankscope::hang

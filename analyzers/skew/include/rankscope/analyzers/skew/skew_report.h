@@ -21,21 +21,25 @@
 namespace rankscope::analyzers {
 
 // 2: breakdown_ms comes from the device timeline where kernel records exist (issue 22).
-inline constexpr int kSkewReportSchemaVersion = 2;
+// 3 (issue 33): time classes are unions, never sums (host collectives on several threads, a range's
+//   kernels); the device breakdown adds up to the step's window on the device, idle is measured as
+//   gaps on it and device.host_bound_ms is its own figure; partial_ranks and findings[].caveats.
+inline constexpr int kSkewReportSchemaVersion = 3;
 
 // A rank's GPU time from its kernel records (device_timeline.h), mean per traced step.
-// compute + memcpy + transfer + idle = step_ms.
+// compute + memcpy + transfer + idle = step_ms, the step's window on the device.
 struct DeviceBreakdown {
   int64_t traced_steps = 0, first_traced_step = -1, last_traced_step = -1;
-  double step_ms = 0;            // wall time of the traced steps: the frame
+  double step_ms = 0;            // the step's window on the device: its first kernel's start to the next step's
   double busy_ms = 0;            // some kernel running
   double compute_ms = 0;         // some compute kernel (neither NCCL nor memcpy/memset) running
   double transfer_ms = 0;        // only NCCL kernels running (waiting for peers included)
   double memcpy_ms = 0;          // memcpys/memsets running and no compute kernel (format::is_memory_operation)
-  double idle_ms = 0;            // no kernel running: the GPU waited for the host
-  double kernel_ms = 0;          // kernel time summed (concurrent kernels each count)
-  double outside_ranges_ms = 0;  // kernel time of kernels launched outside every range
-  std::map<std::string, double> range_ms;  // kernel time by block-wildcarded range name
+  double idle_ms = 0;            // no kernel running: gaps on the device timeline, measured
+  double host_bound_ms = 0;      // of idle: the host's step minus busy, when positive (the host set the length)
+  double kernel_ms = 0;          // kernel durations summed (concurrent kernels each count): work, not a class
+  double outside_ranges_ms = 0;  // time some kernel launched outside every range runs (union)
+  std::map<std::string, double> range_ms;  // by block-wildcarded range name: time some kernel of it runs
 };
 
 // The job's GPU time: means over the ranks with kernel records (the mean's range_ms is empty;
@@ -56,7 +60,9 @@ struct RankSkew {
   bool present = false;          // false when the rank's event stream is missing or unreadable
   int64_t steps = 0;             // steps of this rank inside the window
   double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0;
-  // Mean per step; compute + collective_wait + collective_transfer + memcpy + idle = mean step time.
+  // Mean per step; compute + collective_wait + collective_transfer + memcpy + idle = mean step time
+  // (host) or the mean step window on the device (device). Each a union of intervals, never a sum:
+  // collectives that run at once on several threads count once (issue 33).
   // From host wall time (source "host"), or, when the rank has kernel records, from the device
   // timeline of its traced steps (source "device": transfer = NCCL kernels, wait 0, idle = GPU idle).
   std::string breakdown_source = "host";
@@ -147,6 +153,20 @@ struct Waiter {
   bool gpu_idle = false;  // its device breakdown has no NCCL kernel time: the wait is GPU idle (Gloo)
 };
 
+// A rank whose evidence ends early (issue 33): the import read its trace in part (run.json
+// source.ranks[].warnings), or its event stream ends before the other ranks'. Decided from the data
+// (partial_ranks.h): its steps whose collectives, and its traced steps whose kernels, fall short of
+// its peers' at the same step are cut, never read as idle.
+struct PartialRank {
+  int rank = 0;
+  std::string reason;                       // the importer's warning, or what the data shows
+  int64_t last_step = -1;                   // its last step in the event stream
+  int64_t last_complete_step = -1;          // its steps are complete up to here (-1: none)
+  int64_t last_complete_device_step = -1;   // its kernel records are complete up to here (-1: none)
+  bool device_cut = false;                  // kernel records cut: its GPU figures use steps up to the above
+  std::string left_out;                     // what the report leaves out because of it
+};
+
 struct Finding {
   std::string kind;  // "late_arrival", "counter_imbalance", "straggler", "expert_load"
   std::vector<int> ranks;
@@ -162,6 +182,8 @@ struct Finding {
   std::vector<Waiter> waiters;  // late_arrival: longest wait first, at most kMaxWaiters
   int waiters_total = 0;        // late_arrival: every rank that waits, listed or not
   static constexpr size_t kMaxWaiters = 16;
+  // Why the finding may be off: it rests on a partial rank (one sentence each).
+  std::vector<std::string> caveats;
 };
 
 struct WhatIf {
@@ -212,6 +234,7 @@ struct SkewReport {
   std::optional<WhatIf> what_if;
   std::optional<ExpertLoad> expert_load;  // MoE runs only
   std::optional<DeviceSummary> device;     // runs with kernel records only
+  std::vector<PartialRank> partial_ranks;  // ranks imported in part or ending early
   std::vector<std::string> problems;
 };
 

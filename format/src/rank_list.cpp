@@ -1,11 +1,11 @@
 // rank_list.cpp — "0,2-7" rank lists; long strided runs (DP groups) as "1,3,...,1023".
-#include "rankscope/analyzers/hang/rank_list.h"
+#include "rankscope/format/rank_list.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace rankscope::hang {
+namespace rankscope::format {
 
 std::string compress_ranks(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
@@ -32,4 +32,4 @@ std::string compress_ranks(std::vector<int> ranks) {
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::format
