@@ -49,6 +49,18 @@ build-release/tests/format_tests
 build-release/tests/format_tests --gtest_filter='FlightRecorder*' --gtest_repeat=20
 build-release/tests/probe_tests
 
+# libFuzzer smoke (issue 36, docs/FUZZING.md): every reader's fuzz target for a fixed number of
+# executions on seeds from the real files; any crash, leak, timeout or out-of-memory fails. Needs clang.
+if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]] && command -v clang++-14 >/dev/null; then
+  stage "libFuzzer smoke (clang, every reader)"
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_FUZZ=ON \
+    -DRANKSCOPE_WITH_CUDA=OFF -DRANKSCOPE_BUILD_BENCHMARKS=OFF "${unity[@]}" >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_all
+  ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz
+else
+  echo "== libFuzzer smoke skipped: no clang++-14 (or RANKSCOPE_SKIP_SANITIZERS=1)"
+fi
+
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
   stage "ASan+UBSan build (CPU)"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \

@@ -627,12 +627,21 @@ void derive_communicator_state(RasCommunicator& c) {
 }
 
 Result<RasReport> read_json(string_view text) {
+  // nlohmann reports a number too large for a double (49768e9517) as out_of_range, not parse_error:
+  // uncaught, it terminated hangdoctor (fuzz_nccl_ras, issue 36).
+  const auto out_of_range = [] {
+    return corrupt("the NCCL RAS JSON report holds a number too large for any count (a corrupt report)");
+  };
   json root;
   try {
     root = json::parse(text);
+  } catch (const json::out_of_range&) {
+    return out_of_range();
   } catch (const json::parse_error& first) {
     try {
       root = json::parse(repair_missing_rank_comma(text));
+    } catch (const json::out_of_range&) {
+      return out_of_range();
     } catch (const json::parse_error&) {
       const size_t byte = std::min<size_t>(first.byte, text.size());
       const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte > 0 ? byte - 1 : 0), '\n');
@@ -979,6 +988,9 @@ class FindingWriter {
     for (const auto& g : m.groups) top = std::max(top, g.value);
     std::vector<const RasRankGroup*> behind, ahead;
     for (const auto& g : m.groups) (g.value < top ? behind : ahead).push_back(&g);
+    // Groups that all report the same count (a report edited or cut, fuzz_logs in issue 36) leave
+    // nobody behind: there is no mismatch to name, and the text below needs a rank behind.
+    if (behind.empty()) return;
     auto sum = [](const std::vector<const RasRankGroup*>& gs, bool listed) {
       int n = 0;
       for (const auto* g : gs) n += listed ? static_cast<int>(g->ranks.size()) : g->ranks_count;
