@@ -236,6 +236,27 @@ TEST(KinetoImport, NotATraceAndMissingInputsAreClearErrors) {
   fs::remove_all(dir);
 }
 
+// Issue 33 point 9: random bytes, an empty traceEvents and a trace cut before its first event each
+// get their own sentence (they all used to read as "likely killed while writing").
+TEST(KinetoImport, RandomBytesAnEmptyTraceAndACutTraceAreToldApart) {
+  const fs::path dir = fresh_dir("told_apart");
+  fs::create_directories(dir);
+  std::ofstream(dir / "rank0.json", std::ios::binary) << std::string("\x89PNG\r\n\x1a\n\x00\x00garbage", 18);
+  std::ofstream(dir / "rank1.json") << "{\"schemaVersion\": 1, \"traceEvents\": []}";
+  std::ofstream(dir / "rank2.json") << "{\"schemaVersion\": 1, \"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kern";
+  auto random = import_kineto({dir / "rank0.json"}, dir / "run");
+  ASSERT_FALSE(random.ok());
+  EXPECT_NE(random.status().user_text().find("not JSON"), std::string::npos) << random.status().user_text();
+  auto empty = import_kineto({dir / "rank1.json"}, dir / "run");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().user_text().find("traceEvents is empty"), std::string::npos) << empty.status().user_text();
+  auto cut = import_kineto({dir / "rank2.json"}, dir / "run");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().user_text().find("killed while writing"), std::string::npos) << cut.status().user_text();
+  for (const auto* s : {&random, &empty, &cut}) EXPECT_EQ(s->status().user_text().find(".cpp:"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 // A trace cut inside a multi-byte character, the "killed while writing" case: the parser's error
 // quotes the raw byte and goes into run.json. Found by fuzzing: that write threw on the byte that
 // is not UTF-8 and nothing caught it. Now a partial import or a clear error, never an exception.

@@ -113,6 +113,8 @@ class Handler : public nlohmann::json_sax<json> {
   }
 
   size_t error_position() const { return error_position_; }
+  bool saw_json() const { return saw_json_; }                // an object or array opened at all
+  bool saw_events_list() const { return saw_events_list_; }  // a traceEvents array (or a bare one)
   const std::string& error() const { return error_; }
   const std::string& limit() const { return limit_; }
   std::map<uint64_t, int64_t> steps_per_thread;
@@ -126,13 +128,14 @@ class Handler : public nlohmann::json_sax<json> {
   bool in_args() const { return events_depth_ > 0 && args_open_ && depth_ == events_depth_ + 2; }
 
   bool open(bool object) {
+    saw_json_ = true;
     if (++depth_ > kMaxDepth) {
       limit_ = fmt::format("nesting deeper than {} levels", kMaxDepth);
       return false;
     }
     if (capture_) return capture_open(object);
     if (depth_ == 1) {
-      if (!object) events_depth_ = 1, events_array_ = true;  // a bare array of events
+      if (!object) events_depth_ = 1, events_array_ = true, saw_events_list_ = true;  // a bare array of events
       return true;
     }
     if (depth_ == 2 && !events_array_ && top_key_ == "distributedInfo" && object) {
@@ -151,6 +154,7 @@ class Handler : public nlohmann::json_sax<json> {
     }
     if (depth_ == 2 && !events_array_ && top_key_ == "traceEvents" && !object) {
       events_depth_ = 2;
+      saw_events_list_ = true;
       return true;
     }
     if (events_depth_ > 0 && depth_ == events_depth_ + 1 && object) {
@@ -426,6 +430,7 @@ class Handler : public nlohmann::json_sax<json> {
   size_t error_position_ = 0;
   std::string error_, limit_;
   bool saw_hip_ = false;
+  bool saw_json_ = false, saw_events_list_ = false;
   std::string_view launch_device_;  // a device other than CUDA/ROCm whose runtime launched work
 };
 
@@ -523,6 +528,15 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
                                     "the trace", handler.error_position(), handler.error());
   }
   if (out.events == 0 && out.rows.nvtx.empty()) {
+    // Three different files, three different sentences (issue 33 point 9): bytes that are not JSON
+    // at all, a trace whose profiler recorded nothing, and a trace cut before its first event.
+    if (!handler.saw_json() && source->error().empty())
+      return invalid_argument(fmt::format("{}: not a PyTorch profiler trace: not JSON (it breaks at byte {}: {})", file.string(),
+                                          handler.error_position(), handler.error()));
+    if (complete && handler.saw_events_list())
+      return invalid_argument(fmt::format("{}: the trace holds no event (traceEvents is empty): the profiler recorded nothing; "
+                                          "hint: let the schedule reach its active steps, calling prof.step() once per step",
+                                          file.string()));
     if (!out.stopped_early.empty()) return invalid_argument(fmt::format("{}: no trace event read: {}", file.string(), out.stopped_early));
     return invalid_argument(fmt::format("{}: not a PyTorch profiler trace (no traceEvents); hint: write it with "
                                         "torch.profiler.profile(on_trace_ready=tensorboard_trace_handler(DIR)) or "
