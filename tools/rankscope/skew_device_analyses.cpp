@@ -14,6 +14,8 @@
 namespace rankscope::cli {
 namespace {
 
+constexpr int64_t kCriticalPathSteps = 10;
+
 void kernels_text(const analyzers::KernelsReport& k, std::FILE* out) {
   std::vector<double> overlap;
   std::vector<int> host_bound;
@@ -58,8 +60,11 @@ void add_device_analyses(const DeviceAnalysesInput& in, nlohmann::json& json, st
     }
     analyzers::CriticalPathOptions co;
     co.comm_kernel_patterns = in.comm_kernel_patterns;
-    co.first_step = in.traced_steps->first;
+    // The last ten traced steps at most: the path of a step needs every rank's detail of it at
+    // once, so a long capture (a 100 MB trace holds 200 steps) would cost memory for little news;
+    // `rankscope critical-path --steps` takes any window.
     co.last_step = in.traced_steps->second;
+    co.first_step = std::max(in.traced_steps->first, in.traced_steps->second - (kCriticalPathSteps - 1));
     auto p = analyzers::analyze_critical_path(in.run_dir, co);
     if (p.ok()) {
       nlohmann::json j = analyzers::critical_path_json(*p);
@@ -67,7 +72,8 @@ void add_device_analyses(const DeviceAnalysesInput& in, nlohmann::json& json, st
       j.erase("steps");  // every segment of every step: `rankscope critical-path --json`
       json["critical_path"] = std::move(j);
       if (text && !p->summary.empty()) {
-        std::fprintf(text, "\ncritical path of the traced steps (`rankscope critical-path` shows it): %s\n", p->summary.c_str());
+        std::fprintf(text, "\ncritical path of traced steps %lld-%lld (`rankscope critical-path` shows it): %s\n",
+                     static_cast<long long>(co.first_step), static_cast<long long>(co.last_step), p->summary.c_str());
         for (size_t i = 0; i < p->by_rank.size() && i < 4; ++i)
           std::fprintf(text, "  %9.2f ms %5.1f%%  %s\n", p->by_rank[i].ms_per_step, 100 * p->by_rank[i].share, p->by_rank[i].what.c_str());
       }
