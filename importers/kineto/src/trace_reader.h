@@ -1,6 +1,6 @@
 // trace_reader.h — one PyTorch profiler (Kineto) trace read in one streaming pass (internal).
 //
-// Is: a SAX handler (nlohmann::json::sax_parse) over a gzip or plain Chrome-trace JSON file that
+// Is: a SAX handler (nlohmann's json_sax interface, fed by RapidJSON's reader) over a gzip or plain Chrome-trace JSON file that
 // keeps only what the importer needs, in the nsys importer's row model (export_reader.h) so one
 // rank builder serves both. Categories by event_categories.h (every spelling Kineto has used, every
 // device it writes): `user_annotation` events (record_function ranges, ProfilerStep#N; in traces of
