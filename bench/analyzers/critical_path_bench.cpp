@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rankscope/analyzers/critical_path/critical_path.h"
+#include "synthetic_run.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rankscope;
 
-constexpr int64_t kStartNs = 1'700'000'000'000'000'000;
+constexpr int64_t kStartNs = bench::kSyntheticStartNs;
 
 // Every rank's kernel times for one step, so the all-reduces end together across ranks.
 struct StepPlan {
@@ -82,14 +83,9 @@ bool write_run(const fs::path& dir, int ranks, int steps, int ops) {
   std::vector<std::unique_ptr<format::EventStreamWriter>> writers;
   uint32_t nccl = 0, comm = 0, api = 0;
   for (int r = 0; r < ranks; ++r) {
-    format::EventStreamHeader h;
-    h.rank = r;
-    h.world_size = ranks;
-    h.created_ns = kStartNs;
-    h.run_id = "critical-path-bench";
-    auto w = format::EventStreamWriter::create(format::event_stream_path(dir, r), h);
-    if (!w.ok()) return false;
-    writers.push_back(std::move(*w));
+    auto w = bench::open_synthetic_stream(dir, r, ranks, "critical_path_bench");
+    if (!w) return false;
+    writers.push_back(std::move(w));
     format::EventStreamWriter& wr = *writers.back();
     for (const char* range : {"data", "forward", "backward", "optimizer"}) wr.intern(format::NameKind::kRange, range);  // ids 1-4
     for (int k = 0; k < 40; ++k) wr.intern(format::NameKind::kKernel, "void gemm_kernel_" + std::to_string(k) + "<bf16>(...)");
@@ -129,11 +125,6 @@ bool write_run(const fs::path& dir, int ranks, int steps, int ops) {
   return true;
 }
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 }  // namespace
 
@@ -147,25 +138,18 @@ int main(int argc, char** argv) {
   }
   const fs::path dir = fs::temp_directory_path() / ("rs_critical_path_bench_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  format::RunMetadata meta;
-  meta.run_id = "critical-path-bench";
-  meta.created_ns = kStartNs;
-  meta.program = "critical_path_bench";
-  meta.world_size = ranks;
-  if (!format::write_run_metadata(dir, meta).ok() || !write_run(dir, ranks, steps, ops)) {
+  if (!bench::write_synthetic_metadata(dir, ranks, "critical_path_bench") || !write_run(dir, ranks, steps, ops)) {
     std::fprintf(stderr, "critical_path_bench: cannot write the run under %s\n", dir.c_str());
     fs::remove_all(dir);
     return 1;
   }
   uintmax_t bytes = 0;
   for (const auto& e : fs::directory_iterator(dir)) bytes += e.is_regular_file() ? e.file_size() : 0;
-  const double cpu0 = cpu_seconds();
+  const bench::ProcessUsage before = bench::self_usage();
   const auto t0 = std::chrono::steady_clock::now();
   auto report = analyzers::analyze_critical_path(dir);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double cpu = cpu_seconds() - cpu0;
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
+  const bench::ProcessUsage after = bench::self_usage();
   fs::remove_all(dir);
   if (!report.ok()) {
     std::fprintf(stderr, "critical_path_bench: %s\n", report.status().user_text().c_str());
@@ -174,7 +158,7 @@ int main(int argc, char** argv) {
   int hops = 0;
   for (const auto& p : report->steps) hops += p.hops;
   std::printf("critical_path_bench: %d ranks x %d traced steps x %d kernels (%.1f MB of event streams)\n", ranks, steps, ops, double(bytes) / 1e6);
-  std::printf("  critical path: %.3f s wall, %.3f s CPU, peak RSS %.1f MiB; %.2f of %.2f ms a step covered, %d rank changes\n", wall, cpu,
-              double(u.ru_maxrss) / 1024.0, report->covered_ms, report->step_ms, hops);
+  std::printf("  critical path: %.3f s wall, %.3f s CPU, peak RSS %.1f MiB; %.2f of %.2f ms a step covered, %d rank changes\n", wall, after.cpu_s - before.cpu_s,
+              after.peak_mib, report->covered_ms, report->step_ms, hops);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "rankscope/analyzers/kernels/kernels_analyzer.h"
+#include "synthetic_run.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
@@ -23,17 +24,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rankscope;
 
-constexpr int64_t kStartNs = 1'700'000'000'000'000'000;
+constexpr int64_t kStartNs = bench::kSyntheticStartNs;
 
 bool write_rank(const fs::path& dir, int rank, int ranks, int steps, int ops) {
-  format::EventStreamHeader h;
-  h.rank = rank;
-  h.world_size = ranks;
-  h.created_ns = kStartNs;
-  h.run_id = "kernels-bench";
-  auto w = format::EventStreamWriter::create(format::event_stream_path(dir, rank), h);
-  if (!w.ok()) return false;
-  format::EventStreamWriter& writer = **w;
+  auto w = bench::open_synthetic_stream(dir, rank, ranks, "kernels_bench");
+  if (!w) return false;
+  format::EventStreamWriter& writer = *w;
   std::mt19937_64 rng(uint64_t(rank) * 7919 + 1);
   std::uniform_int_distribution<int64_t> kernel_ns(2'000, 80'000), launch_ns(3'000, 12'000), gap_ns(0, 20'000);
   const uint32_t api = writer.intern(format::NameKind::kApi, "cudaLaunchKernel");
@@ -81,12 +77,7 @@ int main(int argc, char** argv) {
   const int ops = argc > 3 ? std::atoi(argv[3]) : 2000;
   const fs::path dir = fs::temp_directory_path() / ("rs_kernels_bench_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  format::RunMetadata meta;
-  meta.run_id = "kernels-bench";
-  meta.created_ns = kStartNs;
-  meta.program = "kernels_bench";
-  meta.world_size = ranks;
-  if (!format::write_run_metadata(dir, meta).ok()) return 1;
+  if (!bench::write_synthetic_metadata(dir, ranks, "kernels_bench")) return 1;
   for (int r = 0; r < ranks; ++r) {
     if (!write_rank(dir, r, ranks, steps, ops)) {
       std::fprintf(stderr, "kernels_bench: cannot write rank %d under %s\n", r, dir.c_str());
@@ -96,16 +87,11 @@ int main(int argc, char** argv) {
   uintmax_t bytes = 0;
   for (const auto& e : fs::directory_iterator(dir)) bytes += e.is_regular_file() ? e.file_size() : 0;
 
-  rusage before{};
-  getrusage(RUSAGE_SELF, &before);
+  const bench::ProcessUsage before = bench::self_usage();
   const auto t0 = std::chrono::steady_clock::now();
   auto report = analyzers::analyze_kernels(dir);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rusage after{};
-  getrusage(RUSAGE_SELF, &after);
-  const auto cpu = [](const rusage& u) {
-    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-  };
+  const bench::ProcessUsage after = bench::self_usage();
   fs::remove_all(dir);
   if (!report.ok()) {
     std::fprintf(stderr, "kernels_bench: %s\n", report.status().user_text().c_str());
@@ -115,7 +101,7 @@ int main(int argc, char** argv) {
   for (const auto& r : report->ranks) analysed_ops += r.ops;
   std::printf("kernels_bench: %d ranks x %d traced steps x %d ops (%.1f MB of event streams, %lld ops)\n", ranks, steps, ops,
               double(bytes) / 1e6, static_cast<long long>(analysed_ops));
-  std::printf("  all five analyses: %.3f s wall, %.3f s CPU, peak RSS %.1f MiB, %zu findings\n", wall, cpu(after) - cpu(before),
-              double(after.ru_maxrss) / 1024.0, report->findings.size());
+  std::printf("  all five analyses: %.3f s wall, %.3f s CPU, peak RSS %.1f MiB, %zu findings\n", wall, after.cpu_s - before.cpu_s,
+              after.peak_mib, report->findings.size());
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/rank_event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
@@ -144,12 +145,7 @@ void write_fake_run(const fs::path& dir, const FakeRunSpec& spec) {
 
   std::vector<RankState> ranks(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    format::EventStreamHeader h;
-    h.rank = r;
-    h.world_size = n;
-    h.created_ns = kStartNs;
-    h.run_id = meta.run_id;
-    auto w = format::EventStreamWriter::create(format::event_stream_path(dir, r), h);
+    auto w = format::create_rank_event_stream(dir, r, n, kStartNs, meta.run_id);
     if (!w.ok()) throw std::runtime_error(w.status().to_string());
     ranks[size_t(r)].writer = std::move(w).value();
     ranks[size_t(r)].offset = spec.clock_offset_ns ? spec.clock_offset_ns(r) : 0;

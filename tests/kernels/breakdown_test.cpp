@@ -8,7 +8,6 @@
 namespace rankscope::testing {
 namespace breakdown_test {
 
-using analyzers::analyze_kernels;
 using format::KernelClass;
 
 // µs: gemm 0-100 and 200-`gemm2_end`; gelu 250-300 on stream 8 (inside the second gemm: adds to
@@ -25,12 +24,10 @@ FakeRank rank_with(double gemm2_end, double softmax_at) {
 }
 
 TEST(KernelsBreakdown, TimeByKindTopKernelsAndTheSpreadAcrossRanks) {
-  const auto dir = kernels_test_dir("breakdown");
   // gemm per rank: 100 + 300 = 400, 100 + 700 = 800, 100 + 2300 = 2400 µs.
-  write_kernels_run(dir, {rank_with(500, 600), rank_with(900, 950), rank_with(2500, 2600)});
   analyzers::KernelsOptions options;
   options.top_kernels = 2;
-  auto report = analyze_kernels(dir, options);
+  auto report = analyze_fake_run("breakdown", {rank_with(500, 600), rank_with(900, 950), rank_with(2500, 2600)}, options);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
 
   const auto& kinds = report->ranks[0].kinds;
@@ -85,7 +82,6 @@ TEST(KernelsBreakdown, TimeByKindTopKernelsAndTheSpreadAcrossRanks) {
   EXPECT_NEAR(report->findings[0].cost_ms_per_step, 1.6, 1e-9);
   EXPECT_EQ(report->findings[1].kind, "low_overlap");
   EXPECT_EQ(report->findings[1].ranks, (std::vector<int>{0, 1}));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace breakdown_test

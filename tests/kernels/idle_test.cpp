@@ -8,7 +8,6 @@
 namespace rankscope::testing {
 namespace idle_test {
 
-using analyzers::analyze_kernels;
 
 // Stream 7, µs (threshold 30 µs):
 //   k1 0-100 (launched 0)
@@ -34,9 +33,7 @@ FakeRank starved() {
 }
 
 TEST(KernelsIdle, GapsByCausePerStreamAndForTheDevice) {
-  const auto dir = kernels_test_dir("idle");
-  write_kernels_run(dir, {mixed_causes(), starved()});
-  auto report = analyze_kernels(dir);
+  auto report = analyze_fake_run("idle", {mixed_causes(), starved()});
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   const auto& idle = report->ranks[0].idle;
   ASSERT_EQ(idle.streams.size(), 2u);
@@ -68,29 +65,23 @@ TEST(KernelsIdle, GapsByCausePerStreamAndForTheDevice) {
     EXPECT_NE(f.text.find("rank 1 is host-bound"), std::string::npos) << f.text;
   }
   EXPECT_TRUE(named);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(KernelsIdle, TheKernelWaitThresholdIsAnOption) {
-  const auto dir = kernels_test_dir("idle-threshold");
-  write_kernels_run(dir, {mixed_causes()});
   analyzers::KernelsOptions options;
   options.kernel_wait_threshold_ns = 5'000;  // the 10 µs gaps are now "other"
-  auto report = analyze_kernels(dir, options);
+  auto report = analyze_fake_run("idle-threshold", {mixed_causes()}, options);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->ranks[0].idle.device.kernel_wait_ns, 0);
   EXPECT_EQ(report->ranks[0].idle.device.other_ns, 150'000);
-  std::filesystem::remove_all(dir);
 }
 
 // Steps 1 and 5 traced, 2-4 not: the time between them was not seen, so it is not idle time.
 TEST(KernelsIdle, NoGapAcrossStepsThatWereNotTraced) {
-  const auto dir = kernels_test_dir("idle-window");
   FakeRank r;
   r.ops = {launched("k1", 7, 0, 100, 0, 5, 1), launched("k2", 7, 150, 200, 120, 125, 1),
            launched("k3", 7, 4000, 4100, 3990, 3995, 5)};
-  write_kernels_run(dir, {r});
-  auto report = analyze_kernels(dir);
+  auto report = analyze_fake_run("idle-window", {r});
   ASSERT_TRUE(report.ok());
   const auto& idle = report->ranks[0].idle;
   EXPECT_EQ(idle.device.total_ns(), 50'000);
@@ -98,7 +89,6 @@ TEST(KernelsIdle, NoGapAcrossStepsThatWereNotTraced) {
   EXPECT_EQ(idle.streams[0].idle.total_ns(), 50'000);
   EXPECT_EQ(idle.span_ns, 200'000 + 100'000);
   EXPECT_EQ(report->ranks[0].traced_steps, 2);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace idle_test

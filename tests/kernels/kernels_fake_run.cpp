@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/rank_event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
@@ -42,12 +43,7 @@ void write_kernels_run(const std::filesystem::path& dir, const std::vector<FakeR
   if (auto st = format::write_run_metadata(dir, meta); !st.ok()) throw std::runtime_error(st.to_string());
 
   for (int rank = 0; rank < world; ++rank) {
-    format::EventStreamHeader h;
-    h.rank = rank;
-    h.world_size = world;
-    h.created_ns = kStartNs;
-    h.run_id = meta.run_id;
-    auto created = format::EventStreamWriter::create(format::event_stream_path(dir, rank), h);
+    auto created = format::create_rank_event_stream(dir, rank, world, kStartNs, meta.run_id);
     if (!created.ok()) throw std::runtime_error(created.status().to_string());
     format::EventStreamWriter& w = **created;
     const int64_t offset = int64_t(rank) * 3'000'000'000;  // each rank's clock is 3 s behind the one before
@@ -78,6 +74,15 @@ void write_kernels_run(const std::filesystem::path& dir, const std::vector<FakeR
     w.write_end(at(double(by_step.empty() ? 1 : by_step.rbegin()->first) * kFakeStepUs));
     if (auto st = w.flush(); !st.ok()) throw std::runtime_error(st.to_string());
   }
+}
+
+Result<analyzers::KernelsReport> analyze_fake_run(const std::string& tag, const std::vector<FakeRank>& ranks,
+                                                  const analyzers::KernelsOptions& options) {
+  const std::filesystem::path dir = kernels_test_dir(tag);
+  write_kernels_run(dir, ranks);
+  auto report = analyzers::analyze_kernels(dir, options);
+  std::filesystem::remove_all(dir);
+  return report;
 }
 
 }  // namespace rankscope::testing

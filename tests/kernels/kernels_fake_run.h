@@ -7,6 +7,8 @@
 // clock is offset differently (the analyses must not compare clocks). Is not: a model of training.
 #pragma once
 
+#include "rankscope/analyzers/kernels/kernels_analyzer.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -51,5 +53,9 @@ void write_kernels_run(const std::filesystem::path& dir, const std::vector<FakeR
 
 // A fresh temporary directory for one test.
 std::filesystem::path kernels_test_dir(const std::string& tag);
+
+// Writes `ranks` under a fresh directory named by `tag`, analyses it with `options`, removes it.
+Result<analyzers::KernelsReport> analyze_fake_run(const std::string& tag, const std::vector<FakeRank>& ranks,
+                                                  const analyzers::KernelsOptions& options = {});
 
 }  // namespace rankscope::testing

@@ -9,7 +9,6 @@
 namespace rankscope::testing {
 namespace launch_stats_test {
 
-using analyzers::analyze_kernels;
 
 // µs:             call       op        cpu  gpu  delay (op begin - call end, clipped at 0)
 //   a             0-10       5-25      10   20   0
@@ -29,11 +28,9 @@ FakeRank launches() {
 }
 
 TEST(KernelsLaunchStats, DurationsDelaysAndOutliersHtasWay) {
-  const auto dir = kernels_test_dir("launches");
-  write_kernels_run(dir, {launches()});
   analyzers::KernelsOptions options;
   options.outliers_named = 2;
-  auto report = analyze_kernels(dir, options);
+  auto report = analyze_fake_run("launches", {launches()}, options);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   const auto& l = report->ranks[0].launches;
   EXPECT_EQ(l.launches, 5);
@@ -79,7 +76,6 @@ TEST(KernelsLaunchStats, DurationsDelaysAndOutliersHtasWay) {
   EXPECT_DOUBLE_EQ(jl["delay_us"]["median"].get<double>(), 200.0);
   EXPECT_EQ(jl["longest_calls"][0]["kernel"], "slow_launch_kernel");
   EXPECT_EQ(j["ranks"][0]["overlap"]["ratio"], nullptr) << "no communication kernel: null, not 0";
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace launch_stats_test

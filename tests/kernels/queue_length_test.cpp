@@ -8,7 +8,6 @@
 namespace rankscope::testing {
 namespace queue_length_test {
 
-using analyzers::analyze_kernels;
 
 // Stream 7: four calls at 0, 1, 2, 3 µs; their kernels begin at 10, 20, 30, 40 (10 µs each).
 // Length: 1 at 0, 2 at 1, 3 at 2, 4 at 3, 3 at 10, 2 at 20, 1 at 30, 0 at 40.
@@ -22,11 +21,9 @@ FakeRank queued() {
 }
 
 TEST(KernelsQueueLength, MaximumTimeAtItAndMeanPerStream) {
-  const auto dir = kernels_test_dir("queue");
-  write_kernels_run(dir, {queued()});
   analyzers::KernelsOptions options;
   options.cuda_queue_limit = 3;
-  auto report = analyze_kernels(dir, options);
+  auto report = analyze_fake_run("queue", {queued()}, options);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   const auto& queues = report->ranks[0].queues;
   ASSERT_EQ(queues.size(), 2u);
@@ -45,15 +42,12 @@ TEST(KernelsQueueLength, MaximumTimeAtItAndMeanPerStream) {
   EXPECT_EQ(early.stream, 9u);
   EXPECT_EQ(early.max_length, 0);
   for (const auto& [at, n] : early.series) EXPECT_GE(n, 0);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(KernelsQueueLength, AShortSeriesKeepsThePeak) {
-  const auto dir = kernels_test_dir("queue-series");
-  write_kernels_run(dir, {queued()});
   analyzers::KernelsOptions options;
   options.queue_series_points = 4;
-  auto report = analyze_kernels(dir, options);
+  auto report = analyze_fake_run("queue-series", {queued()}, options);
   ASSERT_TRUE(report.ok());
   const auto& series = report->ranks[0].queues[0].series;
   ASSERT_EQ(series.size(), 4u);
@@ -61,7 +55,6 @@ TEST(KernelsQueueLength, AShortSeriesKeepsThePeak) {
   for (const auto& [at, n] : series) peak = std::max(peak, n);
   EXPECT_EQ(peak, 4);
   EXPECT_DOUBLE_EQ(series.front().first, 0.0);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace queue_length_test
