@@ -82,7 +82,9 @@ class RankReader : public format::EventStreamVisitor {
       if (it != launch_end_.end()) k.launch_end_ns = it->second;
     }
     std::sort(kernels_.begin(), kernels_.end(), by_begin);
-    for (auto& [step, rs] : steps_) {
+    for (auto& step_and_rank_step : steps_) {
+      // Named, not a structured binding: clang before 16 cannot capture a binding in the lambda below.
+      RankStep& rs = step_and_rank_step.second;
       rs.rank = rank;
       // Everything that overlaps the step's window (a kernel still running from the step before counts).
       auto overlapping = [&](const auto& list, auto& into) {
@@ -92,7 +94,7 @@ class RankReader : public format::EventStreamVisitor {
       };
       overlapping(ranges, rs.ranges);
       overlapping(kernels_, rs.kernels);
-      std::vector<RankStep>& ranks = out[step];
+      std::vector<RankStep>& ranks = out[step_and_rank_step.first];
       if (ranks.size() < world) ranks.resize(world);
       ranks[size_t(rank)] = std::move(rs);
     }
