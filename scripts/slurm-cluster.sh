@@ -13,9 +13,12 @@
 #   scripts/slurm-cluster.sh can-run      exit 0 when this machine can run it; else one line why
 #
 # Is: root only (slurmd, namespaces, bind mounts); nothing written under /etc (SLURM_CONF points the
-# clients at DIR/slurm.conf; munged gets --key-file/--socket; slurm gets AuthInfo=socket=...). The
-# only path outside DIR is the empty mount point /scratch. Ports: RANKSCOPE_SLURM_PORT (controller,
-# default 16817) and the next four for the nodes.
+# clients at DIR/slurm.conf; munged gets --key-file/--socket; slurm gets AuthInfo=socket=...). Paths
+# outside DIR: the empty mount point /scratch, and a short private directory for everything that holds
+# a UNIX socket (munge's socket, slurmd's spool with its step sockets, TmpFS where PMIx puts its
+# own): a socket path holds at most 107 bytes, and DIR is often deep in a build tree. That directory
+# is made by mktemp under RANKSCOPE_SLURM_SOCKETS (default /tmp), linked as DIR/sockets, and removed
+# by stop. Ports: RANKSCOPE_SLURM_PORT (controller, default 16817) and the next four for the nodes.
 # Is not: an installer (scripts/install-deps.sh installs slurmctld slurmd slurm-client munge unless
 # RANKSCOPE_NO_SLURM=1) nor a test (tests/slurm/).
 set -euo pipefail
@@ -47,12 +50,31 @@ why_not() {
   rmdir "$probe_dir"
 }
 
+# The longest socket path under the short directory is PMIx's under TmpFS (tmp/<node>/ then about 24
+# bytes: slurmd refused 110 bytes when TmpFS was 86 long); 64 leaves room for longer job ids.
+max_socket_dir=64
+
+# Makes the short private directory for sockets (DIR/sockets links to it) and echoes its path.
+make_socket_dir() {
+  local dir=$1 base=${RANKSCOPE_SLURM_SOCKETS:-/tmp} sockets
+  sockets=$(mktemp -d "$base/rs-slurm.XXXXXX") || die "cannot make a directory for the cluster's sockets under $base"
+  if ((${#sockets} > max_socket_dir)); then
+    rmdir "$sockets"
+    die "$sockets is too long a path for the cluster's UNIX sockets (at most $max_socket_dir bytes: a socket path holds 107); set RANKSCOPE_SLURM_SOCKETS to a shorter directory"
+  fi
+  # Non-root users (the permission test's) must reach the munge socket.
+  chmod 755 "$sockets"
+  ln -s "$sockets" "$dir/sockets"
+  echo "$sockets"
+}
+
 write_config() {
-  local dir=$1 host
+  local dir=$1 sockets=$2 host
   host=$(hostname -s)
-  mkdir -p "$dir"/{munge,ctld,log,run} "${nodes[@]/#/$dir/spool/}" "${nodes[@]/#/$dir/tmp/}" "${nodes[@]/#/$dir/node/}"
+  mkdir -p "$dir"/{munge,ctld,log,run} "$sockets/munge" "${nodes[@]/#/$sockets/spool/}" "${nodes[@]/#/$sockets/tmp/}" \
+    "${nodes[@]/#/$dir/node/}"
   # Non-root users (the permission test's) must reach the munge socket and read slurm.conf.
-  chmod 755 "$dir" "$dir/munge" "$dir/run"
+  chmod 755 "$dir" "$dir/munge" "$dir/run" "$sockets/munge"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 400 "$dir/munge/munge.key"
   local ports=() i
@@ -66,11 +88,11 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=${dir}/munge/munge.socket
+AuthInfo=socket=${sockets}/munge/munge.socket
 StateSaveLocation=${dir}/ctld
 SlurmctldPidFile=${dir}/run/slurmctld.pid
 SlurmctldLogFile=${dir}/log/slurmctld.log
-SlurmdSpoolDir=${dir}/spool/%n
+SlurmdSpoolDir=${sockets}/spool/%n
 SlurmdPidFile=${dir}/run/slurmd-%n.pid
 SlurmdLogFile=${dir}/log/slurmd-%n.log
 # The nodes claim more CPUs than the machine has.
@@ -78,7 +100,7 @@ SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 # PMIx keeps per-node temp dirs here; one per node or they collide.
-TmpFS=${dir}/tmp/%n
+TmpFS=${sockets}/tmp/%n
 # Debian's OpenMPI has no PMI2.
 MpiDefault=pmix
 ReturnToService=2
@@ -112,12 +134,12 @@ start() {
   [[ -z $reason ]] || die "cannot run here: $reason"
   [[ ! -e $dir/slurm.conf ]] || die "$dir already holds a cluster (stop it first)"
   dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
-  # A Unix socket's path holds at most 107 bytes.
-  ((${#dir} + 20 < 108)) || die "$dir is too long a path for munge's socket; choose a shorter DIR"
-  write_config "$dir"
+  local sockets
+  sockets=$(make_socket_dir "$dir")
+  write_config "$dir" "$sockets"
   if [[ ! -d $mount_point ]]; then mkdir "$mount_point" && touch "$dir/created-mount-point"; fi
   export SLURM_CONF=$dir/slurm.conf
-  munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" --pid-file="$dir/run/munged.pid" \
+  munged --key-file="$dir/munge/munge.key" --socket="$sockets/munge/munge.socket" --pid-file="$dir/run/munged.pid" \
     --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" --force ||
     die_with_log "$dir/log/munged.log" "munged did not start"
   slurmctld -f "$SLURM_CONF" || die_with_log "$dir/log/slurmctld.log" "slurmctld did not start"
@@ -184,6 +206,10 @@ stop() {
   [[ -s $dir/run/slurmctld.pid ]] && kill_and_wait "$(cat "$dir/run/slurmctld.pid")"
   [[ -s $dir/run/munged.pid ]] && kill_and_wait "$(cat "$dir/run/munged.pid")"
   if [[ -e $dir/created-mount-point ]]; then rmdir "$mount_point" 2>/dev/null || true; fi
+  # The sockets' directory is ours only where DIR/sockets links to one that mktemp named.
+  local sockets
+  sockets=$(readlink "$dir/sockets" 2>/dev/null || true)
+  if [[ $sockets == */rs-slurm.?????? && -d $sockets ]]; then rm -rf "$sockets"; fi
   if [[ ${RANKSCOPE_SLURM_KEEP:-0} == 1 ]]; then echo "slurm-cluster: stopped; logs kept in $dir/log"; else rm -rf "$dir"; fi
 }
 
