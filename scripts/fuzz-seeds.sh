@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz-seeds.sh — builds the seed corpus of every libFuzzer target (tests/fuzz/, docs/FUZZING.md).
 #
-# Usage: scripts/fuzz-seeds.sh [OUT]   (OUT defaults to .fuzz-corpus/ in the repository, git-ignored)
+# Usage: scripts/fuzz-seeds.sh [OUT [FUZZ_BIN]]   (OUT defaults to .fuzz-corpus/ in the repository,
+#   git-ignored; FUZZ_BIN is the folder of the built targets, for the seeds a target makes itself)
 # Writes OUT/<target>/ for each target from real files: the test fixtures (tests/fixtures) and, when
 # present, the shared real files beside the repository (../shared/data, or $RANKSCOPE_SHARED_DATA):
 # PyTorch Flight Recorder dumps, Kineto traces, an Nsight Systems export, NCCL and PyTorch logs and
@@ -12,6 +13,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/.fuzz-corpus}
+fuzz_bin=${2:-}
 data=${RANKSCOPE_SHARED_DATA:-$root/../shared/data}
 fx=$root/tests/fixtures
 sep=$'\n--rankscope-fuzz-file--\n'   # tests/fuzz/fuzz_support.h kFileSeparator
@@ -66,6 +68,16 @@ joined fuzz_kineto nccl-2ranks.pair "$fx/kineto/nccl-2ranks/rank0.json" "$fx/kin
 if (( have_data )); then
   joined fuzz_kineto real-gloo-2ranks.pair "$data/real-gpu/kineto-gloo-2ranks/rank0.json.gz" "$data/real-gpu/kineto-gloo-2ranks/rank1.json.gz"
 fi
+
+# The head of `import-kineto --slurm`: the same traces packed as a node packs them, by the target's
+# own encoder (FUZZ_BIN, the folder of the built targets, when given; else no seed).
+if [[ -n ${fuzz_bin:-} && -x $fuzz_bin/fuzz_kineto_pack ]]; then
+  pack_traces=$(files '*.json' "$fx/kineto/nccl-2ranks" "$fx/kineto/gloo-threads" "$fx/kineto/critical-path" | tr '\n' ':')
+  pack_traces+=$(files '*.json.gz' "$fx/kineto/torch-cpu-gloo-2ranks" | tr '\n' ':')
+  RANKSCOPE_FUZZ_WRITE_SEEDS="$out/fuzz_kineto_pack" RANKSCOPE_FUZZ_SEED_TRACES="$pack_traces" "$fuzz_bin/fuzz_kineto_pack" >/dev/null 2>&1 ||
+    echo "fuzz-seeds: fuzz_kineto_pack could not write its seeds" >&2
+fi
+mkdir -p "$out/fuzz_kineto_pack"
 
 # Nsight Systems: the real export, slimmed (the tables the importer never reads emptied, then
 # VACUUM): 1.6 MB of mostly CPU samples would make every execution slow.

@@ -42,7 +42,7 @@ fi
 
 corpus=$corpus_root/$target
 if [[ -z $(ls -A "$corpus" 2>/dev/null) ]]; then
-  "$root/scripts/fuzz-seeds.sh" "$corpus_root" >/dev/null
+  "$root/scripts/fuzz-seeds.sh" "$corpus_root" "$build/fuzz" >/dev/null
 fi
 mkdir -p "$corpus" "$corpus_root/findings/$target" "$corpus_root/logs"
 log=$corpus_root/logs/$target.log

@@ -6,7 +6,8 @@
 # it), a fault, and `hangdoctor /scratch/run --slurm JOB --json` run from the head, outside every node.
 #
 # Scenarios: lagging_rank_n3 sigkill_rank_n2 sigstop_rank_n4 node_stopped_n2 slurmd_stopped_n4
-# (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input).
+# (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input), and
+# kineto_import_n1_n3 (`rankscope import-kineto --slurm`: traces on two nodes' disks, issue 33).
 # Exit 0 pass, 1 fail, 77 skipped.
 # Is not: the cluster (scripts/slurm-cluster.sh) nor the fixture (cluster_fixture.sh). Faults are
 # injected from the head through /proc (the nodes share this machine's pid namespace): that is the
@@ -313,6 +314,39 @@ EOF
     env PATH="$work/bin" "$RANKSCOPE_BIN/hangdoctor" /scratch/run --slurm 1 --json - >"$work/diagnosis.txt" 2>&1 ||
       diag_rc=$?
     expect_bad_input srun PATH
+    ;;
+  kineto_import_n1_n3)
+    # Issue 33: profiler traces on the nodes' own disks, imported from the head. The real 2-rank
+    # PyTorch pair (tests/fixtures/kineto/torch-cpu-gloo-2ranks): rank 0's trace on n1, rank 1's on n3,
+    # none on n2 and n4 (no profiled rank there). Each node's /scratch is its own folder.
+    fixtures=$(cd "$(dirname "$0")/../fixtures/kineto/torch-cpu-gloo-2ranks" && pwd)
+    for n in n1 n2 n3 n4; do rm -rf "$RANKSCOPE_SLURM_DIR/node/$n/traces"; done
+    mkdir -p "$RANKSCOPE_SLURM_DIR/node/n1/traces" "$RANKSCOPE_SLURM_DIR/node/n3/traces"
+    cp "$fixtures/rank0.json.gz" "$RANKSCOPE_SLURM_DIR/node/n1/traces/"
+    cp "$fixtures/rank1.json.gz" "$RANKSCOPE_SLURM_DIR/node/n3/traces/"
+    job=$(cd "$work" && sbatch --parsable -N 4 --ntasks-per-node=1 -J "rs-$scenario" -o "$work/job.out" --wrap 'sleep 600') ||
+      fail "sbatch refused the job"
+    submitted_jobs+=("$job")
+    for _ in $(seq 300); do [[ $(squeue -h -j "$job" -o %t) == R ]] && break; sleep 0.2; done
+    [[ $(squeue -h -j "$job" -o %t) == R ]] || fail "job $job not running after 60 s"
+    import_rc=0
+    "$RANKSCOPE_BIN/rankscope" import-kineto /scratch/traces --slurm "$job" -o "$work/remote" >"$work/import.txt" 2>&1 || import_rc=$?
+    cat "$work/import.txt"
+    [[ $import_rc -eq 0 ]] || fail "import-kineto --slurm exit $import_rc"
+    grep -q "read on 2 of 4 nodes" "$work/import.txt" || fail "not 'read on 2 of 4 nodes'"
+    grep -q "n2: no trace there" "$work/import.txt" || fail "n2 not reported as holding no trace"
+    grep -q "n1: 1 trace, " "$work/import.txt" || fail "n1 not reported as sending its one trace"
+    grep -q '"file": "n1:/scratch/traces/rank0.json.gz"' "$work/remote/run.json" || fail "rank 0's trace not named n1:/scratch/traces/rank0.json.gz"
+    # The same files imported here (the head sees the nodes' folders through the cluster's directory).
+    "$RANKSCOPE_BIN/rankscope" import-kineto "$RANKSCOPE_SLURM_DIR/node/n1/traces/rank0.json.gz" \
+      "$RANKSCOPE_SLURM_DIR/node/n3/traces/rank1.json.gz" -o "$work/local" -q
+    local_id=$(sed -n 's/.*"run_id": "\([^"]*\)".*/\1/p' "$work/local/run.json")
+    remote_id=$(sed -n 's/.*"run_id": "\([^"]*\)".*/\1/p' "$work/remote/run.json")
+    for f in "$work"/local/rank*; do
+      cmp <(sed "s/$local_id/$remote_id/g" "$f") "$work/remote/$(basename "$f")" ||
+        fail "$(basename "$f") of the import on the nodes differs from the local import's"
+    done
+    log "rank files equal to a local import's; $(grep '^read on' "$work/import.txt")"
     ;;
   *) fail "unknown scenario (see the header)" ;;
 esac

@@ -1,4 +1,4 @@
-// gather_command.cpp — `rankscope snapshot` and `rankscope gather`: thin over gather_cli.h.
+// gather_command.cpp — `rankscope snapshot`, `gather` and `kineto-pack`: thin over gather_cli.h.
 #include "rankscope/analyzers/gather/gather_cli.h"
 #include "subcommands.h"
 
@@ -6,5 +6,6 @@ namespace rankscope::cli {
 
 int snapshot_command(Args args) { return gather::snapshot_main(args); }
 int gather_command(Args args) { return gather::gather_main(args); }
+int kineto_pack_command(Args args) { return gather::kineto_pack_main(args); }
 
 }  // namespace rankscope::cli

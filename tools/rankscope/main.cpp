@@ -29,6 +29,7 @@ constexpr Subcommand kSubcommands[] = {
     {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command},
     {"snapshot", "this node's recorders and process states as one stream on stdout (for gather)", rankscope::cli::snapshot_command},
     {"gather", "snapshot every node of a job (--slurm JOBID or --hosts FILE --exec CMD) into one run directory", rankscope::cli::gather_command},
+    {"kineto-pack", "this node's profiler traces, read here, as one stream on stdout (for import-kineto --slurm)", rankscope::cli::kineto_pack_command},
 };
 
 void print_usage(std::FILE* out) {

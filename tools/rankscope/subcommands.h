@@ -22,6 +22,7 @@ int import_nsys_command(Args args);  // import_nsys_command.cpp
 int import_kineto_command(Args args);  // import_kineto_command.cpp
 int snapshot_command(Args args);  // gather_command.cpp
 int gather_command(Args args);    // gather_command.cpp
+int kineto_pack_command(Args args);  // gather_command.cpp
 int kernels_command(Args args);   // kernels_command.cpp
 int critical_path_command(Args args);  // critical_path_command.cpp
 

@@ -40,18 +40,6 @@ Status prepare_out_dir(const fs::path& dir) {
   return {};
 }
 
-std::string why_unanswered(const LaunchedCommand& c, double deadline_s) {
-  std::string err = c.err_tail;
-  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-  if (const size_t nl = err.rfind('\n'); nl != std::string::npos) err = err.substr(nl + 1);  // the last line says most
-  if (c.timed_out) return fmt::format("no answer within the {:.1f} s deadline{}{}", deadline_s, err.empty() ? "" : "; last said: ", err);
-  if (c.overflowed) return "sent more than the stream limit; stopped";
-  if (!c.started) return err.empty() ? "the launcher could not be started" : err;
-  if (c.exit_code != 0 && err.empty()) return fmt::format("the command failed (exit {}) and said nothing", c.exit_code);
-  if (c.exit_code != 0) return fmt::format("exit {}: {}", c.exit_code, err);
-  return {};
-}
-
 Status link_or_copy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);

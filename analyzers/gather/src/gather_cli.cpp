@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <stdio.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <optional>
@@ -109,20 +111,27 @@ std::string self_executable() {
   return ec ? std::string() : p.string();
 }
 
-// Checks the flags and builds one target per node.
-Result<std::vector<GatherTarget>> targets_for(const GatherFlags& f, const std::string& run_dir,
-                                              const std::string& default_remote) {
+// Checks the flags and builds one target per node, each running `<remote rankscope> <subcommand>`.
+Result<std::vector<GatherTarget>> targets_running(const GatherFlags& f, const std::string& default_remote,
+                                                  const std::vector<std::string>& subcommand) {
   if (!f.slurm_job.empty() && !f.hosts_file.empty()) return invalid_argument("--slurm and --hosts: give one of them");
   if (!f.hosts_file.empty() && f.exec_template.empty())
     return invalid_argument("--hosts needs --exec, the command that reaches a host (e.g. --exec 'ssh {host}')");
   if (f.hosts_file.empty() && !f.exec_template.empty()) return invalid_argument("--exec goes with --hosts FILE");
   const std::string remote = f.remote_rankscope.empty() ? default_remote : f.remote_rankscope;
   if (remote.empty()) return invalid_argument("cannot tell this rankscope's path: give --remote-rankscope PATH");
-  std::string command = shell_quote(remote) + " snapshot " + shell_quote(run_dir);
-  if (f.stacks) command += " --stacks";
+  std::string command = shell_quote(remote);
+  for (const std::string& word : subcommand) command += " " + shell_quote(word);
   if (!f.slurm_job.empty()) return slurm_targets(f.slurm_job, command, f.deadline_s);
   RS_ASSIGN_OR_RETURN(auto hosts, read_hosts_file(f.hosts_file));
   return exec_targets(hosts, f.exec_template, command);
+}
+
+Result<std::vector<GatherTarget>> targets_for(const GatherFlags& f, const std::string& run_dir,
+                                              const std::string& default_remote) {
+  std::vector<std::string> snapshot = {"snapshot", run_dir};
+  if (f.stacks) snapshot.push_back("--stacks");
+  return targets_running(f, default_remote, snapshot);
 }
 
 Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string& run_dir, const std::string& default_remote,
@@ -140,7 +149,88 @@ Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string
   return gather_nodes(targets, o);
 }
 
+constexpr const char* kKinetoPackHelp =
+    "usage: rankscope kineto-pack TRACE|DIR... [--threads N] [--none-ok] > node.pack\n\n"
+    "Reads this node's PyTorch profiler traces (as import-kineto does) and writes what the import keeps\n"
+    "of them to stdout as one compressed stream. `rankscope import-kineto DIR --slurm JOBID -o RUN_DIR`\n"
+    "runs it on every node and imports the streams on the head as one job.\n\n"
+    "  --threads N   traces read at once (default: one per core)\n"
+    "  --none-ok     a folder or file that is not here, or a folder without traces, is skipped (a node\n"
+    "                that ran no profiled rank sends no trace; import-kineto --slurm passes it)\n";
+
 }  // namespace
+
+bool is_gather_flag(std::string_view flag, bool* takes_value) {
+  const bool value = flag == "--slurm" || flag == "--hosts" || flag == "--exec" || flag == "--remote-rankscope" ||
+                     flag == "--deadline" || flag == "--max-parallel";
+  if (takes_value) *takes_value = value;
+  return value;
+}
+
+int kineto_pack_main(Args args, std::FILE* out, std::FILE* err) {
+  std::vector<fs::path> inputs;
+  int threads = 0;
+  bool none_ok = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") return std::fputs(kKinetoPackHelp, out), 0;
+    if (a == "--none-ok") {
+      none_ok = true;
+    } else if (a == "--threads") {
+      int n = 0;
+      const std::string_view v = i + 1 < args.size() ? args[++i] : std::string_view();
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || p != v.data() + v.size() || n < 1)
+        return std::fprintf(err, "rankscope kineto-pack: --threads needs a positive number\n"), 2;
+      threads = n;
+    } else if (!a.empty() && a[0] == '-') {
+      return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kKinetoPackHelp), 2;
+    } else {
+      inputs.emplace_back(std::string(a));
+    }
+  }
+  if (inputs.empty()) return std::fprintf(err, "rankscope kineto-pack: no traces given\n\n%s", kKinetoPackHelp), 2;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  auto r = kineto::pack_traces(inputs, out, host, threads, none_ok);
+  if (!r.ok()) return std::fprintf(err, "rankscope kineto-pack: %s\n", r.status().user_text().c_str()), 2;
+  std::fprintf(err, "rankscope kineto-pack: %d traces, %.1f MB read, %.1f MB sent\n", r->traces, r->trace_bytes / 1e6,
+               r->stream_bytes / 1e6);
+  return 0;
+}
+
+Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs, const fs::path& run_dir,
+                                                  const kineto::ImportOptions& options) {
+  GatherFlags f;
+  std::string bad;
+  for (size_t i = 0; i < gather_args.size(); ++i) {
+    // parse_gather_flag writes its complaint to a FILE: catch it as text for the error result.
+    char* text = nullptr;
+    size_t size = 0;
+    std::FILE* err = ::open_memstream(&text, &size);
+    const Parsed p = parse_gather_flag(gather_args, i, f, err ? err : stderr);
+    if (err) std::fclose(err);
+    std::string said = text ? std::string(text, size) : std::string();
+    std::free(text);
+    if (p == Parsed::kBad) return invalid_argument(said.empty() ? "bad gathering flag" : said.substr(0, said.find('\n')));
+    if (p == Parsed::kNotMine) return invalid_argument(fmt::format("'{}' is not a gathering flag", gather_args[i]));
+  }
+  if (!f.any() && !f.exec_template.empty()) return invalid_argument("--exec goes with --hosts FILE");
+  if (!f.any()) return invalid_argument("--slurm JOBID or --hosts FILE --exec T is needed to import on the nodes");
+  if (inputs.empty()) return invalid_argument("no traces given (the folder or files as the nodes see them)");
+  // Every node of the job is asked; those that ran no profiled rank have no trace and say so.
+  std::vector<std::string> pack = {"kineto-pack", "--none-ok"};
+  pack.insert(pack.end(), inputs.begin(), inputs.end());
+  if (options.threads > 0) pack.insert(pack.end(), {"--threads", std::to_string(options.threads)});
+  RS_ASSIGN_OR_RETURN(auto targets, targets_running(f, self_executable(), pack));
+  GatherOptions o;
+  o.deadline_s = f.deadline_given ? f.deadline_s : 600;  // reading a node's traces takes seconds a 100 MB
+  o.max_parallel = f.max_parallel;
+  o.max_stream_bytes = 16ull << 30;
+  o.limits.max_entry_bytes = 8ull << 30;
+  o.limits.max_total_bytes = 64ull << 30;
+  return import_kineto_from_nodes(targets, run_dir, o, options);
+}
 
 int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
   std::string dir;

@@ -29,6 +29,11 @@ struct LaunchedCommand {
 void run_commands(std::vector<LaunchedCommand>& commands, double deadline_s, uint64_t max_stdout_bytes,
                   int max_parallel);
 
+// Why a command gave no usable answer, in a user's words (the deadline, the stream limit, the launcher,
+// the exit status with the last line of stderr); empty when it ran to exit 0. Whether it sent
+// anything is the caller's to judge.
+std::string why_unanswered(const LaunchedCommand& c, double deadline_s);
+
 // '...' quoting for /bin/sh (and the remote shell ssh hands a command to).
 std::string shell_quote(const std::string& word);
 

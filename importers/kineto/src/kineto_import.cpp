@@ -5,16 +5,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "import_job.h"
 #include "rank_builder.h"
 #include "rankscope/format/run_metadata.h"
+#include "rankscope/format/snapshot_stream.h"
 #include "trace_reader.h"
+#include "trace_wire.h"
 
 namespace rankscope::kineto {
 namespace {
@@ -120,21 +126,27 @@ Result<std::vector<fs::path>> expand_trace_inputs(const std::vector<fs::path>& i
   return files;
 }
 
-Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const fs::path& run_dir, const ImportOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (inputs.empty()) return invalid_argument("no traces given; hint: torch.profiler writes one per rank with on_trace_ready=tensorboard_trace_handler(DIR)");
-  RS_ASSIGN_OR_RETURN(const std::vector<fs::path> files, expand_trace_inputs(inputs));
+namespace {
 
-  // --- read every trace (one pass each) ------------------------------------------------------
+// Every trace read (one pass each, in parallel); the first that cannot be read fails them all.
+Result<std::vector<KinetoTrace>> read_traces(const std::vector<fs::path>& files, int threads) {
   std::vector<std::optional<Result<KinetoTrace>>> read(files.size());
-  nsys::parallel_for(files.size(), options.threads, [&](size_t i) { read[i] = read_trace(files[i]); });
+  nsys::parallel_for(files.size(), threads, [&](size_t i) { read[i] = read_trace(files[i]); });
   std::vector<KinetoTrace> traces;
   traces.reserve(files.size());
   for (auto& r : read) {
     if (!r->ok()) return r->status();
     traces.push_back(std::move(**r));
   }
-  read.clear();
+  return traces;
+}
+
+// The job-level steps and the ranks' writing, from traces as read (here, or on the nodes and
+// decoded: trace_wire.h). `started` is when the import began (the summary's seconds).
+Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const fs::path& run_dir, const ImportOptions& options,
+                                         std::chrono::steady_clock::time_point t0) {
+  std::vector<fs::path> files;
+  for (const KinetoTrace& t : traces) files.push_back(t.file);
 
   // --- ranks --------------------------------------------------------------------------------------
   ImportSummary summary;
@@ -372,6 +384,102 @@ Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const f
   meta.extra["source"] = nsys::provenance_json(summary);
   RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
   return summary;
+}
+
+}  // namespace
+
+Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const fs::path& run_dir, const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (inputs.empty()) return invalid_argument("no traces given; hint: torch.profiler writes one per rank with on_trace_ready=tensorboard_trace_handler(DIR)");
+  RS_ASSIGN_OR_RETURN(const std::vector<fs::path> files, expand_trace_inputs(inputs));
+  RS_ASSIGN_OR_RETURN(std::vector<KinetoTrace> traces, read_traces(files, options.threads));
+  return import_read_traces(std::move(traces), run_dir, options, t0);
+}
+
+Result<PackSummary> pack_traces(const std::vector<fs::path>& inputs, std::FILE* out, const std::string& host, int threads,
+                                bool none_ok) {
+  if (inputs.empty()) return invalid_argument("no traces given");
+  std::vector<fs::path> files;
+  if (none_ok) {
+    // Only the folders and files that are here: a node that ran no profiled rank has none of them.
+    std::vector<fs::path> here;
+    std::error_code ec;
+    for (const fs::path& in : inputs)
+      if (fs::exists(in, ec) && !(fs::is_directory(in, ec) && !expand_trace_inputs({in}).ok())) here.push_back(in);
+    if (!here.empty()) {
+      RS_ASSIGN_OR_RETURN(files, expand_trace_inputs(here));
+    }
+  } else {
+    RS_ASSIGN_OR_RETURN(files, expand_trace_inputs(inputs));
+  }
+  PackSummary summary;
+  summary.traces = int(files.size());
+  format::SnapshotWriter writer(out);
+  // The manifest first: a head cut off later still knows what this node had.
+  nlohmann::json manifest = {{"host", host}, {"files", nlohmann::json::array()}};
+  for (const fs::path& f : files) {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(f, ec);
+    summary.trace_bytes += ec ? 0 : bytes;
+    manifest["files"].push_back({{"file", fs::absolute(f).lexically_normal().string()}, {"bytes", ec ? 0 : bytes}});
+  }
+  RS_RETURN_IF_ERROR(writer.add(kPackManifest, manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+  // One trace in memory per thread: read, encode, add (the writer is not shared while it writes).
+  std::mutex writing;
+  std::vector<Status> errors(files.size());
+  nsys::parallel_for(files.size(), threads, [&](size_t i) {
+    auto trace = read_trace(files[i]);
+    if (!trace.ok()) {
+      errors[i] = trace.status();
+      return;
+    }
+    trace->file = fs::absolute(trace->file).lexically_normal();
+    const std::vector<uint8_t> bytes = encode_trace(*trace);
+    std::lock_guard<std::mutex> lock(writing);
+    errors[i] = writer.add(fmt::format("trace-{:06}.rkw", i), bytes);
+  });
+  for (const Status& st : errors) RS_RETURN_IF_ERROR(st);
+  RS_RETURN_IF_ERROR(writer.finish());
+  summary.packed_bytes = writer.bytes_in();
+  summary.stream_bytes = writer.bytes_out();
+  return summary;
+}
+
+Result<ImportSummary> import_kineto_packed(const std::vector<PackedNode>& nodes, const fs::path& run_dir,
+                                           const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, fs::path>> packs;  // (host, file)
+  for (const PackedNode& n : nodes) {
+    std::error_code ec;
+    std::vector<fs::path> here;
+    for (const auto& e : fs::directory_iterator(n.dir, ec))
+      if (e.path().extension() == ".rkw") here.push_back(e.path());
+    if (ec) return io_error(fmt::format("node {}: cannot read {}: {}", n.host, n.dir.string(), ec.message()));
+    std::sort(here.begin(), here.end());
+    for (auto& f : here) packs.emplace_back(n.host, std::move(f));
+  }
+  if (packs.empty()) return invalid_argument("no node sent a trace");
+  std::vector<std::optional<Result<KinetoTrace>>> decoded(packs.size());
+  nsys::parallel_for(packs.size(), options.threads, [&](size_t i) {
+    const auto& [host, file] = packs[i];
+    const std::string source = fmt::format("node {}, {}", host, file.filename().string());
+    std::ifstream in(file, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) {
+      decoded[i] = io_error(fmt::format("{}: cannot read", source));
+      return;
+    }
+    decoded[i] = decode_trace(bytes, source);
+    // A trace's file is named as its node sees it: host:path.
+    if (decoded[i]->ok()) (*decoded[i])->file = host + ":" + (*decoded[i])->file.string();
+  });
+  std::vector<KinetoTrace> traces;
+  for (auto& d : decoded) {
+    if (!d->ok()) return d->status();
+    traces.push_back(std::move(**d));
+  }
+  decoded.clear();
+  return import_read_traces(std::move(traces), run_dir, options, t0);
 }
 
 }  // namespace rankscope::kineto

@@ -18,7 +18,11 @@
 // Is not: a reader of Kineto's protobuf or of traces merged across ranks (HTA's output).
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "rankscope/format/status.h"
@@ -36,5 +40,38 @@ Result<ImportSummary> import_kineto(const std::vector<std::filesystem::path>& in
 
 // The trace files named by `inputs`: files as given, folders' *.json and *.json.gz (sorted).
 Result<std::vector<std::filesystem::path>> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs);
+
+// --- importing where the traces were written (`import-kineto --slurm/--hosts`, analyzers/gather) ---
+// Each node reads its own traces and sends what was kept of them (trace_wire.h: the rows, 10-50x
+// smaller than the text) as a snapshot stream (format/snapshot_stream.h): `pack.json` first (host,
+// files with their paths and sizes), then `trace-NNNNNN.rkw` per trace. The head unpacks each node's
+// stream into a folder of its own and imports them all as one job: the same ranks, communicators,
+// clocks and rank files as a local import of the same traces, each trace's file named host:path.
+
+inline constexpr std::string_view kPackManifest = "pack.json";
+
+struct PackSummary {
+  int traces = 0;
+  uint64_t trace_bytes = 0;   // the traces' files
+  uint64_t packed_bytes = 0;  // their rows, encoded
+  uint64_t stream_bytes = 0;  // what went out (deflated)
+};
+
+// Node side (`rankscope kineto-pack TRACE|DIR...`): reads every trace `inputs` names (threads in
+// parallel, one trace in memory per thread) and writes the stream to `out`. A trace that cannot be
+// read fails the node, as it fails a local import. With `none_ok`, inputs that are not here (a
+// missing folder, one without traces: a node that ran no profiled rank) are skipped, and a node
+// with none sends a stream of no trace.
+Result<PackSummary> pack_traces(const std::vector<std::filesystem::path>& inputs, std::FILE* out, const std::string& host,
+                                int threads = 0, bool none_ok = false);
+
+struct PackedNode {
+  std::string host;
+  std::filesystem::path dir;  // the node's unpacked stream
+};
+
+// Head side: every node's traces imported as one job into `run_dir`.
+Result<ImportSummary> import_kineto_packed(const std::vector<PackedNode>& nodes, const std::filesystem::path& run_dir,
+                                           const ImportOptions& options = {});
 
 }  // namespace rankscope::kineto

@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "rankscope/analyzers/gather/kineto_gather.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 
 namespace rankscope::gather {
@@ -24,5 +25,19 @@ int gather_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 // hangdoctor: with --slurm or --hosts, gathers first (into --gather-dir or a temporary folder) and
 // diagnoses what was gathered; otherwise run_hangdoctor unchanged.
 int hangdoctor_main(Args args, const hang::HangdoctorEnv& env = {});
+
+// `rankscope kineto-pack TRACE|DIR... [--threads N]` (run on a node by `import-kineto --slurm`): this
+// node's traces, read here, as a stream on `out` (kineto_import.h pack_traces).
+int kineto_pack_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
+
+// The gathering flags `import-kineto` shares with `gather` (--slurm, --hosts, --exec, --deadline,
+// --remote-rankscope, --max-parallel): whether `flag` is one, and whether it takes a value.
+bool is_gather_flag(std::string_view flag, bool* takes_value = nullptr);
+
+// `import-kineto TRACE|DIR... --slurm JOBID|--hosts FILE --exec T -o RUN_DIR`: `gather_args` holds the
+// gathering flags (with their values), `inputs` the traces as the nodes see them. Bad flags are an
+// error result, as are the import's own.
+Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs,
+                                                  const std::filesystem::path& run_dir, const kineto::ImportOptions& options);
 
 }  // namespace rankscope::gather
