@@ -140,6 +140,51 @@ TEST_F(RunDiff, ALongerSequenceOnTheTrainerNamesAttentionWithItsFactor) {
   expect_parts_add_up(*r);
 }
 
+// Two settings of the real trainer whose effect the report explains (issue 34's pairs): naive
+// against flash attention, and activation recompute off against on (gpt2-train, tiny, CPU). Timing
+// on a shared machine is noisy, so what is asserted is what the report says: the setting, the
+// sentence of what it does, and the ranges it predicts measured in both runs.
+fs::path trainer_run(const std::string& name, const std::string& flags) {
+  const std::string train = std::string(RANKSCOPE_BINARY_DIR) + "/bin/gpt2-train";
+  const fs::path dir = scratch() / name;
+  const std::string cmd = train + " --model tiny --vocab-size 512 --data synthetic:uniform --batch 2 --steps 8 --quiet " + flags +
+                          " --run-dir " + dir.string() + " > /dev/null 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return dir;
+}
+
+TEST_F(RunDiff, NaiveAgainstFlashAttentionIsExplainedInAttentionsRanges) {
+  if (!fs::exists(std::string(RANKSCOPE_BINARY_DIR) + "/bin/gpt2-train")) GTEST_SKIP() << "gpt2-train is not built";
+  auto r = diff_runs(trainer_run("naive", "--seq-len 256 --attention naive"), trainer_run("flash", "--seq-len 256 --attention flash"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  bool setting = false;
+  for (const auto& c : r->settings) setting = setting || (c.key == "model.attention" && c.base == "naive" && c.now == "flash");
+  EXPECT_TRUE(setting) << diff_report_text(*r);
+  ASSERT_EQ(r->explanations.size(), 1u) << diff_report_text(*r);
+  const std::string& e = r->explanations[0];
+  EXPECT_NE(e.find("attention went from naive to flash"), std::string::npos) << e;
+  EXPECT_NE(e.find("B 2 x NH 4 x T 256 x T: 2.0 MiB a layer at fp32"), std::string::npos) << e;
+  EXPECT_NE(e.find("forward/block*/attn"), std::string::npos) << e;
+  EXPECT_NE(e.find("backward/block*/attn"), std::string::npos) << e;
+  expect_parts_add_up(*r);
+}
+
+TEST_F(RunDiff, RecomputeIsExplainedInBackwardsMlp) {
+  if (!fs::exists(std::string(RANKSCOPE_BINARY_DIR) + "/bin/gpt2-train")) GTEST_SKIP() << "gpt2-train is not built";
+  auto r = diff_runs(trainer_run("rc0", "--seq-len 128 --recompute 0"), trainer_run("rc2", "--seq-len 128 --recompute 2"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  bool setting = false;
+  for (const auto& c : r->settings) setting = setting || (c.key == "model.recompute" && c.base == "0" && c.now == "2");
+  EXPECT_TRUE(setting) << diff_report_text(*r);
+  ASSERT_EQ(r->explanations.size(), 1u) << diff_report_text(*r);
+  const std::string& e = r->explanations[0];
+  EXPECT_NE(e.find("recompute went from 0 to 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("GELU and LayerNorms"), std::string::npos) << e;
+  EXPECT_NE(e.find("should grow"), std::string::npos) << e;
+  EXPECT_NE(e.find("measured: backward/block*/mlp"), std::string::npos) << e;
+  expect_parts_add_up(*r);
+}
+
 // Kernels matched by family across builds, and flash attention replaced by a naive kernel trio in
 // one range: two Kineto traces (tests/fixtures/kineto/diff-attention, make_diff_fixture.py there).
 TEST_F(RunDiff, KernelsMatchByFamilyAndAReplacedAttentionIsNamedInItsRange) {

@@ -240,6 +240,17 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
       if (!measured.empty()) p.cause += (p.cause.empty() ? "" : "; ") + measured;
     }
   }
+  // A changed attention kind or recompute level: the sentence, and the ranges it names as measured.
+  for (auto effect : {attention_kind_effect(base, now), recompute_effect(base, now)}) {
+    if (!effect) continue;
+    std::string measured;
+    for (const std::string& name : effect->ranges) {
+      const double av = pa.range_compute.count(name) ? pa.range_compute.at(name) : 0;
+      const double bv = pb.range_compute.count(name) ? pb.range_compute.at(name) : 0;
+      if (av > 0 && bv > 0) measured += fmt::format("{}{} {} -> {} a step ({:.2f}x)", measured.empty() ? "" : ", ", name, ms(av), ms(bv), bv / av);
+    }
+    r.explanations.push_back(effect->text + (measured.empty() ? "" : "; measured: " + measured));
+  }
   const double delta = pb.median_step - pa.median_step;
   if (!r.significant) {
     r.headline = fmt::format("NO SIGNIFICANT DIFFERENCE: {} a step in BASE, {} in NEW ({:+.1f}%), within the runs' "

@@ -73,4 +73,47 @@ std::optional<SeqLenFactors> seq_len_factors(const std::filesystem::path& base, 
   return f;
 }
 
+std::optional<SettingEffect> attention_kind_effect(const std::filesystem::path& base, const std::filesystem::path& now) {
+  auto a = format::read_run_metadata(base);
+  auto b = format::read_run_metadata(now);
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  const std::string ka = a->model.value("attention", ""), kb = b->model.value("attention", "");
+  if (ka.empty() || kb.empty() || ka == kb) return std::nullopt;
+  // The (B, NH, T, T) matrices naive attention writes and reads (scores and probabilities forward,
+  // their gradients backward), per layer, at NEW's shape; flash tiles them in fast memory.
+  const double batch = number_at(b->training, "batch"), t = number_at(b->training, "seq_len"), heads = number_at(b->model, "heads");
+  const double bytes = b->model.value("activations", "fp32") == "bf16" ? 2 : 4;
+  std::string size;
+  if (batch > 0 && t > 0 && heads > 0)
+    size = fmt::format(" (B {:g} x NH {:g} x T {:g} x T: {:.1f} MiB a layer at {})", batch, heads, t,
+                       batch * heads * t * t * bytes / (1 << 20), bytes == 2 ? "bf16" : "fp32");
+  SettingEffect e;
+  e.text = fmt::format("attention went from {} to {}: the same matmul FLOPs, but naive writes and reads the whole score "
+                       "matrix{} forward and its gradient backward, where flash keeps tiles of it in fast memory and "
+                       "recomputes them in backward: the change shows in attention's ranges, the rest of the block stays",
+                       ka, kb, size);
+  e.ranges = {"forward/block*/attn", "backward/block*/attn"};
+  return e;
+}
+
+std::optional<SettingEffect> recompute_effect(const std::filesystem::path& base, const std::filesystem::path& now) {
+  auto a = format::read_run_metadata(base);
+  auto b = format::read_run_metadata(now);
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  auto level = [](const format::RunMetadata& m) {
+    auto it = m.model.find("recompute");
+    return it != m.model.end() && it->is_number_integer() ? it->get<int>() : -1;
+  };
+  const int la = level(*a), lb = level(*b);
+  if (la < 0 || lb < 0 || la == lb) return std::nullopt;
+  auto what = [](int l) { return l == 0 ? "nothing" : l == 1 ? "each block's GELU" : "each block's GELU and LayerNorms"; };
+  SettingEffect e;
+  e.text = fmt::format("activation recompute went from {} to {}: backward re-runs the forward of {} instead of {} ({} "
+                       "activations kept), so backward's MLP{} should {} by about that forward work and forward stay as it was",
+                       la, lb, what(lb), what(la), lb > la ? "fewer" : "more", std::max(la, lb) >= 2 ? " and LayerNorms" : "",
+                       lb > la ? "grow" : "shrink");
+  e.ranges = {"backward/block*/mlp", "forward/block*/mlp"};
+  return e;
+}
+
 }  // namespace rankscope::analyzers

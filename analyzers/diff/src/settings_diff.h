@@ -22,4 +22,15 @@ struct SeqLenFactors {
 };
 std::optional<SeqLenFactors> seq_len_factors(const std::filesystem::path& base, const std::filesystem::path& now);
 
+// What a change of attention kind (model.attention, gpt2-train's naive|flash) or of activation
+// recompute (model.recompute: 1 GELU, 2 also LayerNorm) does to a step, as a sentence, and the
+// ranges whose change it predicts (block-wildcarded, "forward/block*/attn"). Empty where neither
+// changed or run.json does not say.
+struct SettingEffect {
+  std::string text;
+  std::vector<std::string> ranges;
+};
+std::optional<SettingEffect> attention_kind_effect(const std::filesystem::path& base, const std::filesystem::path& now);
+std::optional<SettingEffect> recompute_effect(const std::filesystem::path& base, const std::filesystem::path& now);
+
 }  // namespace rankscope::analyzers
