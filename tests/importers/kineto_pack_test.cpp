@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -168,6 +169,20 @@ TEST(KinetoPack, CutOrLyingPacksAreCleanErrors) {
   bad = *t;
   bad.rows.ops[0].kind = nsys::GpuOpKind(9);
   EXPECT_FALSE(decode_trace(encode_trace(bad), "node n3").ok());
+  // What no trace reader gives: a world of 2^30 ranks (fuzz_kineto_pack's first finding: the import
+  // sized its tables by it, a 1 GiB allocation from a 1.7 kB input), a rank past 2^20, a group's rank
+  // below 0, a time span that ends before it starts or lies near INT64_MAX.
+  for (int which = 0; which < 5; ++which) {
+    bad = *t;
+    if (which == 0) bad.world_size = 1 << 30;
+    if (which == 1) bad.rank = 1 << 20;
+    if (which == 2) bad.groups.push_back({"x", "y", "nccl", {0, -3}});
+    if (which == 3) std::swap(bad.rows.ops[0].start, bad.rows.ops[0].end), bad.rows.ops[0].start += 1;
+    if (which == 4) bad.rows.runtime.at(0).end = INT64_MAX;
+    auto refused = decode_trace(encode_trace(bad), "node n5");
+    ASSERT_FALSE(refused.ok()) << which;
+    EXPECT_NE(refused.status().message().find("node n5: corrupt packed trace"), std::string::npos) << refused.status().message();
+  }
   // Not a pack at all.
   const std::string text = "{\"traceEvents\": []}";
   auto not_pack = decode_trace(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()), "node n3");

@@ -3,10 +3,14 @@
 #include "trace_wire.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
+
+#include "rankscope/format/run_metadata.h"
 
 namespace rankscope::kineto {
 namespace {
@@ -118,6 +122,21 @@ class Reader {
   std::string error_;
 };
 
+// What the reader lets through (trace_reader.cpp): ranks, world sizes and group counts under the
+// 2^20 a job can have, times within +-4e18 ns with durations under 1e15 ns. A packed trace is held to
+// the same, so the import after it meets nothing a local import could not (a world of 2^31 ranks
+// would size its tables; a time near INT64_MAX would overflow the clock arithmetic).
+constexpr int64_t kMaxSpanNs = 4'000'000'000'000'000'000 + 1'000'000'000'000'000;  // a start, plus a duration
+
+std::optional<int> small(Reader& r, std::optional<int> v, const char* what) {
+  if (v && (*v < 0 || *v >= format::kMaxWorldSize)) r.fail(fmt::format("{} {} out of range", what, *v));
+  return v;
+}
+
+void span(Reader& r, int64_t start, int64_t end) {
+  if (start < -kMaxSpanNs || end > kMaxSpanNs || end < start) r.fail(fmt::format("a time span {}..{} no trace reader gives", start, end));
+}
+
 void put_group(Writer& w, const ProcessGroupInfo& g) {
   w.str(g.name);
   w.str(g.desc);
@@ -132,7 +151,7 @@ ProcessGroupInfo get_group(Reader& r) {
   g.desc = r.str();
   g.backend = r.str();
   g.ranks.resize(r.count(4));
-  for (int& x : g.ranks) x = r.i32();
+  for (int& x : g.ranks) x = *small(r, r.i32(), "a group's rank");
   return g;
 }
 
@@ -192,6 +211,7 @@ void get_rows(Reader& r, nsys::ProcessRows& rows) {
     n.text = pooled(r.u32()), n.domain = r.u32();
     n.kind = get_enum<nsys::NvtxKind>(r, kMaxNvtxKind, "NVTX kind");
     n.open_end = r.boolean(), n.has_payload = r.boolean();
+    span(r, n.start, n.end);
   }
   for (size_t n = r.count(20); n > 0 && r.ok(); --n) {
     const uint64_t process = r.u64();
@@ -199,12 +219,16 @@ void get_rows(Reader& r, nsys::ProcessRows& rows) {
     rows.domains[{process, domain}] = r.str();
   }
   rows.runtime.resize(r.count(32));
-  for (nsys::RuntimeRow& c : rows.runtime) c.start = r.i64(), c.end = r.i64(), c.gtid = r.u64(), c.correlation = r.u32(), c.name = pooled(r.u32());
+  for (nsys::RuntimeRow& c : rows.runtime) {
+    c.start = r.i64(), c.end = r.i64(), c.gtid = r.u64(), c.correlation = r.u32(), c.name = pooled(r.u32());
+    span(r, c.start, c.end);
+  }
   rows.ops.resize(r.count(45));
   for (nsys::GpuOp& o : rows.ops) {
     o.start = r.i64(), o.end = r.i64(), o.process = r.u64(), o.correlation = r.u32(), o.stream = r.u32(), o.device = r.u32();
     o.name = pooled(r.u32()), o.short_name = pooled(r.u32());
     o.kind = get_enum<nsys::GpuOpKind>(r, kMaxGpuOpKind, "GPU op kind");
+    span(r, o.start, o.end);
   }
   rows.host_collectives.resize(r.count(54));
   for (nsys::HostCollective& h : rows.host_collectives) {
@@ -222,6 +246,7 @@ void get_rows(Reader& r, nsys::ProcessRows& rows) {
     rows.collective_bytes[op] = bytes;
   }
   rows.max_ts = r.i64();
+  if (rows.max_ts != INT64_MIN) span(r, rows.max_ts, rows.max_ts);  // INT64_MIN: nothing was read
 }
 
 }  // namespace
@@ -268,9 +293,9 @@ Result<KinetoTrace> decode_trace(std::span<const uint8_t> bytes, std::string_vie
   KinetoTrace t;
   t.file = r.str();
   t.compressed = r.boolean();
-  t.rank = r.opt_i32(), t.world_size = r.opt_i32();
+  t.rank = small(r, r.opt_i32(), "rank"), t.world_size = small(r, r.opt_i32(), "world size");
   t.backend = r.str();
-  t.group_count = r.opt_i32();
+  t.group_count = small(r, r.opt_i32(), "process group count");
   t.groups.resize(r.count(32));
   for (ProcessGroupInfo& g : t.groups) g = get_group(r);
   t.device_names.resize(r.count(8));
@@ -280,10 +305,12 @@ Result<KinetoTrace> decode_trace(std::span<const uint8_t> bytes, std::string_vie
   for (auto& [k, v] : t.versions) k = r.str(), v = r.str();
   get_rows(r, t.rows);
   t.min_ts = r.i64();
+  if (t.min_ts != INT64_MAX) span(r, t.min_ts, t.min_ts);  // INT64_MAX: nothing was read
   t.host_annotations.resize(r.count(33));
   for (HostAnnotation& h : t.host_annotations) {
     h.start = r.i64(), h.end = r.i64(), h.gtid = r.u64(), h.backend = r.str();
     h.op = get_enum<format::CollectiveOp>(r, format::kMaxCollectiveOp, "collective op");
+    span(r, h.start, h.end);
   }
   for (size_t n = r.count(36); n > 0 && r.ok(); --n) {
     const uint32_t stream = r.u32();
