@@ -210,6 +210,11 @@ TEST(FrDump, RankListStrings) {
   EXPECT_EQ(parse_rank_list("[]"), std::vector<int>{});
   EXPECT_FALSE(parse_rank_list("[0, x]").has_value());
   EXPECT_FALSE(parse_rank_list("[0, 1").has_value());
+  // What std::from_chars<int> and the 0..2^24 bound took before the digits were read by hand.
+  EXPECT_EQ(parse_rank_list("[007, -0,16777216]"), (std::vector<int>{0, 7, 16777216}));
+  EXPECT_EQ(parse_rank_list("1 2]"), (std::vector<int>{1, 2}));
+  for (const char* bad : {"[-1]", "[16777217]", "[99999999999999999999]", "[+1]", "[-]", "[1x]", "", "[", "1 2"})
+    EXPECT_FALSE(parse_rank_list(bad).has_value()) << bad;
 }
 
 }  // namespace

@@ -61,7 +61,9 @@ TEST_P(MegatronVerdict, NamesTheFaultedRanksAndOnlyThem) {
     EXPECT_TRUE(j["kind"].is_null()) << headline;
   }
   // Uneven all_to_all sizes are never the desync (only the count fault is a desync, by its totals).
-  if (s.fault != MegatronFault::kA2aCountMismatch) EXPECT_EQ(headline.find("DESYNC"), std::string::npos) << headline;
+  if (s.fault != MegatronFault::kA2aCountMismatch) {
+    EXPECT_EQ(headline.find("DESYNC"), std::string::npos) << headline;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

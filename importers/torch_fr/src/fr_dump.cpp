@@ -2,13 +2,22 @@
 //
 // Shape: JSON is first turned into the same pickle::Value tree the unpickler gives, so one
 // normaliser reads both; it treats every key as optional and accepts the JSON form's quirks
-// (numbers as strings in pg_status, 0 for an absent time, process_group as a 2-array).
+// (numbers as strings in pg_status, 0 for an absent time, process_group as a 2-array). PyTorch's
+// pickles take a faster path: the flat reader (fr_flat_pickle.h) builds the small tree of the rest,
+// and hands the entries list (~95% of the opcodes) to read_entries_direct, which reads each entry
+// straight from the opcodes into an FrEntry, field for field what the tree normaliser would read;
+// on a shape it does not take, the dump is read again with the tree.
 #include "rankscope/torch_fr/fr_dump.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 #include "fr_entry_state.h"
@@ -51,17 +60,22 @@ const void* identity_of(const Value& v) { return v.node(); }
 // The flat reader's strings are views: matching the text costs what a cache lookup would.
 const void* identity_of(const FlatValue&) { return nullptr; }
 
-// An int, or a string holding one (the JSON form writes pg_status values as strings).
+// A string holding an int, whole.
+std::optional<int64_t> int_in(std::optional<std::string_view> s) {
+  if (!s) return std::nullopt;
+  int64_t x = 0;
+  auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), x);
+  if (ec == std::errc() && p == s->data() + s->size()) return x;
+  return std::nullopt;
+}
+
+// An int, or a string holding one (the JSON form writes pg_status values as strings). Inline: the
+// int case is ~8 an entry.
 template <typename V>
-std::optional<int64_t> int_of(const V* v) {
+[[gnu::always_inline]] inline std::optional<int64_t> int_of(const V* v) {
   if (!v) return std::nullopt;
   if (auto i = v->as_int()) return i;
-  if (auto s = text_of(*v)) {
-    int64_t x = 0;
-    auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), x);
-    if (ec == std::errc() && p == s->data() + s->size()) return x;
-  }
-  return std::nullopt;
+  return int_in(text_of(*v));
 }
 
 template <typename V>
@@ -135,12 +149,24 @@ ProfilingName parse_profiling_name(std::string_view n) {
 class PooledTexts {
  public:
   std::string_view get(std::string_view text) {
+    // A few places are most of the lookups (an entry's state, its group, its name): a small table by
+    // place first, the hash only on a miss.
+    Recent& r = recent_[(reinterpret_cast<uintptr_t>(text.data()) ^ (reinterpret_cast<uintptr_t>(text.data()) >> 5)) %
+                        recent_.size()];
+    if (r.place == text.data() && r.size == text.size() && r.place) return r.pooled;
     auto [it, fresh] = by_place_.try_emplace(text.data());
     if (fresh || it->second.size() != text.size()) it->second = format::intern_name(text);
+    r = {text.data(), text.size(), it->second};
     return it->second;
   }
 
  private:
+  struct Recent {
+    const char* place = nullptr;
+    size_t size = 0;
+    std::string_view pooled;
+  };
+  std::array<Recent, 64> recent_{};
   std::unordered_map<const char*, std::string_view> by_place_;
 };
 
@@ -222,10 +248,255 @@ class EntryKeyCache {
   std::vector<Seen> at_;
 };
 
-// Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
-// FlatValue: the fast path for PyTorch's pickles).
+// What reading entries keeps from one entry to the next (the caches), and what it gives: the
+// entries with a state, and each pg_id's group as the entries name it. One per dump; the tree
+// normaliser and the direct reader (read_entries_direct) both fill one.
+struct EntryReading {
+  EntryKeyCache keys;
+  PooledTexts pooled;
+  // One parse per distinct profiling name (keyed by the pooled copy's address).
+  std::unordered_map<const char*, ProfilingName> parsed_names;
+  // pg_id -> the group its entries name (the last one), pooled: made a map of strings once, at the end.
+  std::map<int64_t, std::string_view> group_of_pg_id;
+  std::vector<FrEntry>* out = nullptr;
+
+  std::map<int64_t, std::string> pg_id_names() const {
+    std::map<int64_t, std::string> names;
+    for (const auto& [id, group] : group_of_pg_id) names.emplace_hint(names.end(), id, group);
+    return names;
+  }
+
+  // The direct reader's key at `position`: PyTorch writes an entry's keys in one order, each a memo
+  // get of one string, so the get seen there last time is tried first (no value built, no text
+  // compared); else the key is read and looked up, and remembered.
+  bool read_key(FlatCursor& c, size_t position, EntryKey* n) {
+    Seen* seen = position < seen_.size() ? &seen_[position] : nullptr;
+    if (seen && seen->memo_id >= 0 && c.take_memo_get(uint8_t(seen->memo_id), seen->key)) {
+      *n = seen->meaning;
+      return true;
+    }
+    const int memo_id = c.next_memo_get();
+    FlatValue key;
+    if (!c.scalar(&key)) return false;
+    *n = key_at(position, key);
+    if (seen) *seen = {memo_id, key, *n};
+    return true;
+  }
+
+  // dtype_of, the last text's answer kept by its place (a memoized "Float" is one place).
+  format::DataType dtype_at(std::string_view text) {
+    if (text.data() != dtype_text_.data() || text.size() != dtype_text_.size() || !text.data()) {
+      dtype_text_ = text;
+      dtype_ = dtype_of(text);
+    }
+    return dtype_;
+  }
+
+  // Before EntryKeyCache: the key last seen at each position, by the place of its text in the file
+  // (PyTorch memoizes key strings: one place for every entry's).
+  EntryKey key_at(size_t position, const FlatValue& key) {
+    const auto t = key.text();
+    if (!t || position >= recent_.size()) return keys.lookup(position, key);
+    Recent& seen = recent_[position];
+    if (seen.place != t->data() || seen.size != t->size()) seen = {t->data(), t->size(), keys.lookup(position, key)};
+    return seen.key;
+  }
+
+  // An entry read: completed from what its keys said; whether it is kept (only with a state, as
+  // PyTorch writes every entry).
+  bool finish(FrEntry& e, std::optional<int64_t> pg_id, bool has_state) {
+    if (!has_state) return false;
+    if (pg_id) {
+      e.pg_id = *pg_id;
+      // Consecutive entries are often of one group: the map is written only when the pair changes.
+      if (!e.group.empty() && (*pg_id != last_pg_id_ || e.group.data() != last_group_.data() ||
+                               e.group.size() != last_group_.size() || group_of_pg_id.empty())) {
+        group_of_pg_id[*pg_id] = e.group;
+        last_pg_id_ = *pg_id;
+        last_group_ = e.group;
+      }
+    }
+    if (e.profiling_name.data() != last_name_ || !last_parsed_) {
+      auto [it, fresh] = parsed_names.try_emplace(e.profiling_name.data());
+      if (fresh) it->second = parse_profiling_name(e.profiling_name);
+      last_name_ = e.profiling_name.data();
+      last_parsed_ = &it->second;  // an unordered_map's values stay where they are
+    }
+    e.backend = last_parsed_->backend;
+    e.op = last_parsed_->op;
+    e.peer_in_group = last_parsed_->peer_in_group;
+    if (e.op == format::CollectiveOp::kSend || e.op == format::CollectiveOp::kRecv) e.is_p2p = true;
+    return true;
+  }
+
+ private:
+  std::string_view dtype_text_;
+  format::DataType dtype_ = format::DataType::kUnknown;
+  const char* last_name_ = nullptr;
+  const ProfilingName* last_parsed_ = nullptr;
+  int64_t last_pg_id_ = 0;
+  std::string_view last_group_;
+  struct Recent {
+    const char* place = nullptr;
+    size_t size = 0;
+    EntryKey key = EntryKey::kOther;
+  };
+  std::array<Recent, 32> recent_{};
+  struct Seen {
+    int memo_id = -1;  // the key came from this memo slot (-1: not a memo get)
+    FlatValue key;
+    EntryKey meaning = EntryKey::kOther;
+  };
+  std::array<Seen, 32> seen_{};
+};
+
+// The entry fields whose value is one scalar (an int, a string, a bool), from either reader's
+// values. kProcessGroup, kPgId, the sizes, dtypes and frames are read where they are.
 template <typename V>
-Result<FrDump> normalise(const V& root, bool partial) {
+[[gnu::always_inline]] inline void read_scalar_field(EntryKey n, const V& x, FrEntry& e, PooledTexts& pooled,
+                                                     bool& has_state) {
+  switch (n) {
+    case EntryKey::kTimeoutMs: e.timeout_ms = std::max<int64_t>(0, int_of(&x).value_or(0)); break;
+    case EntryKey::kIsP2p: e.is_p2p = x.as_bool().value_or(false); break;
+    case EntryKey::kCollectiveSeqId: e.collective_seq = int_of(&x).value_or(0); break;
+    case EntryKey::kP2pSeqId: e.p2p_seq = int_of(&x).value_or(0); break;
+    case EntryKey::kProfilingName:
+      if (auto t = text_of(x)) e.profiling_name = pooled.get(*t);
+      break;
+    case EntryKey::kState:
+      e.state = pooled.get(text_of(x).value_or(std::string_view()));
+      has_state = true;
+      break;
+    case EntryKey::kRetired: e.retired = x.as_bool().value_or(false); break;
+    case EntryKey::kDurationMs: e.has_duration = x.as_double().has_value(); break;
+    case EntryKey::kTimeCreatedNs: e.time_created_ns = int_of(&x).value_or(0); break;
+    case EntryKey::kTimeDiscoveredStartedNs: e.time_started_ns = int_of(&x).value_or(0); break;
+    case EntryKey::kTimeDiscoveredCompletedNs: e.time_completed_ns = int_of(&x).value_or(0); break;
+    default: break;
+  }
+}
+
+// "name (file:line)" of the frame a call site is named by.
+std::string_view call_site_of(std::string_view name, std::string_view file, int64_t line) {
+  fmt::memory_buffer text;
+  fmt::format_to(std::back_inserter(text), "{} ({}:{})", name, file, line);
+  return format::intern_name(std::string_view(text.data(), text.size()));
+}
+
+// The dump's entries list read by the flat reader's cursor (FlatListHook) straight into FrEntry:
+// field for field what the tree normaliser below reads from the same bytes (fr_flat_reader_test
+// compares them on every fixture), with no tree built. It reads the shapes PyTorch writes (an entry
+// is a dict of scalars, the process group a tuple of two strings, sizes lists of lists of ints,
+// frames a list of dicts of scalars); on anything else it gives up, and the dump is read again
+// with the tree (parse_fr_dump).
+bool read_entry(FlatCursor& c, EntryReading& r) {
+  // Read where it is kept (no copy of 184 bytes an entry), dropped if it is not.
+  FrEntry& e = r.out->emplace_back();
+  bool has_state = false;
+  std::optional<FlatValue> pg_id;
+  size_t position = 0;
+  const bool ok = c.dict([&](FlatCursor& c) {
+    EntryKey n;
+    if (!r.read_key(c, position++, &n)) return false;
+    switch (n) {
+      case EntryKey::kOther: return c.skip_value();
+      case EntryKey::kPgId: {
+        FlatValue v;
+        if (!c.scalar(&v)) return false;
+        pg_id = v;
+        return true;
+      }
+      case EntryKey::kProcessGroup:
+        // Repeated by every entry of the group: pooled, not a heap string an entry.
+        return c.scalars([&](size_t i, const FlatValue& v) {
+          if (i > 1) return;
+          if (auto t = v.text()) (i == 0 ? e.group : e.group_desc) = r.pooled.get(*t);
+        });
+      case EntryKey::kInputDtypes:
+        return c.scalars([&](size_t i, const FlatValue& v) {
+          if (i == 0) e.dtype = r.dtype_at(v.text().value_or(std::string_view()));
+        });
+      case EntryKey::kInputSizes:
+      case EntryKey::kOutputSizes: {
+        uint64_t& total = n == EntryKey::kInputSizes ? e.numel : e.out_numel;
+        return c.list([&](FlatCursor& c) {
+          uint64_t count = 1;
+          if (!c.scalars([&](size_t, const FlatValue& dim) {
+                count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+              }))
+            return false;
+          total += count;
+          return true;
+        });
+      }
+      case EntryKey::kFrames: {
+        // The first "name", "filename" and "line" of each frame dict (a dict's find is its first).
+        struct Frame {
+          std::optional<FlatValue> name, file, line;
+        };
+        std::optional<Frame> first, site;
+        const bool frames_ok = c.list([&](FlatCursor& c) {
+          Frame f;
+          if (!c.dict([&](FlatCursor& c) {
+                FlatValue k;
+                if (!c.scalar(&k)) return false;
+                const auto t = k.text();
+                std::optional<FlatValue>* slot = !t                 ? nullptr
+                                                 : *t == "name"     ? &f.name
+                                                 : *t == "filename" ? &f.file
+                                                 : *t == "line"     ? &f.line
+                                                                    : nullptr;
+                if (!slot || slot->has_value()) return c.skip_value();
+                FlatValue v;
+                if (!c.scalar(&v)) return false;
+                *slot = v;
+                return true;
+              }))
+            return false;
+          if (!first) first = f;
+          // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
+          if (!site && is_user_frame(f.file ? f.file->text().value_or(std::string_view()) : std::string_view()))
+            site = f;
+          return true;
+        });
+        if (!frames_ok) return false;
+        if (!site) site = first;
+        if (site) {
+          e.call_site = call_site_of(site->name ? site->name->text().value_or(std::string_view()) : std::string_view(),
+                                     site->file ? site->file->text().value_or(std::string_view()) : std::string_view(),
+                                     site->line ? int_of(&*site->line).value_or(0) : 0);
+        }
+        return true;
+      }
+      default: {
+        FlatValue v;
+        if (!c.scalar(&v)) return false;
+        read_scalar_field(n, v, e, r.pooled, has_state);
+        return true;
+      }
+    }
+  });
+  if (!ok) return false;
+  if (!r.finish(e, pg_id ? int_of(&*pg_id) : std::nullopt, has_state)) r.out->pop_back();
+  return true;
+}
+
+// The FlatListHook's reader: the entries list's batches, from just after its first MARK.
+bool read_entries_direct(FlatCursor& c, void* context) {
+  auto& r = *static_cast<EntryReading*>(context);
+  while (true) {
+    while (!c.take(flat_op::kAppends))
+      if (!read_entry(c, r)) return false;
+    if (!c.take(flat_op::kMark)) return true;  // another batch (Python's pickle writes 1000 a batch)
+  }
+}
+
+// Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
+// FlatValue: the fast path for PyTorch's pickles). `direct`: the entries the flat reader's cursor
+// read (the tree's entries list is then empty); a dump whose "entries" is not that list sets
+// `direct_mismatch` (read it again without the cursor).
+template <typename V>
+Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nullptr, bool* direct_mismatch = nullptr) {
   if (!root.is_dict()) {
     return unsupported(fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
   }
@@ -258,12 +529,22 @@ Result<FrDump> normalise(const V& root, bool partial) {
       }
     }
   }
-  std::map<int64_t, std::string> group_of_pg_id;
-  EntryKeyCache key_cache;
-  PooledTexts pooled;
-  // One parse per distinct profiling name (keyed by the pooled copy's address).
-  std::unordered_map<const char*, ProfilingName> parsed_names;
-  if (const V* entries = root.find("entries")) {
+  const V* entries = root.find("entries");
+  if constexpr (std::is_same_v<V, FlatValue>) {
+    if (direct) {
+      // The cursor read the first "entries" list of this root, and nothing was added to it after.
+      if (!entries || !entries->is_handed_over() || !entries->items().empty()) {
+        *direct_mismatch = true;
+        return corrupt("the entries list was not the one read directly");
+      }
+      d.entries = std::move(*direct->out);
+      d.pg_id_names = direct->pg_id_names();
+      entries = nullptr;
+    }
+  }
+  if (entries) {
+    EntryReading r;
+    r.out = &d.entries;
     d.entries.reserve(entries->items().size());
     for (const V& v : entries->items()) {
       if (v.partial()) continue;  // the entry the file ended inside
@@ -273,26 +554,16 @@ Result<FrDump> normalise(const V& root, bool partial) {
       bool has_state = false;
       size_t position = 0;
       for (const auto& [key, x] : v.entries()) {
-        const EntryKey n = key_cache.lookup(position++, key);
+        const EntryKey n = r.keys.lookup(position++, key);
         if (n == EntryKey::kOther) continue;
         if (n == EntryKey::kProcessGroup) {
           if (!x.items().empty())
-            if (auto t = text_of(x.items()[0])) e.group = pooled.get(*t);
+            if (auto t = text_of(x.items()[0])) e.group = r.pooled.get(*t);
           // Repeated by every entry of the group: pooled, not a heap string an entry.
           if (x.items().size() > 1)
-            if (auto t = text_of(x.items()[1])) e.group_desc = pooled.get(*t);
+            if (auto t = text_of(x.items()[1])) e.group_desc = r.pooled.get(*t);
         } else if (n == EntryKey::kPgId) {
           pg_id = &x;
-        } else if (n == EntryKey::kTimeoutMs) {
-          e.timeout_ms = std::max<int64_t>(0, int_of(&x).value_or(0));
-        } else if (n == EntryKey::kIsP2p) {
-          e.is_p2p = x.as_bool().value_or(false);
-        } else if (n == EntryKey::kCollectiveSeqId) {
-          e.collective_seq = int_of(&x).value_or(0);
-        } else if (n == EntryKey::kP2pSeqId) {
-          e.p2p_seq = int_of(&x).value_or(0);
-        } else if (n == EntryKey::kProfilingName) {
-          if (auto t = text_of(x)) e.profiling_name = pooled.get(*t);
         } else if (n == EntryKey::kInputDtypes) {
           if (!x.items().empty()) e.dtype = dtype_of(text_of(x.items()[0]).value_or(std::string_view()));
         } else if (n == EntryKey::kInputSizes) {
@@ -307,19 +578,6 @@ Result<FrDump> normalise(const V& root, bool partial) {
             for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
             e.out_numel += count;
           }
-        } else if (n == EntryKey::kState) {
-          e.state = pooled.get(text_of(x).value_or(std::string_view()));
-          has_state = true;
-        } else if (n == EntryKey::kRetired) {
-          e.retired = x.as_bool().value_or(false);
-        } else if (n == EntryKey::kDurationMs) {
-          e.has_duration = x.as_double().has_value();
-        } else if (n == EntryKey::kTimeCreatedNs) {
-          e.time_created_ns = int_of(&x).value_or(0);
-        } else if (n == EntryKey::kTimeDiscoveredStartedNs) {
-          e.time_started_ns = int_of(&x).value_or(0);
-        } else if (n == EntryKey::kTimeDiscoveredCompletedNs) {
-          e.time_completed_ns = int_of(&x).value_or(0);
         } else if (n == EntryKey::kFrames) {
           // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
           const V* site = x.items().empty() ? nullptr : &x.items()[0];
@@ -331,28 +589,16 @@ Result<FrDump> normalise(const V& root, bool partial) {
             }
           }
           if (site) {
-            fmt::memory_buffer text;
-            fmt::format_to(std::back_inserter(text), "{} ({}:{})", str_of(site->find("name")),
-                           str_of(site->find("filename")), int_of(site->find("line")).value_or(0));
-            e.call_site = format::intern_name(std::string_view(text.data(), text.size()));
+            e.call_site = call_site_of(str_of(site->find("name")), str_of(site->find("filename")),
+                                       int_of(site->find("line")).value_or(0));
           }
+        } else {
+          read_scalar_field(n, x, e, r.pooled, has_state);
         }
       }
-      if (!has_state) continue;
-      if (auto id = int_of(pg_id)) {
-        e.pg_id = *id;
-        if (!e.group.empty()) group_of_pg_id[*id] = e.group;
-      }
-      {
-        auto [it, fresh] = parsed_names.try_emplace(e.profiling_name.data());
-        if (fresh) it->second = parse_profiling_name(e.profiling_name);
-        e.backend = it->second.backend;
-        e.op = it->second.op;
-        e.peer_in_group = it->second.peer_in_group;
-      }
-      if (e.op == format::CollectiveOp::kSend || e.op == format::CollectiveOp::kRecv) e.is_p2p = true;
-      d.entries.push_back(std::move(e));
+      if (r.finish(e, int_of(pg_id), has_state)) d.entries.push_back(e);
     }
+    d.pg_id_names = r.pg_id_names();
   }
   // pg_status is keyed by the process-local pg_id; which group each id is, is worked out once the
   // dump is read (fr_pg_status.h), since a rank with no entries names none.
@@ -369,7 +615,6 @@ Result<FrDump> normalise(const V& root, bool partial) {
       d.status_by_pg_id[*id] = s;
     }
   }
-  d.pg_id_names = std::move(group_of_pg_id);
   decide_entry_states(d, pg_status_saw_start);
   return d;
 }
@@ -377,23 +622,35 @@ Result<FrDump> normalise(const V& root, bool partial) {
 }  // namespace
 
 std::optional<std::vector<int>> parse_rank_list(std::string_view text) {
+  // Every dump of a 1024-rank job lists ~3500 ranks in its pg_config: the digits are read here, one
+  // pass, not through std::from_chars per number (that was 5% of hangdoctor's instructions). What
+  // it accepts is what from_chars<int> followed by the 0..2^24 check accepted: an optional '-' (only
+  // "-0" passes the check), then digits.
   std::vector<int> ranks;
-  size_t i = 0;
-  auto skip = [&] { while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i; };
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  auto skip = [&] { while (p < end && (*p == ' ' || *p == ',')) ++p; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
   skip();
-  if (i < text.size() && text[i] == '[') ++i;
+  if (p < end && *p == '[') ++p;
   while (true) {
     skip();
-    if (i >= text.size()) return std::nullopt;
-    if (text[i] == ']') break;
-    int r = 0;
-    auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), r);
-    if (ec != std::errc() || r < 0 || r > (1 << 24)) return std::nullopt;
-    ranks.push_back(r);
-    i = size_t(p - text.data());
+    if (p >= end) return std::nullopt;
+    if (*p == ']') break;
+    const bool negative = *p == '-';
+    if (negative) ++p;
+    if (p >= end || !digit(*p)) return std::nullopt;
+    int64_t r = 0;
+    for (; p < end && digit(*p); ++p) {
+      r = r * 10 + (*p - '0');
+      if (r > (1 << 24)) return std::nullopt;  // past a rank (and past an int's range, refused too)
+    }
+    if (negative && r != 0) return std::nullopt;
+    ranks.push_back(int(r));
     if (ranks.size() > (1u << 24)) return std::nullopt;
   }
-  std::sort(ranks.begin(), ranks.end());
+  // pg_config writes them in order (a group of 1024 ranks in every one of 1024 dumps): checked, not sorted.
+  if (!std::is_sorted(ranks.begin(), ranks.end())) std::sort(ranks.begin(), ranks.end());
   return ranks;
 }
 
@@ -402,6 +659,27 @@ Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view di
   if (!bytes.empty() && bytes[0] == 0x80 && reader == PickleReader::kFast) {
     // One tree a thread, its arrays' capacity kept from dump to dump.
     thread_local FlatTree flat;
+    // The entries are read into a list sized as the last dump this thread read (a job's dumps are
+    // about one size; 2000 entries a rank live till the import ends): no copy to trim it, and no
+    // more than a few bytes of input can ask for (an entry takes at least 6).
+    thread_local size_t last_count = 0;
+    std::vector<FrEntry> entries;
+    entries.reserve(std::min(last_count, bytes.size() / 6));
+    // First with the entries read straight from the opcodes (read_entries_direct), then, where that
+    // gave up (a shape it does not read) or the list it read is not the dump's, with the tree.
+    EntryReading direct;
+    direct.out = &entries;
+    const FlatListHook hook{"entries", &read_entries_direct, &direct};
+    if (read_flat_pickle(bytes, flat, &hook)) {
+      bool mismatch = false;
+      if (entries.capacity() > entries.size() + entries.size() / 8 + 16) entries.shrink_to_fit();
+      last_count = entries.size();
+      r = normalise(flat.root(), false, flat.handed_over() ? &direct : nullptr, &mismatch);
+      if (!mismatch) {
+        if (!r.ok()) r.mutable_status().prefix(std::string(display_name));
+        return r;
+      }
+    }
     if (read_flat_pickle(bytes, flat)) {
       r = normalise(flat.root(), false);
       if (!r.ok()) r.mutable_status().prefix(std::string(display_name));

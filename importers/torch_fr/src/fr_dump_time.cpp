@@ -17,7 +17,25 @@ std::string seconds_text(double s) { return s < 10 ? fmt::format("{:.1f} s", s) 
 
 }  // namespace
 
-DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std::string, std::string>& comm_names) {
+RankTimes rank_times(const FrDump& d) {
+  RankTimes r;
+  for (const FrEntry& e : d.entries) {
+    for (int64_t ts : {e.time_created_ns, e.time_started_ns, e.time_completed_ns}) {
+      if (ts <= 0) continue;
+      r.now_ns = std::max(r.now_ns, ts);
+      r.earliest_ns = std::min(r.earliest_ns, ts);
+    }
+    if (e.completed) continue;
+    r.pending = true;
+    if (e.signal == CompletionSignal::kState && e.timeout_ms > 0 && e.time_created_ns > 0 &&
+        (!r.oldest_open || e.time_created_ns < r.oldest_open->time_created_ns))
+      r.oldest_open = &e;
+  }
+  return r;
+}
+
+DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std::string, std::string>& comm_names,
+                         const std::map<int, RankTimes>* per_rank) {
   DumpTime t;
   t.earliest_ns = std::numeric_limits<int64_t>::max();
   struct Bound {
@@ -26,19 +44,12 @@ DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std:
     const FrEntry* entry = nullptr;
   } watchdog;
   for (const auto& [rank, d] : dumps) {
-    const FrEntry* oldest_open = nullptr;
-    for (const FrEntry& e : d.entries) {
-      for (int64_t ts : {e.time_created_ns, e.time_started_ns, e.time_completed_ns}) {
-        if (ts <= 0) continue;
-        t.now_ns = std::max(t.now_ns, ts);
-        t.earliest_ns = std::min(t.earliest_ns, ts);
-      }
-      if (e.completed) continue;
-      t.pending = true;
-      if (e.signal == CompletionSignal::kState && e.timeout_ms > 0 && e.time_created_ns > 0 &&
-          (!oldest_open || e.time_created_ns < oldest_open->time_created_ns))
-        oldest_open = &e;
-    }
+    const auto made = per_rank ? per_rank->find(rank) : std::map<int, RankTimes>::const_iterator();
+    const RankTimes r = per_rank && made != per_rank->end() ? made->second : rank_times(d);
+    t.now_ns = std::max(t.now_ns, r.now_ns);
+    t.earliest_ns = std::min(t.earliest_ns, r.earliest_ns);
+    t.pending = t.pending || r.pending;
+    const FrEntry* oldest_open = r.oldest_open;
     if (!oldest_open) continue;
     // A corrupt timeout (or creation time) saturates instead of overflowing.
     int64_t at = std::numeric_limits<int64_t>::max();

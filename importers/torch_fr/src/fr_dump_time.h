@@ -29,7 +29,20 @@ struct DumpTime {
   std::string basis;        // one sentence saying what now_ns rests on
 };
 
-// `comm_names`: group name -> the communicator name the report uses.
-DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std::string, std::string>& comm_names);
+// What one rank's entries say: its newest and oldest timestamps, whether any is open, and its
+// oldest open entry with a timeout (NCCL-like backends). Made per rank (on the import's worker
+// threads, where the entries were just read) and combined in rank order by bound_dump_time.
+struct RankTimes {
+  int64_t now_ns = 0;
+  int64_t earliest_ns = INT64_MAX;
+  bool pending = false;
+  const FrEntry* oldest_open = nullptr;
+};
+RankTimes rank_times(const FrDump& d);
+
+// `comm_names`: group name -> the communicator name the report uses. `per_rank`: each rank's
+// rank_times when the caller made them from the dumps as they are now; else they are made here.
+DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std::string, std::string>& comm_names,
+                         const std::map<int, RankTimes>* per_rank = nullptr);
 
 }  // namespace rankscope::torch_fr

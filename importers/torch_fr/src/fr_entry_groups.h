@@ -4,10 +4,12 @@
 // dump first names them. Every pass of the import that wants "this rank's entries on group G"
 // reads this instead of looking each entry's name up in a map: a rank has ~2000 entries on ~13
 // groups, and 1024 ranks made the per-entry std::map<std::string, ...> lookups a third of the
-// import. Is not: a cache kept in FrDump (tests build dumps entry by entry): it is made where it is
-// used, from the dump as it is then.
+// import. Is not: a cache kept in FrDump (tests build dumps entry by entry): the import makes each
+// rank's once, on its worker threads, and hands them to the passes (GroupedEntries); a pass given
+// none makes its own from the dump as it is then.
 #pragma once
 
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +23,14 @@ struct GroupEntries {
 };
 
 std::vector<GroupEntries> entries_by_group(const FrDump& d);
+
+// Each rank's entries_by_group, made once by the import (the entries' places do not change after
+// parsing: the dump's vector is moved, not copied, into the import's map).
+using GroupedEntries = std::map<int, std::vector<GroupEntries>>;
+
+// `grouped`'s list for `rank` when it has one; else the dump's, made into `scratch`.
+const std::vector<GroupEntries>& entries_by_group(const FrDump& d, int rank, const GroupedEntries* grouped,
+                                                  std::vector<GroupEntries>& scratch);
 
 // The group named `name` in `by_group`, or null.
 const GroupEntries* find_group(const std::vector<GroupEntries>& by_group, std::string_view name);

@@ -32,8 +32,9 @@ namespace rankscope::torch_fr {
 // some pg_status has last_started_collective >= 0 (the watchdog saw a start event fire).
 void decide_entry_states(FrDump& d, bool pg_status_saw_start);
 
-// The cross-rank rule above. `groups`: the job's groups by name, with their members.
-void reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups);
+// The cross-rank rule above. `groups`: the job's groups by name, with their members. Returns whether
+// it reopened any entry (what was worked out from the entries before is then stale).
+bool reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups);
 
 // False for PyTorch's own frames (torch/distributed/..., the c10d logger wrapper): a user's call
 // site is the innermost frame for which this is true.

@@ -11,20 +11,9 @@ namespace {
 
 using pickle::Kind;
 
-// Opcodes, by their names in CPython's Lib/pickletools.py (the subset plain data uses).
-enum : uint8_t {
-  kMark = '(', kStop = '.', kPop = '0', kPopMark = '1', kBinFloat = 'G', kBinInt = 'J', kBinInt1 = 'K',
-  kBinInt2 = 'M', kNone = 'N', kBinUnicode = 'X', kBinBytes = 'B', kShortBinBytes = 'C', kAppend = 'a',
-  kAppends = 'e', kBinGet = 'h', kLongBinGet = 'j', kEmptyList = ']', kBinPut = 'q', kLongBinPut = 'r',
-  kSetItem = 's', kTuple = 't', kSetItems = 'u', kEmptyDict = '}', kEmptyTuple = ')', kProto = 0x80,
-  kTuple1 = 0x85, kTuple2 = 0x86, kTuple3 = 0x87, kNewTrue = 0x88, kNewFalse = 0x89, kLong1 = 0x8a,
-  kShortBinUnicode = 0x8c, kBinUnicode8 = 0x8d, kBinBytes8 = 0x8e, kMemoize = 0x94, kFrame = 0x95,
-};
+using namespace flat_op;
 
 constexpr size_t kMaxInput = size_t(1) << 30;  // as the generic reader's limits
-constexpr size_t kMaxMemo = size_t(16) << 20;
-// As the generic reader: a few bytes of memo references must not describe billions of entries.
-constexpr uint64_t kMaxTreeSize = uint64_t(1) << 26;
 
 bool is_container(Kind k) { return k == Kind::kDict || k == Kind::kList || k == Kind::kTuple; }
 
@@ -38,9 +27,10 @@ struct FlatReaderScratch {
 
 class FlatReader {
  public:
-  FlatReader(std::span<const uint8_t> in, FlatTree* tree, FlatReaderScratch& scratch)
-      : in_(in), t_(tree), stack_(scratch.stack), marks_(scratch.marks), memo_(scratch.memo) {
+  FlatReader(std::span<const uint8_t> in, FlatTree* tree, FlatReaderScratch& scratch, const FlatListHook* hook)
+      : in_(in), t_(tree), stack_(scratch.stack), marks_(scratch.marks), memo_(scratch.memo), hook_(hook) {
     t_->input_ = in;
+    t_->handed_over_ = FlatValue();
     t_->cells_.clear();
     t_->items_.clear();
     t_->pairs_.clear();
@@ -139,7 +129,13 @@ class FlatReader {
         case kEmptyDict: stack_.push_back(container(Kind::kDict)); break;
         case kEmptyList: stack_.push_back(container(Kind::kList)); break;
         case kEmptyTuple: stack_.push_back(container(Kind::kTuple)); break;
-        case kMark: marks_.push_back(stack_.size()); break;
+        case kMark:
+          if (hook_ && marks_.size() == 1 && hooked_list()) [[unlikely]] {
+            if (!hand_over()) return false;
+            break;
+          }
+          marks_.push_back(stack_.size());
+          break;
         case kSetItems:
         case kAppends: {
           size_t m;
@@ -213,6 +209,35 @@ class FlatReader {
     v.tree_ = t_;
     return v;
   }
+  // At a MARK: whether the top of the stack is the hook's list, just made, as the value of the top
+  // dict's key, its first batch about to start (stack: dict, MARK, key, value, ..., key, list).
+  bool hooked_list() const {
+    const size_t n = stack_.size();
+    if (marks_[0] != 1 || n < 3 || (n - 1) % 2 != 0 || stack_[0].kind_ != Kind::kDict) return false;
+    const FlatValue& list = stack_[n - 1];
+    if (list.kind_ != Kind::kList || list.a() + 1 != t_->cells_.size() || t_->cells_[list.a()].count != 0) return false;
+    const FlatValue& key = stack_[n - 2];
+    return key.kind_ == Kind::kString && key.text() == hook_->key;
+  }
+
+  // The hook reads the list's batches; the list stays empty, counted as what was read.
+  bool hand_over() {
+    const FlatValue list = stack_.back();
+    FlatCursor cursor(in_, pos_, t_, memo_);
+    const bool ok = hook_->read(cursor, hook_->context);
+    hook_ = nullptr;  // once
+    if (!ok) return false;
+    pos_ = cursor.pos();
+    FlatTree::Cell& cell = t_->cells_[list.a()];
+    cell.tree_size += cursor.values();
+    if (cell.tree_size > kMaxTreeSize) return false;
+    // The list's items are not in the tree: a memo get of it must not see it empty.
+    for (size_t i = 0; i < memo_.size(); ++i)
+      if (memo_[i].kind_ == Kind::kList && memo_[i].a() == list.a()) memo_[i] = FlatValue();
+    t_->handed_over_ = list;
+    return true;
+  }
+
   FlatValue int_value(Kind k, int64_t i) const { return value_of(k, uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32)); }
 
   bool stop() {
@@ -355,6 +380,7 @@ class FlatReader {
   PodArray<FlatValue>& stack_;
   PodArray<size_t>& marks_;
   PodArray<FlatValue>& memo_;
+  const FlatListHook* hook_;  // null once used
   std::unordered_map<uint32_t, std::vector<FlatValue>> spilled_items_;
   std::unordered_map<uint32_t, std::vector<FlatPair>> spilled_pairs_;
 };
@@ -371,9 +397,24 @@ const FlatValue* FlatValue::find(std::string_view key) const {
   return nullptr;
 }
 
-bool read_flat_pickle(std::span<const uint8_t> bytes, FlatTree& tree) {
+bool FlatCursor::skip_container(int depth) {
+  if (depth > kMaxDepth) return false;
+  switch (peek()) {
+    case kEmptyList: return list([&](FlatCursor& c) { return c.skip_value(depth + 1); });
+    case kEmptyDict: return dict([&](FlatCursor& c) { return c.skip_value(depth + 1) && c.skip_value(depth + 1); });
+    case kEmptyTuple: ++p_; return close_container();
+    case kMark:
+      ++p_;
+      while (!take(kTuple))
+        if (!skip_value(depth + 1)) return false;
+      return close_container();
+    default: return false;  // skip_value's
+  }
+}
+
+bool read_flat_pickle(std::span<const uint8_t> bytes, FlatTree& tree, const FlatListHook* hook) {
   thread_local FlatReaderScratch scratch;
-  FlatReader reader(bytes, &tree, scratch);
+  FlatReader reader(bytes, &tree, scratch, hook);
   return reader.run();
 }
 

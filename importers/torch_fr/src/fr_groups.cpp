@@ -12,7 +12,7 @@
 
 namespace rankscope::torch_fr {
 
-JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
+JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world, const GroupedEntries* grouped) {
   JobGroups out;
   for (const auto& [rank, d] : dumps)
     for (const auto& [name, g] : d.groups) out.by_name.emplace(name, g);
@@ -25,9 +25,10 @@ JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world) {
     std::vector<int> unnamed_ranks;   // rule 1's answer, from some dump
   };
   std::map<std::string, Named> named;
+  std::vector<GroupEntries> scratch;
   for (const auto& [rank, d] : dumps) {
     std::set<std::string> missing_here;
-    for (const GroupEntries& group : entries_by_group(d)) {
+    for (const GroupEntries& group : entries_by_group(d, rank, grouped, scratch)) {
       if (group.name.empty()) continue;
       const std::string name(group.name);
       Named& n = named[name];

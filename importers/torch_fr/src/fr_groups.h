@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fr_entry_groups.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -28,7 +29,8 @@ struct JobGroups {
 };
 
 // `world`: ranks 0..world-1 exist (from file names and every known group).
-JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world);
+// `grouped`: each rank's entries by group, when the caller has them (fr_entry_groups.h).
+JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world, const GroupedEntries* grouped = nullptr);
 
 // Rule 3 cannot see a member whose dump is missing (a rank that died or held the GIL): Gloo's dumps
 // name no group in pg_config, so the expert group of a stage whose ranks 9 and 14 left no dump would

@@ -183,14 +183,40 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   FrImport out;
   std::map<int, FrDump> dumps;
   std::map<int, Status> unreadable;
-  // Each dump is read and unpickled on its own: spread the files over the cores.
+  // Each dump is read and unpickled on its own: spread the files over the cores. What the passes
+  // below need from each dump's entries alone is worked out there too, while they are in the cache
+  // (2000 entries a rank, 1024 ranks: each pass over all of them on one core was a walk through
+  // ~380 MB): its pg_status by group name (fr_pg_status.h), its entries by group
+  // (fr_entry_groups.h; made four times a rank before), its times (fr_dump_time.h), its backends.
+  struct RankSummary {
+    std::vector<GroupEntries> groups;
+    RankTimes times;
+    bool retired_completed = false;       // reopen_failed_retirements has something to look at
+    bool event_backend = false;           // an entry completes by its state
+    std::vector<std::string_view> backends;  // pooled, in the order the entries first name them
+  };
   std::vector<std::optional<Result<FrDump>>> parsed(files.size());
+  std::vector<RankSummary> summaries(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     std::vector<uint8_t> buffer;  // one a thread, its capacity kept from file to file
     for (size_t i = next++; i < files.size(); i = next++) {
       const std::span<const uint8_t> bytes = read_whole_file(files[i].file, buffer);
       parsed[i] = parse_fr_dump(bytes, files[i].file.filename().string());
+      if (!parsed[i]->ok()) continue;
+      FrDump& d = parsed[i]->value();
+      resolve_pg_status(d);  // the dump's own rules (fr_pg_status.h)
+      RankSummary& s = summaries[i];
+      s.groups = entries_by_group(d);
+      s.times = rank_times(d);
+      std::string_view last_backend;  // pooled (fr_dump.h): consecutive entries share one
+      for (const FrEntry& e : d.entries) {
+        s.retired_completed = s.retired_completed || (e.signal == CompletionSignal::kRetired && e.completed);
+        s.event_backend = s.event_backend || e.signal == CompletionSignal::kState;
+        if (e.backend.empty() || e.backend.data() == last_backend.data()) continue;
+        last_backend = e.backend;
+        if (std::find(s.backends.begin(), s.backends.end(), e.backend) == s.backends.end()) s.backends.push_back(e.backend);
+      }
     }
   };
   {
@@ -199,6 +225,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
     work();
   }
+  std::map<int, RankSummary*> summary_of;
   for (size_t i = 0; i < files.size(); ++i) {
     auto& d = *parsed[i];
     if (!d.ok()) {
@@ -206,7 +233,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       unreadable[files[i].rank] = d.status();
       continue;
     }
-    dumps.emplace(files[i].rank, std::move(*d));
+    // Moved: the entries stay where the summary points.
+    if (dumps.emplace(files[i].rank, std::move(*d)).second) summary_of.emplace(files[i].rank, &summaries[i]);
   }
   if (dumps.empty()) {
     Status s = unreadable.begin()->second;
@@ -244,10 +272,18 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
         if (Status s = claim(rank, ranks.back(), "an unnamed group"); !s.ok()) return s;
   }
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
-  for (auto& [rank, d] : dumps) resolve_pg_status(d);
-  JobGroups job_groups = resolve_groups(dumps, world);
+  GroupedEntries grouped;
+  std::map<int, RankTimes> times;
+  bool retired_completed = false;
+  for (const auto& [rank, s] : summary_of) {
+    grouped.emplace_hint(grouped.end(), rank, std::move(s->groups));
+    times.emplace_hint(times.end(), rank, s->times);
+    retired_completed = retired_completed || s->retired_completed;
+  }
+  JobGroups job_groups = resolve_groups(dumps, world, &grouped);
   const std::map<std::string, FrGroup>& groups = job_groups.by_name;
-  reopen_failed_retirements(dumps, groups);
+  // (Only Gloo's entries can be reopened; that changes what their times say.)
+  const bool reopened = retired_completed && reopen_failed_retirements(dumps, groups);
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
   std::map<std::string, std::string> comm_name, short_name;
@@ -255,10 +291,10 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     comm_name[name] = group_comm_name(g, desc_count[g.desc] == 1);
     short_name[name] = group_short_name(g, desc_count[g.desc] == 1);
   }
-  const auto progress = group_progress(dumps);
+  const auto progress = group_progress(dumps, &grouped);
   // Send/recv pairs, and each rank's pair communicators (fr_p2p.h).
   std::map<int, std::vector<std::pair<const PairComm*, const PairSide*>>> pairs_of;
-  const std::vector<PairComm> pairs = pair_p2p(dumps, groups, progress);
+  const std::vector<PairComm> pairs = pair_p2p(dumps, groups, progress, &grouped);
   for (const PairComm& p : pairs)
     for (const auto& [rank, side] : p.sides) pairs_of[rank].emplace_back(&p, &side);
 
@@ -268,7 +304,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   for (const auto& [name, g] : groups) meta.groups.push_back({comm_name[name], g.ranks});
   std::set<std::string> p2p_groups;
 
-  const DumpTime when = bound_dump_time(dumps, comm_name);
+  const DumpTime when = bound_dump_time(dumps, comm_name, reopened ? nullptr : &times);
 
   // Each rank's groups with its place in each, in the groups' name order (the order its
   // communicators take): one pass over the groups, not a search of every group per rank.
@@ -307,7 +343,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     const int r = in_order[k]->first;
     const FrDump& d = in_order[k]->second;
     RankOut& o = built[k];
-    const std::vector<GroupEntries> by_group = entries_by_group(d);
+    std::vector<GroupEntries>& by_group = grouped.at(r);  // its own element: no other thread touches it
     // A row with work enqueued past what completed is pending, unless the rank's own entries show
     // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
     // every entry completed).
@@ -366,6 +402,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     }
     s.threads.push_back(std::move(main));
     if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
+    std::vector<GroupEntries>().swap(by_group);  // the last pass that reads it: its memory goes as snapshots grow
   };
   {
     std::atomic<size_t> next_rank{0};
@@ -413,14 +450,12 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     if (d.partial) out.partial.push_back(r);
     out.timing = out.timing || d.timing;
     out.entries += d.entries.size();
-    std::string_view last_backend;  // pooled (fr_dump.h): consecutive entries share one
-    for (const FrEntry& e : d.entries) {
-      out.event_backend = out.event_backend || e.signal == CompletionSignal::kState;
-      if (e.backend.empty() || e.backend.data() == last_backend.data()) continue;
-      last_backend = e.backend;
-      if (std::find(out.backends.begin(), out.backends.end(), e.backend) == out.backends.end())
-        out.backends.emplace_back(e.backend);
-    }
+    // Each rank's backends in the order its entries name them (RankSummary): in rank order, the
+    // order the job's entries name them.
+    const RankSummary& summary = *summary_of.at(r);
+    out.event_backend = out.event_backend || summary.event_backend;
+    for (std::string_view b : summary.backends)
+      if (std::find(out.backends.begin(), out.backends.end(), b) == out.backends.end()) out.backends.emplace_back(b);
     RankOut& o = built[built_at++];
     for (auto& [pname, ranks] : o.pair_groups)
       if (p2p_groups.insert(pname).second) meta.groups.push_back({std::move(pname), {ranks.first, ranks.second}});

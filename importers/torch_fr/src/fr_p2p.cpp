@@ -25,29 +25,45 @@ struct Key {
 }  // namespace
 
 std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups,
-                               const std::map<int, std::map<std::string, GroupProgress>>& progress) {
+                               const std::map<int, std::map<std::string, GroupProgress>>& progress,
+                               const GroupedEntries* grouped) {
   std::map<Key, std::map<int, std::vector<const FrEntry*>>> calls;
   std::map<std::pair<int, std::string_view>, std::set<int>> peers_of;  // (rank, group) -> global peers
   // Every entry carries the group's p2p counter as it stood when it was recorded (FlightRecorder's
   // record() gets seqCollective_ and seqP2P_ alike), so a collective after the last send/recv still
   // says how many send/recv the rank had posted on that group.
   std::map<std::pair<int, std::string_view>, int64_t> p2p_counter;
+  std::vector<GroupEntries> scratch;
   for (const auto& [rank, d] : dumps) {
     // Group by group (fr_entry_groups.h): the maps are touched per group and per send/recv, not
     // per entry.
-    for (const GroupEntries& by_group : entries_by_group(d)) {
+    for (const GroupEntries& by_group : entries_by_group(d, rank, grouped, scratch)) {
       int64_t counter = by_group.entries.front()->p2p_seq;
       const auto g = groups.find(std::string(by_group.name));
       int last_peer = -1;
       std::set<int>* peers = nullptr;
+      // This rank's call lists on this group, by peer: a rank sends to and receives from a few peers
+      // (a pipeline stage: the next and the previous), so the map of all pairs is looked up once a
+      // peer, not once a call (a map's values stay where they are).
+      std::vector<std::pair<int, std::vector<const FrEntry*>*>> calls_with;
       for (const FrEntry* entry : by_group.entries) {
         const FrEntry& e = *entry;
         counter = std::max(counter, e.p2p_seq);
         if (!e.is_p2p) continue;
         if (g == groups.end() || e.peer_in_group < 0 || e.peer_in_group >= int(g->second.ranks.size())) continue;
         const int peer = g->second.ranks[size_t(e.peer_in_group)];
-        const auto [lo, hi] = std::minmax(rank, peer);
-        calls[{by_group.name, lo, hi}][rank].push_back(&e);
+        std::vector<const FrEntry*>* list = nullptr;
+        for (const auto& [known, its] : calls_with)
+          if (known == peer) {
+            list = its;
+            break;
+          }
+        if (!list) {
+          const auto [lo, hi] = std::minmax(rank, peer);
+          list = &calls[{by_group.name, lo, hi}][rank];
+          if (calls_with.size() < 8) calls_with.emplace_back(peer, list);  // past 8 (an all-to-all): the map
+        }
+        list->push_back(&e);
         if (!peers) peers = &peers_of[{rank, by_group.name}];
         if (peer != last_peer) peers->insert(last_peer = peer);
       }

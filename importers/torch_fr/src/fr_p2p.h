@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "fr_entry_groups.h"
 #include "fr_pg_status.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
@@ -43,6 +44,7 @@ struct PairComm {
 
 // Every pair some dump names, with both sides filled.
 std::vector<PairComm> pair_p2p(const std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups,
-                               const std::map<int, std::map<std::string, GroupProgress>>& progress);
+                               const std::map<int, std::map<std::string, GroupProgress>>& progress,
+                               const GroupedEntries* grouped = nullptr);  // as resolve_groups' (fr_groups.h)
 
 }  // namespace rankscope::torch_fr

@@ -66,13 +66,15 @@ void resolve_pg_status(FrDump& d) {
     if (auto it = named.find(id); it != named.end()) d.status[it->second] = st;
 }
 
-std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::map<int, FrDump>& dumps) {
+std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::map<int, FrDump>& dumps,
+                                                                   const GroupedEntries* grouped) {
   std::map<int, std::map<std::string, GroupProgress>> out;
   // group -> numbering agreed by the members that show it (kUnknown: none yet; a disagreement
   // leaves it unknown for good).
   std::map<std::string, std::pair<SeqNumbering, bool>> agreed;
+  std::vector<GroupEntries> scratch;
   for (const auto& [rank, d] : dumps) {
-    const std::vector<GroupEntries> by_group = entries_by_group(d);  // oldest first
+    const std::vector<GroupEntries>& by_group = entries_by_group(d, rank, grouped, scratch);  // oldest first
     for (const auto& [group, st] : d.status) {
       GroupProgress p;
       p.status = st;

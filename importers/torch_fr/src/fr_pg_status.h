@@ -26,6 +26,7 @@
 #include <map>
 #include <string>
 
+#include "fr_entry_groups.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -41,6 +42,8 @@ struct GroupProgress {
 void resolve_pg_status(FrDump& d);
 
 // Rule 2 over the job: rank -> group name -> progress.
-std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::map<int, FrDump>& dumps);
+// `grouped`: as resolve_groups' (fr_groups.h).
+std::map<int, std::map<std::string, GroupProgress>> group_progress(const std::map<int, FrDump>& dumps,
+                                                                   const GroupedEntries* grouped = nullptr);
 
 }  // namespace rankscope::torch_fr
