@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -153,36 +155,31 @@ fs::path trainer_run(const std::string& name, const std::string& flags) {
   return dir;
 }
 
-TEST_F(RunDiff, NaiveAgainstFlashAttentionIsExplainedInAttentionsRanges) {
+// Diffs two trainer runs that differ in one setting and checks what the report says of it: the
+// setting with both values, one explanation holding every phrase in `says`, parts that add up.
+void expect_setting_explained(const std::string& key, const std::string& base, const std::string& now,
+                              const std::string& common_flags, const std::vector<std::string>& says) {
   if (!fs::exists(std::string(RANKSCOPE_BINARY_DIR) + "/bin/gpt2-train")) GTEST_SKIP() << "gpt2-train is not built";
-  auto r = diff_runs(trainer_run("naive", "--seq-len 256 --attention naive"), trainer_run("flash", "--seq-len 256 --attention flash"));
+  const std::string flag = "--" + key.substr(key.find('.') + 1) + " ";
+  auto r = diff_runs(trainer_run(key + "-" + base, common_flags + " " + flag + base), trainer_run(key + "-" + now, common_flags + " " + flag + now));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   bool setting = false;
-  for (const auto& c : r->settings) setting = setting || (c.key == "model.attention" && c.base == "naive" && c.now == "flash");
+  for (const auto& c : r->settings) setting = setting || (c.key == key && c.base == base && c.now == now);
   EXPECT_TRUE(setting) << diff_report_text(*r);
   ASSERT_EQ(r->explanations.size(), 1u) << diff_report_text(*r);
-  const std::string& e = r->explanations[0];
-  EXPECT_NE(e.find("attention went from naive to flash"), std::string::npos) << e;
-  EXPECT_NE(e.find("B 2 x NH 4 x T 256 x T: 2.0 MiB a layer at fp32"), std::string::npos) << e;
-  EXPECT_NE(e.find("forward/block*/attn"), std::string::npos) << e;
-  EXPECT_NE(e.find("backward/block*/attn"), std::string::npos) << e;
+  for (const std::string& phrase : says) EXPECT_NE(r->explanations[0].find(phrase), std::string::npos) << r->explanations[0];
   expect_parts_add_up(*r);
 }
 
+TEST_F(RunDiff, NaiveAgainstFlashAttentionIsExplainedInAttentionsRanges) {
+  expect_setting_explained("model.attention", "naive", "flash", "--seq-len 256",
+                           {"attention went from naive to flash", "B 2 x NH 4 x T 256 x T: 2.0 MiB a layer at fp32",
+                            "forward/block*/attn", "backward/block*/attn"});
+}
+
 TEST_F(RunDiff, RecomputeIsExplainedInBackwardsMlp) {
-  if (!fs::exists(std::string(RANKSCOPE_BINARY_DIR) + "/bin/gpt2-train")) GTEST_SKIP() << "gpt2-train is not built";
-  auto r = diff_runs(trainer_run("rc0", "--seq-len 128 --recompute 0"), trainer_run("rc2", "--seq-len 128 --recompute 2"));
-  ASSERT_TRUE(r.ok()) << r.status().to_string();
-  bool setting = false;
-  for (const auto& c : r->settings) setting = setting || (c.key == "model.recompute" && c.base == "0" && c.now == "2");
-  EXPECT_TRUE(setting) << diff_report_text(*r);
-  ASSERT_EQ(r->explanations.size(), 1u) << diff_report_text(*r);
-  const std::string& e = r->explanations[0];
-  EXPECT_NE(e.find("recompute went from 0 to 2"), std::string::npos) << e;
-  EXPECT_NE(e.find("GELU and LayerNorms"), std::string::npos) << e;
-  EXPECT_NE(e.find("should grow"), std::string::npos) << e;
-  EXPECT_NE(e.find("measured: backward/block*/mlp"), std::string::npos) << e;
-  expect_parts_add_up(*r);
+  expect_setting_explained("model.recompute", "0", "2", "--seq-len 128",
+                           {"recompute went from 0 to 2", "GELU and LayerNorms", "should grow", "measured: backward/block*/mlp"});
 }
 
 // Kernels matched by family across builds, and flash attention replaced by a naive kernel trio in

@@ -22,6 +22,7 @@
 #include "rankscope/format/snapshot_stream.h"
 #include "rankscope/kineto/kineto_import.h"
 #include "trace_reader.h"
+#include "test_files.h"
 #include "trace_wire.h"
 
 namespace rankscope::kineto {
@@ -31,18 +32,9 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/kineto";
 
-fs::path fresh_dir(const std::string& name) {
-  static int counter = 0;
-  const fs::path p = fs::temp_directory_path() / ("rs-kpack-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::vector<uint8_t> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+// A fresh scratch folder per test, and whole files as bytes (tests/format/test_files.h).
+using format::testing::read_bytes;
+fs::path fresh_dir(const std::string& name) { return format::testing::scratch_dir("kpack-" + name); }
 
 // What a node sends for `inputs`, unpacked into `dir` as the head does.
 PackSummary pack_into(const std::vector<fs::path>& inputs, const fs::path& dir, const std::string& host) {
@@ -106,6 +98,7 @@ TEST(KinetoPack, TwoNodesImportAsALocalImportOfTheSameFiles) {
   const PackSummary n1 = pack_into({traces[1]}, base / "unpacked/n1", "n1");  // the order of nodes is not the ranks'
   const PackSummary n2 = pack_into({traces[0]}, base / "unpacked/n2", "n2");
   EXPECT_EQ(n1.traces, 1);
+  EXPECT_EQ(n2.traces, 1);
   EXPECT_EQ(n1.trace_bytes, fs::file_size(traces[1]));
   EXPECT_GT(n1.packed_bytes, 0u);
   auto there = import_kineto_packed({{"n1", base / "unpacked/n1"}, {"n2", base / "unpacked/n2"}}, remote);
