@@ -220,6 +220,85 @@ TEST_F(RunDiff, KernelsMatchByFamilyAndAReplacedAttentionIsNamedInItsRange) {
   EXPECT_EQ(j.at("kernels").at("replaced").at(0).at("range"), "forward/attn");
 }
 
+// Ranks by role where world sizes differ (TP 2 at 4 ranks against TP 2 at 8): rank r of one run is
+// not rank r of the other; tensor-parallel place is the role, data-parallel ranks are averaged.
+const RoleDiff* role(const DiffReport& r, const std::string& name) {
+  for (const auto& d : r.roles)
+    if (d.role == name) return &d;
+  return nullptr;
+}
+
+TEST_F(RunDiff, WorldSizesThatDifferMatchRanksByTensorParallelPlace) {
+  auto small = job();
+  small.ranks = 4;
+  auto r = diff_runs(write("w4", small), write("w8", job()));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->ranks_by_rank);
+  EXPECT_NE(r->rank_match.find("world sizes differ (4 -> 8)"), std::string::npos) << r->rank_match;
+  EXPECT_NE(r->rank_match.find("tp groups"), std::string::npos) << r->rank_match;
+  ASSERT_EQ(r->roles.size(), 2u) << diff_report_text(*r);
+  const RoleDiff* first = role(*r, "tp rank 0");
+  const RoleDiff* second = role(*r, "tp rank 1");
+  ASSERT_TRUE(first && second) << diff_report_text(*r);
+  EXPECT_EQ(first->base_ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(first->new_ranks, (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(second->new_ranks, (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_GT(first->base_ms, 0);
+  EXPECT_GT(second->new_ms, 0);
+  const auto j = diff_report_json(*r);
+  EXPECT_EQ(j.at("ranks").at("match"), "role");
+  EXPECT_EQ(j.at("ranks").at("roles").size(), 2u);
+  EXPECT_NE(diff_report_text(*r).find("ranks 1,3 -> 1,3,5,7"), std::string::npos) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
+// The straggler of BASE's role, now at another rank and slower: not "new", but the same role
+// costing more. A straggler in a role BASE had none in is new, and named with its role.
+TEST_F(RunDiff, AStragglerIsNewByRoleWhenWorldSizesDiffer) {
+  auto base = job();
+  base.ranks = 4;
+  base.fault.kind = synth::FaultKind::kDelay;
+  base.fault.rank = 1;  // tp rank 1
+  base.fault.ms = 10;
+  auto same_role = job();
+  same_role.fault.kind = synth::FaultKind::kDelay;
+  same_role.fault.rank = 7;  // tp rank 1 too
+  same_role.fault.ms = 40;
+  auto r = diff_runs(write("w4-delay1", base), write("w8-delay7", same_role));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::string wait_cause;
+  for (const auto& p : r->parts)
+    if (p.name == "collective wait") wait_cause = p.cause;
+  EXPECT_EQ(wait_cause.find("a new straggler"), std::string::npos) << diff_report_text(*r);
+  EXPECT_NE(wait_cause.find("rank 7 (tp rank 1)"), std::string::npos) << diff_report_text(*r);
+  EXPECT_NE(wait_cause.find("straggles as BASE's rank 1 did"), std::string::npos) << diff_report_text(*r);
+
+  auto other_role = job();
+  other_role.fault = same_role.fault;
+  other_role.fault.rank = 6;  // tp rank 0: no straggler there in BASE
+  r = diff_runs(write("w4-delay1", base), write("w8-delay6", other_role));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  wait_cause.clear();
+  for (const auto& p : r->parts)
+    if (p.name == "collective wait") wait_cause = p.cause;
+  EXPECT_NE(wait_cause.find("a new straggler: rank 6 (tp rank 0)"), std::string::npos) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
+// TP 1 against TP 2 at one world size: the groups differ, tensor-parallel place means nothing in
+// BASE, so every rank is one role, and the report says why.
+TEST_F(RunDiff, AChangedTensorParallelSizeLeavesOneRole) {
+  auto tp1 = job();
+  tp1.tp = 1;
+  auto r = diff_runs(write("tp1", tp1), write("tp2", job()));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->ranks_by_rank);
+  ASSERT_EQ(r->roles.size(), 1u) << diff_report_text(*r);
+  EXPECT_EQ(r->roles[0].role, "every rank");
+  EXPECT_EQ(r->roles[0].base_ranks.size(), 8u);
+  EXPECT_NE(r->rank_match.find("tp groups of 1 -> 2 ranks do different work"), std::string::npos) << r->rank_match;
+}
+
 TEST_F(RunDiff, AMissingRunIsAClearError) {
   auto r = diff_runs(write("base", job()), fs::temp_directory_path() / "rs_diff_no_such_run");
   ASSERT_FALSE(r.ok());

@@ -1,4 +1,4 @@
-// diff_output.cpp — a DiffReport as JSON (schema_version 1, kind "rankscope.diff") and as text.
+// diff_output.cpp — a DiffReport as JSON (kind "rankscope.diff", kDiffReportSchemaVersion) and as text.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,6 +21,10 @@ nlohmann::json diff_report_json(const DiffReport& r) {
     swaps.push_back({{"range", s.range}, {"gone", s.gone}, {"added", s.added}, {"base_ms", s.base_ms}, {"new_ms", s.new_ms}});
   nlohmann::json settings = nlohmann::json::array();
   for (const auto& s : r.settings) settings.push_back({{"key", s.key}, {"base", s.base}, {"new", s.now}});
+  nlohmann::json roles = nlohmann::json::array();
+  for (const auto& d : r.roles)
+    roles.push_back({{"role", d.role}, {"base_ranks", d.base_ranks}, {"new_ranks", d.new_ranks}, {"base_ms", d.base_ms},
+                     {"new_ms", d.new_ms}, {"delta_ms", d.delta_ms}});
   return {{"kind", "rankscope.diff"},
           {"schema_version", kDiffReportSchemaVersion},
           {"base", {{"run_dir", r.base_dir}, {"ranks", r.base_ranks}, {"steps", r.base_steps},
@@ -32,6 +36,7 @@ nlohmann::json diff_report_json(const DiffReport& r) {
           {"mean_delta_ms", r.mean_delta_ms},
           {"waterfall", parts},
           {"kernels", {{"compared", r.kernels_compared}, {"changes", kernels}, {"replaced", swaps}}},
+          {"ranks", {{"match", r.ranks_by_rank ? "rank" : "role"}, {"how", r.rank_match}, {"roles", roles}}},
           {"settings", settings},
           {"explanations", r.explanations},
           {"headline", r.headline},
@@ -61,6 +66,22 @@ std::string diff_report_text(const DiffReport& r) {
     for (const auto& s : r.kernel_swaps)
       out += fmt::format("  in {}: {} replaced by {} ({:.2f} -> {:.2f} ms)\n", s.range.empty() ? "(no range)" : s.range,
                          fmt::join(s.gone, " + "), fmt::join(s.added, " + "), s.base_ms, s.new_ms);
+  }
+  // Roles (or ranks) whose step changed most: where a run's ranks are alike, the parts say it all.
+  if (r.roles.size() > 1 || !r.ranks_by_rank) {
+    out += fmt::format("\nranks: {}; mean step of each{}:\n", r.rank_match, r.roles.size() > 5 ? " (the 5 that changed most)" : "");
+    auto list = [](const std::vector<int>& ranks) {
+      if (ranks.empty()) return std::string("none");
+      std::string s;
+      for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+      return ranks.size() > 8 ? s + fmt::format(",... ({})", ranks.size()) : s;
+    };
+    for (size_t i = 0; i < r.roles.size() && i < 5; ++i) {
+      const RoleDiff& d = r.roles[i];
+      out += fmt::format("  {:+9.2f} ms  {:<24} {:9.2f} -> {:9.2f}", d.delta_ms, d.role, d.base_ms, d.new_ms);
+      if (!r.ranks_by_rank) out += fmt::format("   ranks {} -> {}", list(d.base_ranks), list(d.new_ranks));
+      out += "\n";
+    }
   }
   if (!r.settings.empty()) {
     out += "\nsettings that differ:\n";

@@ -5,7 +5,8 @@
 // top-level ranges in proportion to their compute time (collectives excluded), so that the parts
 // of each run add up to its mean step exactly, and the parts' changes to the mean step's change.
 // Each part's cause is looked for below it: the range (block indices folded) whose compute changed
-// most, a straggler NEW has and BASE has not, more collective sites per step.
+// most, a straggler NEW has and BASE has not (by rank, or by role where the layouts differ:
+// rank_roles.h), more collective sites per step.
 #include "rankscope/analyzers/diff/run_diff.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "kernel_match.h"
+#include "rank_roles.h"
 #include "settings_diff.h"
 
 namespace rankscope::analyzers {
@@ -41,12 +43,6 @@ struct RunParts {
   size_t collective_sites = 0;
   std::map<std::string, size_t> sites_by_op;  // "allreduce_sum on tp" -> sites
 };
-
-std::string group_kind(const std::string& comm) {
-  size_t end = comm.size();
-  while (end > 0 && std::isdigit(static_cast<unsigned char>(comm[end - 1]))) --end;
-  return comm.substr(0, end);
-}
 
 RunParts parts_of(const SkewReport& r) {
   RunParts p;
@@ -88,7 +84,7 @@ RunParts parts_of(const SkewReport& r) {
   p.spread = median(spreads);
   p.steps = r.steps;
   p.collective_sites = r.collectives.size();
-  for (const auto& c : r.collectives) ++p.sites_by_op[fmt::format("{} on {}", c.op, group_kind(c.comm))];
+  for (const auto& c : r.collectives) ++p.sites_by_op[fmt::format("{} on {}", c.op, diff_detail::group_kind_of(c.comm))];
   return p;
 }
 
@@ -121,22 +117,83 @@ std::string range_cause(const RunParts& a, const RunParts& b, const std::string&
   return fmt::format("{} went from {} to {} a step ({:.2f}x)", best, ms(av), ms(bv), bv / av);
 }
 
-std::string straggler_cause(const SkewReport& a, const SkewReport& b) {
-  std::set<int> before;
+bool is_straggler(const Finding& f) { return f.kind == "straggler" || f.kind == "late_arrival"; }
+
+// "5", or "3 (tp rank 1)" where ranks are matched by role.
+std::string rank_with_role(int rank, const diff_detail::RoleMatch& roles, bool in_new) {
+  const auto& of = in_new ? roles.new_role : roles.base_role;
+  const auto it = roles.by_rank ? of.end() : of.find(rank);
+  return it == of.end() ? std::to_string(rank) : fmt::format("{} ({})", rank, it->second);
+}
+
+// A straggler of NEW whose rank (or role) had none in BASE; else one whose rank (role) straggled in
+// BASE too but costs more now.
+std::string straggler_cause(const SkewReport& a, const SkewReport& b, const diff_detail::RoleMatch& roles) {
+  auto role_of = [&](int rank, bool in_new) {
+    const auto& of = in_new ? roles.new_role : roles.base_role;
+    const auto it = of.find(rank);
+    return it == of.end() ? fmt::format("rank {}", rank) : it->second;
+  };
+  std::map<std::string, const Finding*> before;  // role -> BASE's costliest straggler finding there
   for (const auto& f : a.findings)
-    if (f.kind == "straggler" || f.kind == "late_arrival") before.insert(f.ranks.begin(), f.ranks.end());
-  for (const auto& f : b.findings) {
-    if (f.kind != "straggler" && f.kind != "late_arrival") continue;
-    bool fresh = false;
-    for (int r : f.ranks) fresh = fresh || !before.count(r);
-    if (!fresh) continue;
+    if (is_straggler(f))
+      for (int r : f.ranks) before.emplace(role_of(r, false), &f);  // findings come costliest first
+  auto describe = [&](const Finding& f) {
     std::string ranks;
-    for (int r : f.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-    return fmt::format("a new straggler: rank{} {} ({}{}), costing {} a step{}", f.ranks.size() == 1 ? "" : "s", ranks,
-                       f.kind == "straggler" ? "straggler" : "arrives late", f.cls.empty() ? "" : ", " + f.cls,
-                       ms(f.cost_ms_per_step), f.range.empty() ? "" : " in " + f.range);
+    for (int r : f.ranks) ranks += (ranks.empty() ? "" : ", ") + rank_with_role(r, roles, true);
+    return fmt::format("rank{} {} ({}{})", f.ranks.size() == 1 ? "" : "s", ranks, f.kind == "straggler" ? "straggler" : "arrives late",
+                       f.cls.empty() ? "" : ", " + f.cls);
+  };
+  for (const auto& f : b.findings) {
+    if (!is_straggler(f)) continue;
+    bool fresh = false;
+    for (int r : f.ranks) fresh = fresh || !before.count(role_of(r, true));
+    if (!fresh) continue;
+    return fmt::format("a new straggler: {}, costing {} a step{}", describe(f), ms(f.cost_ms_per_step),
+                       f.range.empty() ? "" : " in " + f.range);
+  }
+  for (const auto& f : b.findings) {
+    if (!is_straggler(f) || f.ranks.empty()) continue;
+    const Finding& was = *before.at(role_of(f.ranks.front(), true));
+    if (f.cost_ms_per_step <= was.cost_ms_per_step) continue;
+    std::string then;
+    for (int r : was.ranks) then += (then.empty() ? "" : ",") + std::to_string(r);
+    return fmt::format("{} straggles as BASE's rank{} {} did, costing {} a step (was {}){}", describe(f), was.ranks.size() == 1 ? "" : "s",
+                       then, ms(f.cost_ms_per_step), ms(was.cost_ms_per_step), f.range.empty() ? "" : " in " + f.range);
   }
   return {};
+}
+
+// Each role's mean step in both runs (compute + wait + transfer + memcpy + idle, as the parts).
+std::vector<RoleDiff> role_diffs(const SkewReport& a, const SkewReport& b, const diff_detail::RoleMatch& roles) {
+  std::map<std::string, RoleDiff> by_role;
+  std::map<std::string, std::pair<int, int>> counted;  // role -> ranks with a step in BASE, NEW
+  auto add = [&](const SkewReport& rep, bool in_new) {
+    const auto& of = in_new ? roles.new_role : roles.base_role;
+    for (const auto& k : rep.ranks) {
+      const auto it = of.find(k.rank);
+      const std::string role = it == of.end() ? fmt::format("rank {}", k.rank) : it->second;
+      RoleDiff& d = by_role[role];
+      d.role = role;
+      (in_new ? d.new_ranks : d.base_ranks).push_back(k.rank);
+      if (!k.present || k.steps == 0) continue;
+      const double step = k.compute_ms + k.collective_wait_ms + k.collective_transfer_ms + k.memcpy_ms + k.idle_ms;
+      (in_new ? d.new_ms : d.base_ms) += step;
+      ++(in_new ? counted[role].second : counted[role].first);
+    }
+  };
+  add(a, false);
+  add(b, true);
+  std::vector<RoleDiff> out;
+  for (auto& [role, d] : by_role) {
+    const auto [nb, nn] = counted[role];
+    d.base_ms = nb ? d.base_ms / nb : 0;
+    d.new_ms = nn ? d.new_ms / nn : 0;
+    d.delta_ms = nb && nn ? d.new_ms - d.base_ms : 0;
+    out.push_back(std::move(d));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RoleDiff& x, const RoleDiff& y) { return std::fabs(x.delta_ms) > std::fabs(y.delta_ms); });
+  return out;
 }
 
 std::string sites_cause(const RunParts& a, const RunParts& b) {
@@ -186,6 +243,13 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
   r.base_mean_ms = pa.mean_step;
   r.new_mean_ms = pb.mean_step;
   r.mean_delta_ms = pb.mean_step - pa.mean_step;
+  // Ranks matched by rank, or by role where the world sizes or groups differ.
+  const auto meta_a = format::read_run_metadata(base), meta_b = format::read_run_metadata(now);
+  const diff_detail::RoleMatch roles = diff_detail::match_roles(meta_a.ok() ? &*meta_a : nullptr, a->world_size,
+                                                                meta_b.ok() ? &*meta_b : nullptr, b->world_size);
+  r.ranks_by_rank = roles.by_rank;
+  r.rank_match = roles.how;
+  r.roles = role_diffs(*a, *b, roles);
   std::set<std::string> names;
   for (const auto& [n, v] : pa.parts) names.insert(n);
   for (const auto& [n, v] : pb.parts) names.insert(n);
@@ -196,7 +260,7 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     p.new_ms = pb.parts.count(n) ? pb.parts.at(n) : 0;
     p.delta_ms = p.new_ms - p.base_ms;
     if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms);
-    else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b);
+    else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b, roles);
     else if (n == "collective transfer" && p.delta_ms > 0) p.cause = sites_cause(pa, pb);
     r.parts.push_back(std::move(p));
   }

@@ -9,7 +9,8 @@
 // layout, versions), with the factor a longer sequence predicts for attention and the MLP.
 // Where both runs have kernel records (a capture window, an nsys or Kineto import), kernels are
 // matched by family (template arguments and parameters folded) and, where families differ, by the
-// range they ran in (src/kernel_match.h). Is not: the HTML report.
+// range they ran in (src/kernel_match.h). Ranks are compared rank by rank, or by role where world
+// sizes or groups differ (src/rank_roles.h); a straggler is "new" by that match. Is not: the HTML report.
 #pragma once
 
 #include <filesystem>
@@ -23,7 +24,7 @@
 
 namespace rankscope::analyzers {
 
-inline constexpr int kDiffReportSchemaVersion = 2;  // 2: `kernels` (docs/DIFF.md)
+inline constexpr int kDiffReportSchemaVersion = 2;  // 2: `kernels`; `ranks` added within 2 (docs/DIFF.md)
 
 struct DiffPart {
   std::string name;        // "compute in forward", "collective wait", "idle"
@@ -49,6 +50,14 @@ struct KernelSwap {
   double base_ms = 0, new_ms = 0;        // per step, of those families there
 };
 
+// The ranks of one role in both runs (src/rank_roles.h: "rank 5" where the runs match rank by rank,
+// "tp rank 1" where world sizes or groups differ, "every rank" where no role is left).
+struct RoleDiff {
+  std::string role;
+  std::vector<int> base_ranks, new_ranks;
+  double base_ms = 0, new_ms = 0, delta_ms = 0;  // mean step, mean over the role's ranks; 0 where it has none
+};
+
 struct SettingChange {
   std::string key;         // "training.seq_len", "tp", "versions.nccl"
   std::string base, now;   // JSON text of each side ("" absent)
@@ -67,6 +76,9 @@ struct DiffReport {
   bool kernels_compared = false;                     // both runs have kernel records
   std::vector<KernelDiff> kernels;                   // largest |change| first, top 10
   std::vector<KernelSwap> kernel_swaps;              // largest |change| first
+  bool ranks_by_rank = true;                          // else by role
+  std::string rank_match;                            // how ranks were matched, one sentence
+  std::vector<RoleDiff> roles;                       // largest |delta| first
   std::vector<SettingChange> settings;
   std::vector<std::string> explanations;             // settings that explain parts, with factors
   std::string headline;
