@@ -62,6 +62,43 @@ TEST_F(RunDiff, TheSameJobTwiceIsNoSignificantDifference) {
   expect_parts_add_up(*r);
 }
 
+// The same job on a noisier machine: every step's compute scaled by a factor drawn in 1 +- 15%,
+// the typical step unchanged. Not slower, and the headline says it is noisier.
+TEST_F(RunDiff, ANoisierRunThatIsNotSlowerSaysSo) {
+  auto noisy = job();
+  noisy.step_jitter = 0.3;
+  noisy.steps = 60;
+  auto quiet = job();
+  quiet.steps = 60;
+  auto r = diff_runs(write("quiet", quiet), write("noisy", noisy));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->significant) << diff_report_text(*r);
+  EXPECT_GT(r->new_spread_ms, 4 * r->base_spread_ms) << diff_report_text(*r);
+  EXPECT_NE(r->headline.find("NEW is noisier"), std::string::npos) << r->headline;
+  EXPECT_NE(r->headline.find("but not slower"), std::string::npos) << r->headline;
+}
+
+// A few steps far off (start-up, a burst of load) in a short run must not hide a 4x slowdown: the
+// spread is the steps' median absolute deviation, not p90 - median (which a short run's slow steps
+// set: a 13x slower run was once "no significant difference").
+TEST_F(RunDiff, AFewSlowStepsDoNotHideASlowdown) {
+  auto base = job();
+  base.steps = 6;  // p90 of six steps lies halfway to the slowest
+  auto slower = base;
+  slower.layers = 8;
+  // One BASE step 30 times its length, as a loaded machine's first steps can be.
+  base.fault.kind = synth::FaultKind::kDelay;
+  base.fault.rank = 0;
+  base.fault.range = "forward/block0/mlp";
+  base.fault.ms = 3000;
+  base.fault.step = 3;
+  auto r = diff_runs(write("short-base", base), write("short-slower", slower));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->significant) << diff_report_text(*r);
+  EXPECT_GT(r->new_step_ms, 2 * r->base_step_ms) << diff_report_text(*r);
+  EXPECT_LT(r->base_spread_ms, 0.1 * r->base_step_ms) << diff_report_text(*r);
+}
+
 TEST_F(RunDiff, ADelayedRankIsTheNewStragglerWithItsCost) {
   auto slow = job();
   slow.fault.kind = synth::FaultKind::kDelay;
@@ -297,6 +334,61 @@ TEST_F(RunDiff, AChangedTensorParallelSizeLeavesOneRole) {
   EXPECT_EQ(r->roles[0].role, "every rank");
   EXPECT_EQ(r->roles[0].base_ranks.size(), 8u);
   EXPECT_NE(r->rank_match.find("tp groups of 1 -> 2 ranks do different work"), std::string::npos) << r->rank_match;
+}
+
+// A pair across producers: one real PyTorch job (2 Gloo ranks, CPU) recorded by the probe (through
+// librankscope-probe.so) and by torch.profiler at once (tests/fixtures/probe-and-kineto). The same
+// steps timed twice: no significant difference, ranks matched by rank, each range's compute the
+// same within 10%; the all-reduce is timed differently by each (the call vs Gloo's annotation),
+// so grad_sync's compute and the collective parts move between each other but not in sum.
+double part_delta(const DiffReport& r, const std::string& name, double* base = nullptr) {
+  for (const auto& p : r.parts)
+    if (p.name == name) {
+      if (base) *base = p.base_ms;
+      return p.delta_ms;
+    }
+  ADD_FAILURE() << "no part " << name << "\n" << diff_report_text(r);
+  return 0;
+}
+
+TEST_F(RunDiff, AProbeRunAndItsOwnKinetoTracesAreTheSameJob) {
+  const fs::path fixture = fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/probe-and-kineto";
+  const fs::path probe_run = scratch() / "probe-run", imported = scratch() / "kineto-run";
+  fs::remove_all(probe_run);
+  fs::remove_all(imported);
+  fs::create_directories(scratch());
+  fs::copy(fixture / "probe-run", probe_run, fs::copy_options::recursive);
+  auto import = kineto::import_kineto({fixture / "kineto"}, imported);
+  ASSERT_TRUE(import.ok()) << import.status().to_string();
+  auto r = diff_runs(probe_run, imported);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const std::string text = diff_report_text(*r);
+  EXPECT_FALSE(r->significant) << text;
+  EXPECT_EQ(r->base_steps, 8);
+  EXPECT_EQ(r->new_steps, 8);
+  EXPECT_EQ(r->base_ranks, 2);
+  EXPECT_EQ(r->new_ranks, 2);
+  EXPECT_NEAR(r->new_step_ms, r->base_step_ms, 0.05 * r->base_step_ms) << text;
+  EXPECT_TRUE(r->ranks_by_rank) << r->rank_match;
+  ASSERT_EQ(r->roles.size(), 2u) << text;
+  for (const auto& d : r->roles) EXPECT_NEAR(d.new_ms, d.base_ms, 0.05 * d.base_ms) << text;
+  for (const char* range : {"forward", "backward", "optimizer"}) {
+    double base = 0;
+    const double delta = part_delta(*r, std::string("compute in ") + range, &base);
+    EXPECT_LE(std::fabs(delta), std::max(0.1, 0.1 * base)) << range << "\n" << text;
+  }
+  double collective_base = 0, b = 0;
+  double collective_delta = part_delta(*r, "compute in grad_sync", &b);
+  collective_base += b;
+  collective_delta += part_delta(*r, "collective wait", &b);
+  collective_base += b;
+  collective_delta += part_delta(*r, "collective transfer", &b);
+  collective_base += b;
+  EXPECT_LE(std::fabs(collective_delta), 0.1 * collective_base) << text;
+  bool producers = false;
+  for (const auto& e : r->explanations) producers |= e.starts_with("BASE was written by the probe and NEW by a Kineto import");
+  EXPECT_TRUE(producers) << text;
+  expect_parts_add_up(*r);
 }
 
 TEST_F(RunDiff, AMissingRunIsAClearError) {

@@ -45,9 +45,9 @@ nlohmann::json diff_report_json(const DiffReport& r) {
 
 std::string diff_report_text(const DiffReport& r) {
   std::string out = r.headline + "\n\n";
-  out += fmt::format("  BASE {}: {} rank{}, {} steps, median step {:.2f} ms (p90 - median {:.2f} ms)\n", r.base_dir,
+  out += fmt::format("  BASE {}: {} rank{}, {} steps, median step {:.2f} ms (spread {:.2f} ms)\n", r.base_dir,
                      r.base_ranks, r.base_ranks == 1 ? "" : "s", r.base_steps, r.base_step_ms, r.base_spread_ms);
-  out += fmt::format("  NEW  {}: {} rank{}, {} steps, median step {:.2f} ms (p90 - median {:.2f} ms)\n\n", r.new_dir,
+  out += fmt::format("  NEW  {}: {} rank{}, {} steps, median step {:.2f} ms (spread {:.2f} ms)\n\n", r.new_dir,
                      r.new_ranks, r.new_ranks == 1 ? "" : "s", r.new_steps, r.new_step_ms, r.new_spread_ms);
   out += fmt::format("where the mean step's {:+.2f} ms went ({:.2f} -> {:.2f} ms; the parts add up to it):\n", r.mean_delta_ms,
                      r.base_mean_ms, r.new_mean_ms);

@@ -1,6 +1,7 @@
 // rank_roles.cpp — ranks matched by rank or by role between two runs (rank_roles.h).
 #include "rank_roles.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -32,11 +33,21 @@ Layout layout_of(const format::RunMetadata& m) {
   return l;
 }
 
-bool same_groups(const format::RunMetadata& a, const format::RunMetadata& b) {
-  if (a.groups.size() != b.groups.size()) return false;
-  for (size_t i = 0; i < a.groups.size(); ++i)
-    if (a.groups[i].name != b.groups[i].name || a.groups[i].ranks != b.groups[i].ranks) return false;
-  return true;
+// The same model-parallel groups (names and ranks) in both: data-parallel, world and backend
+// groups are left out, as producers name those differently (a probe's "world", an import's
+// "gloo:0") for the same job.
+bool same_role_groups(const format::RunMetadata& a, const format::RunMetadata& b) {
+  auto role_groups = [](const format::RunMetadata& m) {
+    std::vector<std::pair<std::string, std::vector<int>>> out;
+    for (const auto& g : m.groups) {
+      const std::string kind = group_kind_of(g.name);
+      for (const char* k : kRoleKinds)
+        if (kind == k && g.ranks.size() > 1) out.emplace_back(g.name, g.ranks);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return role_groups(a) == role_groups(b);
 }
 
 std::string role_label(const Layout& l, int rank, const std::vector<std::string>& kinds) {
@@ -62,16 +73,16 @@ std::string group_kind_of(const std::string& group_name) {
 RoleMatch match_roles(const format::RunMetadata* base, int base_world, const format::RunMetadata* now, int now_world) {
   RoleMatch m;
   const bool layouts_known = base && now;
-  m.by_rank = base_world == now_world && (!layouts_known || same_groups(*base, *now));
+  m.by_rank = base_world == now_world && (!layouts_known || same_role_groups(*base, *now));
   if (m.by_rank) {
-    m.how = layouts_known ? "ranks matched by rank (the same world size and groups)"
+    m.how = layouts_known ? "ranks matched by rank (the same world size and model-parallel groups)"
                           : "ranks matched by rank (the same world size; a run.json with groups is missing)";
     for (int r = 0; r < base_world; ++r) m.base_role[r] = fmt::format("rank {}", r);
     for (int r = 0; r < now_world; ++r) m.new_role[r] = fmt::format("rank {}", r);
     return m;
   }
   const std::string why = base_world != now_world ? fmt::format("world sizes differ ({} -> {})", base_world, now_world)
-                                                  : "the groups differ";
+                                                  : "the model-parallel groups differ";
   std::string folded;
   Layout lb, ln;
   if (layouts_known) {

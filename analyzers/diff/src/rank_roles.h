@@ -1,8 +1,9 @@
 // rank_roles.h — which rank of one run does the work of which rank of the other (issue 34: ranks
 // matched "by rank, and by role where world sizes differ").
 //
-// Is: the rule and the labels. Two runs with the same world size and the same groups in run.json
-// match rank by rank. Otherwise a rank's role is its place in each group of a model-parallel kind
+// Is: the rule and the labels. Two runs with the same world size and the same model-parallel groups
+// in run.json (the kinds below; data-parallel, world and backend groups are named differently by
+// different producers of one job) match rank by rank. Otherwise a rank's role is its place in each group of a model-parallel kind
 // both runs have at the same size: tensor (`tp`), pipeline (`pp`), context (`cp`), expert (`ep`)
 // groups, as gpt2-train and the synthetic runs name them (`tp0`, `ep1`: the kind is the name less
 // its trailing digits; the place is the rank's index in the group's list, which is communicator-rank

@@ -51,7 +51,9 @@ RunParts parts_of(const SkewReport& r) {
     if (!k.present || k.steps == 0) continue;
     ++p.ranks;
     medians.push_back(k.step_ms_median);
-    spreads.push_back(std::max(0.0, k.step_ms_p90 - k.step_ms_median));
+    // 1.4826 x MAD is the standard deviation where the noise is normal; steps far off (start-up, a
+    // stall, a burst of load on a shared machine) do not widen it as they widen p90 - median.
+    spreads.push_back(1.4826 * k.step_ms_mad);
     // Compute over the top-level components ("forward", "backward", "optimizer"): the outermost
     // ranges recorded under each ("forward/embed" where no "forward" range exists; ranges include
     // their children). "step" and "init" hold the others: not parts.
@@ -315,13 +317,14 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     }
     r.explanations.push_back(effect->text + (measured.empty() ? "" : "; measured: " + measured));
   }
+  if (auto producers = producer_effect(base, now)) r.explanations.push_back(*producers);
   const double delta = pb.median_step - pa.median_step;
   if (!r.significant) {
     r.headline = fmt::format("NO SIGNIFICANT DIFFERENCE: {} a step in BASE, {} in NEW ({:+.1f}%), within the runs' "
                              "own noise of {}",
                              ms(pa.median_step), ms(pb.median_step), 100 * delta / pa.median_step, ms(r.noise_ms));
     if (pb.spread > 2 * std::max(pa.spread, 0.01 * pa.median_step))
-      r.headline += fmt::format("; NEW is noisier (p90 - median {} against {}) but not slower", ms(pb.spread), ms(pa.spread));
+      r.headline += fmt::format("; NEW is noisier (spread {} against {}) but not slower", ms(pb.spread), ms(pa.spread));
   } else {
     const DiffPart& top = r.parts.front();
     r.headline = fmt::format("{}: {} a step in BASE, {} in NEW ({:+.1f}%); most of it is {} ({:+.1f} ms{}{})",

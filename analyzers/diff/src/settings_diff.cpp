@@ -117,3 +117,37 @@ std::optional<SettingEffect> recompute_effect(const std::filesystem::path& base,
 }
 
 }  // namespace rankscope::analyzers
+
+namespace rankscope::analyzers {
+namespace {
+
+// Who wrote a run: the importers name themselves in run.json's program; anything else ran our probe.
+std::string producer_of(const format::RunMetadata& m) {
+  if (m.program == "rankscope import-kineto") return "Kineto";
+  if (m.program == "rankscope import-nsys") return "nsys";
+  return "probe";
+}
+
+// How each producer times a host collective, for the sentence below.
+const char* collective_timing(const std::string& producer) {
+  if (producer == "Kineto") return "Kineto from the backend's own annotation (gloo:/nccl: ...) or its kernel";
+  if (producer == "nsys") return "nsys from the NCCL kernel or the NVTX range around the call";
+  return "the probe from the call to its return, as the program reported it";
+}
+
+}  // namespace
+
+std::optional<std::string> producer_effect(const std::filesystem::path& base, const std::filesystem::path& now) {
+  auto a = format::read_run_metadata(base);
+  auto b = format::read_run_metadata(now);
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  const std::string pa = producer_of(*a), pb = producer_of(*b);
+  if (pa == pb) return std::nullopt;
+  return fmt::format("BASE was written by {} and NEW by {}: a collective is timed by {}, and by {}; time between the "
+                     "call and that mark counts as compute in the range around it. Compare a range's compute with the "
+                     "collective parts together (they add up the same); the step times are comparable as they are",
+                     pa == "probe" ? "the probe" : "a " + pa + " import", pb == "probe" ? "the probe" : "a " + pb + " import",
+                     collective_timing(pa), collective_timing(pb));
+}
+
+}  // namespace rankscope::analyzers

@@ -33,4 +33,9 @@ struct SettingEffect {
 std::optional<SettingEffect> attention_kind_effect(const std::filesystem::path& base, const std::filesystem::path& now);
 std::optional<SettingEffect> recompute_effect(const std::filesystem::path& base, const std::filesystem::path& now);
 
+// Where BASE and NEW were written by different producers (our probe, `rankscope import-kineto`,
+// `rankscope import-nsys`: run.json's program), what that does to the comparison: each draws the
+// line between a range's compute and the collective inside it elsewhere. Empty for one producer.
+std::optional<std::string> producer_effect(const std::filesystem::path& base, const std::filesystem::path& now);
+
 }  // namespace rankscope::analyzers

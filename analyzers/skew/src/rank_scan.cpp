@@ -2,6 +2,7 @@
 #include "rank_scan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -239,6 +240,11 @@ RankScanResult RankScan::finish() {
   s.step_ms_p90 = percentile(step_ms_, 90);
   s.step_ms_max = *std::max_element(step_ms_.begin(), step_ms_.end());
   s.step_ms_min = *std::min_element(step_ms_.begin(), step_ms_.end());
+  {
+    std::vector<double> deviation(step_ms_.size());
+    for (size_t i = 0; i < step_ms_.size(); ++i) deviation[i] = std::fabs(step_ms_[i] - s.step_ms_median);
+    s.step_ms_mad = percentile(std::move(deviation), 50);
+  }
   s.compute_ms = compute_ms_sum_ / n;
   s.idle_ms = idle_ms_sum_ / n;
   result_.collective_ms_mean = collective_ms_sum_ / n;

@@ -39,7 +39,7 @@ json device_summary_json(const DeviceSummary& s) {
 json rank_json(const RankSkew& r) {
   json j = {{"rank", r.rank}, {"present", r.present}, {"steps", r.steps}};
   if (!r.present) return j;
-  j["step_ms"] = {{"median", r.step_ms_median}, {"p90", r.step_ms_p90}, {"max", r.step_ms_max}};
+  j["step_ms"] = {{"median", r.step_ms_median}, {"p90", r.step_ms_p90}, {"max", r.step_ms_max}, {"mad", r.step_ms_mad}};
   j["breakdown_ms"] = {{"source", r.breakdown_source},
                        {"compute", r.compute_ms},
                        {"collective_wait", r.collective_wait_ms},

@@ -154,6 +154,10 @@ class Simulation {
   int64_t received_rows(int rank, int64_t s, int block);
   std::vector<int64_t> draw_route(int rank, int64_t s, int block) const;
   int64_t slots_per_rank() const { return int64_t(shape_.batch) * shape_.seq_len * o_.moe_top_k; }
+  // Step s's factor on compute (SynthOptions::step_jitter), one for all ranks.
+  double step_factor(int64_t s) const {
+    return o_.step_jitter > 0 ? 1.0 + o_.step_jitter * (unit(o_.seed, 0x57e9, uint64_t(s), 0x57e9) - 0.5) : 1.0;
+  }
   std::string comm_name(CommRole role, int rank) const { return role_comm_name(role, rank, o_.tp, o_.ep); }
   format::RunMetadata metadata(const std::string& run_id, int64_t start_ns) const;
   const std::vector<std::vector<int>>& groups(CommRole role) const;
@@ -549,7 +553,7 @@ void Simulation::step(int64_t s) {
         case Kind::kCompute: {
           const double speed = 1.0 + 0.02 * (unit(o_.seed, r.rank, 0x5eed, 1) - 0.5);
           const double jitter = 1.0 + 0.06 * (unit(o_.seed, r.rank, s, i) - 0.5);
-          r.t += int64_t(double(op.ns) * speed * jitter);
+          r.t += int64_t(double(op.ns) * speed * jitter * step_factor(s));
           if (delay_step && fault_.rank == r.rank && fault_range_ == int(op.range)) r.t += int64_t(fault_.ms * 1e6);
           break;
         }
@@ -557,7 +561,7 @@ void Simulation::step(int64_t s) {
           // Expert GEMMs over the rows this rank received: time follows the load.
           const int64_t rows = received_rows(r.rank, s, op.moe_block);
           const double jitter = 1.0 + 0.06 * (unit(o_.seed, r.rank, s, i) - 0.5);
-          r.t += int64_t(double(op.ns) * double(rows) / double(slots_per_rank()) * jitter);
+          r.t += int64_t(double(op.ns) * double(rows) / double(slots_per_rank()) * jitter * step_factor(s));
           if (delay_step && fault_.rank == r.rank && fault_range_ == int(op.range)) r.t += int64_t(fault_.ms * 1e6);
           if (program_.range_names[op.range].rfind("forward/", 0) == 0) {
             const auto& cnt = route(r.rank, s, op.moe_block);

@@ -59,6 +59,9 @@ struct SynthOptions {
   bool local_host = false;        // every rank claims this machine's host name (pid checks apply)
   int live_pid = 0;               // pid written for ranks that are alive; 0: fake pids 100000+rank
   uint64_t seed = 1;              // per-rank jitter
+  // A step-wide factor on every rank's compute, uniform in 1 +- step_jitter/2, drawn per step: a
+  // noisier run whose typical step is the same (the machine, not the job, varies).
+  double step_jitter = 0;
   int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
   uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;

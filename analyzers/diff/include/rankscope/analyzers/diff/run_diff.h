@@ -68,7 +68,7 @@ struct DiffReport {
   int base_ranks = 0, new_ranks = 0;
   int64_t base_steps = 0, new_steps = 0;
   double base_step_ms = 0, new_step_ms = 0;          // median over ranks of each rank's median
-  double base_spread_ms = 0, new_spread_ms = 0;      // median over ranks of (p90 - median)
+  double base_spread_ms = 0, new_spread_ms = 0;      // median over ranks of 1.4826 x MAD of the step times
   double noise_ms = 0;                               // what the runs' own spread allows
   bool significant = false;
   double base_mean_ms = 0, new_mean_ms = 0, mean_delta_ms = 0;  // the mean step the waterfall splits

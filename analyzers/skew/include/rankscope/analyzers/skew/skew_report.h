@@ -60,6 +60,9 @@ struct RankSkew {
   bool present = false;          // false when the rank's event stream is missing or unreadable
   int64_t steps = 0;             // steps of this rank inside the window
   double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0;
+  // Median absolute deviation of the step times from their median: a spread that a few steps far
+  // off (start-up, a stall, a burst of load) do not widen, as they widen p90 on a short run.
+  double step_ms_mad = 0;
   // Mean per step; compute + collective_wait + collective_transfer + memcpy + idle = mean step time
   // (host) or the mean step window on the device (device). Each a union of intervals, never a sum:
   // collectives that run at once on several threads count once (issue 33).
