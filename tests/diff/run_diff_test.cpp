@@ -364,8 +364,10 @@ TEST_F(RunDiff, AProbeRunAndItsOwnKinetoTracesAreTheSameJob) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const std::string text = diff_report_text(*r);
   EXPECT_FALSE(r->significant) << text;
-  EXPECT_EQ(r->base_steps, 8);
-  EXPECT_EQ(r->new_steps, 8);
+  EXPECT_EQ(r->base_steps, 7);  // 8, less the warm-up step
+  EXPECT_EQ(r->new_steps, 7);
+  EXPECT_EQ(r->base_warmup_steps, 1);
+  EXPECT_EQ(r->new_warmup_steps, 1);
   EXPECT_EQ(r->base_ranks, 2);
   EXPECT_EQ(r->new_ranks, 2);
   EXPECT_NEAR(r->new_step_ms, r->base_step_ms, 0.05 * r->base_step_ms) << text;

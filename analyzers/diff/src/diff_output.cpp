@@ -27,9 +27,9 @@ nlohmann::json diff_report_json(const DiffReport& r) {
                      {"new_ms", d.new_ms}, {"delta_ms", d.delta_ms}});
   return {{"kind", "rankscope.diff"},
           {"schema_version", kDiffReportSchemaVersion},
-          {"base", {{"run_dir", r.base_dir}, {"ranks", r.base_ranks}, {"steps", r.base_steps},
+          {"base", {{"run_dir", r.base_dir}, {"ranks", r.base_ranks}, {"steps", r.base_steps}, {"warmup_steps", r.base_warmup_steps},
                     {"step_ms_median", r.base_step_ms}, {"spread_ms", r.base_spread_ms}, {"mean_step_ms", r.base_mean_ms}}},
-          {"new", {{"run_dir", r.new_dir}, {"ranks", r.new_ranks}, {"steps", r.new_steps},
+          {"new", {{"run_dir", r.new_dir}, {"ranks", r.new_ranks}, {"steps", r.new_steps}, {"warmup_steps", r.new_warmup_steps},
                    {"step_ms_median", r.new_step_ms}, {"spread_ms", r.new_spread_ms}, {"mean_step_ms", r.new_mean_ms}}},
           {"noise_ms", r.noise_ms},
           {"significant", r.significant},
@@ -45,10 +45,13 @@ nlohmann::json diff_report_json(const DiffReport& r) {
 
 std::string diff_report_text(const DiffReport& r) {
   std::string out = r.headline + "\n\n";
-  out += fmt::format("  BASE {}: {} rank{}, {} steps, median step {:.2f} ms (spread {:.2f} ms)\n", r.base_dir,
-                     r.base_ranks, r.base_ranks == 1 ? "" : "s", r.base_steps, r.base_step_ms, r.base_spread_ms);
-  out += fmt::format("  NEW  {}: {} rank{}, {} steps, median step {:.2f} ms (spread {:.2f} ms)\n\n", r.new_dir,
-                     r.new_ranks, r.new_ranks == 1 ? "" : "s", r.new_steps, r.new_step_ms, r.new_spread_ms);
+  auto warmup = [](int64_t n) { return n > 0 ? fmt::format(" after {} warm-up step{}", n, n == 1 ? "" : "s") : std::string(); };
+  out += fmt::format("  BASE {}: {} rank{}, {} steps{}, median step {:.2f} ms (spread {:.2f} ms)\n", r.base_dir,
+                     r.base_ranks, r.base_ranks == 1 ? "" : "s", r.base_steps, warmup(r.base_warmup_steps), r.base_step_ms,
+                     r.base_spread_ms);
+  out += fmt::format("  NEW  {}: {} rank{}, {} steps{}, median step {:.2f} ms (spread {:.2f} ms)\n\n", r.new_dir,
+                     r.new_ranks, r.new_ranks == 1 ? "" : "s", r.new_steps, warmup(r.new_warmup_steps), r.new_step_ms,
+                     r.new_spread_ms);
   out += fmt::format("where the mean step's {:+.2f} ms went ({:.2f} -> {:.2f} ms; the parts add up to it):\n", r.mean_delta_ms,
                      r.base_mean_ms, r.new_mean_ms);
   for (const auto& p : r.parts) {

@@ -66,7 +66,8 @@ struct SettingChange {
 struct DiffReport {
   std::string base_dir, new_dir;
   int base_ranks = 0, new_ranks = 0;
-  int64_t base_steps = 0, new_steps = 0;
+  int64_t base_steps = 0, new_steps = 0;              // compared: after the warm-up steps
+  int64_t base_warmup_steps = 0, new_warmup_steps = 0;  // left out at the start of each run
   double base_step_ms = 0, new_step_ms = 0;          // median over ranks of each rank's median
   double base_spread_ms = 0, new_spread_ms = 0;      // median over ranks of 1.4826 x MAD of the step times
   double noise_ms = 0;                               // what the runs' own spread allows
@@ -87,6 +88,9 @@ struct DiffReport {
 
 struct DiffOptions {
   double min_noise_fraction = 0.02;  // below 2% of the base step the difference is noise anyway
+  // Steps left out at the start of each run that has more than warmup_steps + 2 (start-up:
+  // allocation, caches, lazy initialisation make a first step many times the others).
+  int64_t warmup_steps = 1;
 };
 
 Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::filesystem::path& now,
