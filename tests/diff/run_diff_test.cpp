@@ -296,7 +296,7 @@ TEST_F(RunDiff, AStragglerIsNewByRoleWhenWorldSizesDiffer) {
   base.ranks = 4;
   base.fault.kind = synth::FaultKind::kDelay;
   base.fault.rank = 1;  // tp rank 1
-  base.fault.ms = 10;
+  base.fault.ms = 20;   // a real straggler in BASE too: more than a quarter of NEW's cost
   auto same_role = job();
   same_role.fault.kind = synth::FaultKind::kDelay;
   same_role.fault.rank = 7;  // tp rank 1 too

@@ -37,6 +37,7 @@ double median(std::vector<double> v) {
 struct RunParts {
   std::map<std::string, double> parts;       // part name -> ms per step
   std::map<std::string, double> range_compute;  // block-wildcarded range -> ms per step (mean over ranks)
+  std::map<std::string, std::map<int, double>> range_by_rank;  // the same per rank
   double mean_step = 0, median_step = 0, spread = 0;
   int ranks = 0;
   int64_t steps = 0;
@@ -75,7 +76,11 @@ RunParts parts_of(const SkewReport& r) {
     p.parts["memcpy"] += k.memcpy_ms;
     p.parts["idle (outside ranges and collectives)"] += k.idle_ms;
     for (const auto& [name, ms] : k.range_compute_ms)
-      if (name != "step" && name != "init") p.range_compute[block_wildcard(name)] += ms;
+      if (name != "step" && name != "init") {
+        const std::string folded = block_wildcard(name);
+        p.range_compute[folded] += ms;
+        p.range_by_rank[folded][k.rank] += ms;
+      }
   }
   if (p.ranks > 0) {
     for (auto& [name, ms] : p.parts) ms /= p.ranks;
@@ -92,8 +97,30 @@ RunParts parts_of(const SkewReport& r) {
 
 std::string ms(double v) { return std::fabs(v) >= 100 ? fmt::format("{:.0f} ms", v) : fmt::format("{:.1f} ms", v); }
 
+// ", on rank 1 alone (+50.1 ms a step there; the others +0.2 ms)" where one rank carries most of a
+// range's growth: a straggler's work, not the job's. Ranks matched by rank only.
+std::string concentration(const RunParts& a, const RunParts& b, const std::string& range) {
+  const auto ia = a.range_by_rank.find(range), ib = b.range_by_rank.find(range);
+  if (ib == b.range_by_rank.end() || ib->second.size() < 2) return {};
+  std::vector<std::pair<double, int>> deltas;  // (delta, rank)
+  for (const auto& [rank, v] : ib->second) {
+    double before = 0;
+    if (ia != a.range_by_rank.end())
+      if (auto it = ia->second.find(rank); it != ia->second.end()) before = it->second;
+    deltas.emplace_back(v - before, rank);
+  }
+  std::sort(deltas.rbegin(), deltas.rend());
+  double others = 0;
+  for (size_t i = 1; i < deltas.size(); ++i) others += deltas[i].first;
+  others /= double(deltas.size() - 1);
+  const double top = deltas.front().first;
+  if (top <= 0 || others > 0.2 * top) return {};
+  return fmt::format(", on rank {} alone ({:+.1f} ms a step there; the others {:+.1f} ms each on average)", deltas.front().second, top,
+                     others);
+}
+
 // The range under `top` whose compute changed most.
-std::string range_cause(const RunParts& a, const RunParts& b, const std::string& top, double part_delta) {
+std::string range_cause(const RunParts& a, const RunParts& b, const std::string& top, double part_delta, bool by_rank) {
   std::set<std::string> names;
   for (const auto& [n, v] : a.range_compute) names.insert(n);
   for (const auto& [n, v] : b.range_compute) names.insert(n);
@@ -116,7 +143,8 @@ std::string range_cause(const RunParts& a, const RunParts& b, const std::string&
   const double bv = b.range_compute.count(best) ? b.range_compute.at(best) : 0;
   if (av <= 0) return fmt::format("{} is new ({} a step)", best, ms(bv));
   if (bv <= 0) return fmt::format("{} is gone (was {} a step)", best, ms(av));
-  return fmt::format("{} went from {} to {} a step ({:.2f}x)", best, ms(av), ms(bv), bv / av);
+  return fmt::format("{} went from {} to {} a step ({:.2f}x){}", best, ms(av), ms(bv), bv / av,
+                     by_rank && bv > av ? concentration(a, b, best) : "");
 }
 
 bool is_straggler(const Finding& f) { return f.kind == "straggler" || f.kind == "late_arrival"; }
@@ -146,22 +174,28 @@ std::string straggler_cause(const SkewReport& a, const SkewReport& b, const diff
     return fmt::format("rank{} {} ({}{})", f.ranks.size() == 1 ? "" : "s", ranks, f.kind == "straggler" ? "straggler" : "arrives late",
                        f.cls.empty() ? "" : ", " + f.cls);
   };
-  for (const auto& f : b.findings) {
-    if (!is_straggler(f)) continue;
-    bool fresh = false;
-    for (int r : f.ranks) fresh = fresh || !before.count(role_of(r, true));
-    if (!fresh) continue;
-    return fmt::format("a new straggler: {}, costing {} a step{}", describe(f), ms(f.cost_ms_per_step),
-                       f.range.empty() ? "" : " in " + f.range);
-  }
+  // Findings come costliest first: the first straggler that is new, or whose role straggled in
+  // BASE too but costs more now, is the cause (a cheap new one must not hide a costly old one).
   for (const auto& f : b.findings) {
     if (!is_straggler(f) || f.ranks.empty()) continue;
-    const Finding& was = *before.at(role_of(f.ranks.front(), true));
-    if (f.cost_ms_per_step <= was.cost_ms_per_step) continue;
+    const Finding* was = nullptr;
+    for (int r : f.ranks) {
+      const auto it = before.find(role_of(r, true));
+      if (it == before.end()) {
+        was = nullptr;
+        break;
+      }
+      was = was ? was : it->second;
+    }
+    // BASE's finding for that role a fraction of this one's cost (a rank last by 0.1 ms, noise): new.
+    if (!was || was->cost_ms_per_step < 0.25 * f.cost_ms_per_step)
+      return fmt::format("a new straggler: {}, costing {} a step{}{}", describe(f), ms(f.cost_ms_per_step),
+                         f.range.empty() ? "" : " in " + f.range, was ? fmt::format(" (BASE: {})", ms(was->cost_ms_per_step)) : "");
+    if (f.cost_ms_per_step <= was->cost_ms_per_step) continue;
     std::string then;
-    for (int r : was.ranks) then += (then.empty() ? "" : ",") + std::to_string(r);
-    return fmt::format("{} straggles as BASE's rank{} {} did, costing {} a step (was {}){}", describe(f), was.ranks.size() == 1 ? "" : "s",
-                       then, ms(f.cost_ms_per_step), ms(was.cost_ms_per_step), f.range.empty() ? "" : " in " + f.range);
+    for (int r : was->ranks) then += (then.empty() ? "" : ",") + std::to_string(r);
+    return fmt::format("{} straggles as BASE's rank{} {} did, costing {} a step (was {}){}", describe(f), was->ranks.size() == 1 ? "" : "s",
+                       then, ms(f.cost_ms_per_step), ms(was->cost_ms_per_step), f.range.empty() ? "" : " in " + f.range);
   }
   return {};
 }
@@ -276,9 +310,9 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     p.base_ms = pa.parts.count(n) ? pa.parts.at(n) : 0;
     p.new_ms = pb.parts.count(n) ? pb.parts.at(n) : 0;
     p.delta_ms = p.new_ms - p.base_ms;
-    if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms);
+    if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms, roles.by_rank);
     else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b, roles);
-    else if (n == "collective transfer" && p.delta_ms > 0) p.cause = sites_cause(pa, pb);
+    else if (n == "collective transfer") p.cause = sites_cause(pa, pb);  // more sites: a fact, whatever the time did
     r.parts.push_back(std::move(p));
   }
   std::stable_sort(r.parts.begin(), r.parts.end(),
