@@ -115,6 +115,22 @@ TEST_F(RunDiff, ADelayedRankIsTheNewStragglerWithItsCost) {
   expect_parts_add_up(*r);
 }
 
+// The same collectives over links a fifth as fast (a degraded network): transfer grows with the
+// same bytes, and the cause is the bandwidth, in numbers.
+TEST_F(RunDiff, TheSameBytesOverSlowerLinksIsLowerBandwidth) {
+  auto slow = job();
+  slow.link_gbps = 1.0;
+  auto r = diff_runs(write("links5", job()), write("links1", slow));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const DiffPart* transfer = nullptr;
+  for (const auto& p : r->parts) transfer = p.name == "collective transfer" ? &p : transfer;
+  ASSERT_NE(transfer, nullptr) << diff_report_text(*r);
+  EXPECT_GT(transfer->delta_ms, 0) << diff_report_text(*r);
+  EXPECT_NE(transfer->cause.find("at lower bandwidth"), std::string::npos) << diff_report_text(*r);
+  EXPECT_EQ(transfer->cause.find("collective sites a step instead of"), std::string::npos) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
 TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
   auto deep = job();
   deep.layers = 4;

@@ -42,6 +42,7 @@ struct RunParts {
   int ranks = 0;
   int64_t steps = 0;
   size_t collective_sites = 0;
+  double bytes_per_step = 0;                  // collective bytes a rank moves a step (0 unknown)
   std::map<std::string, size_t> sites_by_op;  // "allreduce_sum on tp" -> sites
 };
 
@@ -91,7 +92,11 @@ RunParts parts_of(const SkewReport& r) {
   p.spread = median(spreads);
   p.steps = r.steps;
   p.collective_sites = r.collectives.size();
-  for (const auto& c : r.collectives) ++p.sites_by_op[fmt::format("{} on {}", c.op, diff_detail::group_kind_of(c.comm))];
+  for (const auto& c : r.collectives) {
+    ++p.sites_by_op[fmt::format("{} on {}", c.op, diff_detail::group_kind_of(c.comm))];
+    p.bytes_per_step += c.bytes * double(c.instances);
+  }
+  if (r.steps > 0) p.bytes_per_step /= double(r.steps);
   return p;
 }
 
@@ -232,14 +237,32 @@ std::vector<RoleDiff> role_diffs(const SkewReport& a, const SkewReport& b, const
   return out;
 }
 
-std::string sites_cause(const RunParts& a, const RunParts& b) {
-  if (b.collective_sites <= a.collective_sites) return {};
-  std::string added;
-  for (const auto& [op, n] : b.sites_by_op) {
-    const size_t before = a.sites_by_op.count(op) ? a.sites_by_op.at(op) : 0;
-    if (n > before) added += fmt::format("{}{} more {}", added.empty() ? "" : ", ", n - before, op);
+std::string megabytes(double bytes) { return bytes >= 1e8 ? fmt::format("{:.0f} MB", bytes / 1e6) : fmt::format("{:.2f} MB", bytes / 1e6); }
+
+// Under collective transfer: more collective sites (a fact of the job, whatever the time did), else
+// more bytes through the same sites, else the same bytes at another bandwidth (bytes a rank moves a
+// step over its transfer time: an algorithm bandwidth, comparable between the two runs only).
+std::string transfer_cause(const RunParts& a, const RunParts& b, double base_ms, double new_ms) {
+  if (b.collective_sites > a.collective_sites) {
+    std::string added;
+    for (const auto& [op, n] : b.sites_by_op) {
+      const size_t before = a.sites_by_op.count(op) ? a.sites_by_op.at(op) : 0;
+      if (n > before) added += fmt::format("{}{} more {}", added.empty() ? "" : ", ", n - before, op);
+    }
+    std::string bytes;
+    if (a.bytes_per_step > 0 && b.bytes_per_step > 0)
+      bytes = fmt::format("; {} a step moved instead of {}", megabytes(b.bytes_per_step), megabytes(a.bytes_per_step));
+    return fmt::format("{} collective sites a step instead of {} ({}){}", b.collective_sites, a.collective_sites, added, bytes);
   }
-  return fmt::format("{} collective sites a step instead of {} ({})", b.collective_sites, a.collective_sites, added);
+  if (a.bytes_per_step <= 0 || b.bytes_per_step <= 0 || base_ms <= 0 || new_ms <= 0) return {};
+  const double bytes_ratio = b.bytes_per_step / a.bytes_per_step;
+  if (bytes_ratio > 1.05 || bytes_ratio < 0.95)
+    return fmt::format("{} a step moved instead of {} through the same {} sites ({:.2f}x)", megabytes(b.bytes_per_step),
+                       megabytes(a.bytes_per_step), b.collective_sites, bytes_ratio);
+  const double bw_a = a.bytes_per_step / (base_ms * 1e-3) / 1e9, bw_b = b.bytes_per_step / (new_ms * 1e-3) / 1e9;
+  if (std::fabs(new_ms - base_ms) < 0.05 * base_ms) return {};
+  return fmt::format("the same {} a step at {} bandwidth: {:.2f} -> {:.2f} GB/s a rank", megabytes(b.bytes_per_step),
+                     bw_b < bw_a ? "lower" : "higher", bw_a, bw_b);
 }
 
 }  // namespace
@@ -312,7 +335,7 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     p.delta_ms = p.new_ms - p.base_ms;
     if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms, roles.by_rank);
     else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b, roles);
-    else if (n == "collective transfer") p.cause = sites_cause(pa, pb);  // more sites: a fact, whatever the time did
+    else if (n == "collective transfer") p.cause = transfer_cause(pa, pb, p.base_ms, p.new_ms);
     r.parts.push_back(std::move(p));
   }
   std::stable_sort(r.parts.begin(), r.parts.end(),

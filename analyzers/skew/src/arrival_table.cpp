@@ -47,6 +47,7 @@ void ArrivalTable::add(int rank, const ArrivalObservation& a) {
     slot = uint32_t(instances_.size());
     instances_.push_back(Instance{sit->second, a.step, a.seq});
     ++sites_[sit->second].instances;
+    sites_[sit->second].bytes_sum += a.bytes;
   }
   const uint32_t id = slot;
   Instance& inst = instances_[id];
@@ -70,6 +71,7 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
     sites[s].op = std::string(format::short_op_name(format::CollectiveOp(sites_[s].op)));
     sites[s].ordinal = int(sites_[s].ordinal);
     sites[s].instances = sites_[s].instances;
+    sites[s].bytes = sites_[s].instances > 0 ? double(sites_[s].bytes_sum) / double(sites_[s].instances) : 0;
   }
   std::map<uint32_t, size_t> detail_index;  // instance -> index in step_detail.collectives
   report.step_detail.step = detail_step;

@@ -35,6 +35,7 @@ class ArrivalTable : public ArrivalSink {
     uint32_t comm, range, ordinal;
     uint8_t op;
     int64_t instances = 0;
+    uint64_t bytes_sum = 0;  // over instances, as the first rank to report each had it
   };
   struct Instance {
     uint32_t site;

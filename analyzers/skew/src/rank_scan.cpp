@@ -161,6 +161,7 @@ void RankScan::on_step(const format::StepRecord& step) {
     obs.step = step.step;
     obs.arrival_ns = c.enqueue_ns + offset_ns_;
     obs.duration_ns = dur;
+    obs.bytes = c.bytes;
     sink_.add(rank_, obs);
   }
   const int64_t coll_total = union_length(all_coll_scratch_, step.begin_ns, step.end_ns);

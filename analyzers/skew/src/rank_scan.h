@@ -30,6 +30,7 @@ struct ArrivalObservation {
   int64_t step = 0;
   int64_t arrival_ns = 0;    // aligned clock
   int64_t duration_ns = -1;  // enqueue to completion; -1 when not completed
+  uint64_t bytes = 0;        // as the recorder has it (0 unknown)
 };
 
 class ArrivalSink {

@@ -72,7 +72,7 @@ json site_json(const CollectiveSite& s) {
                      {"cost_ms_per_step", r.cost_ms_per_step}});
   }
   return {{"comm", s.comm}, {"op", s.op}, {"ordinal", s.ordinal}, {"range", s.range},
-          {"instances", s.instances}, {"ranks", std::move(ranks)}};
+          {"instances", s.instances}, {"bytes", s.bytes}, {"ranks", std::move(ranks)}};
 }
 
 json step_detail_json(const StepDetail& d) {

@@ -480,9 +480,9 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
     ev.enqueue_ns = r.own(arrive);
     ev.start_ns = ev.enqueue_ns;
     if (complete) {
-      // Ring all-reduce: latency plus 2(n-1)/n of the payload at ~5 GB/s.
+      // Ring all-reduce: latency plus 2(n-1)/n of the payload at link_gbps (bytes per ns).
       const int64_t xfer = 20'000 + int64_t(double(d.bytes) * 2.0 * double(members.size() - 1) /
-                                            double(members.size()) / 5.0);
+                                            double(members.size()) / std::max(o_.link_gbps, 1e-3));
       r.t = last_arrival + xfer;
       r.flight->collective_complete(r.comm_slot[k], got, r.own(r.t));
       ev.state = uint8_t(format::CollectiveState::kCompleted);

@@ -62,6 +62,8 @@ struct SynthOptions {
   // A step-wide factor on every rank's compute, uniform in 1 +- step_jitter/2, drawn per step: a
   // noisier run whose typical step is the same (the machine, not the job, varies).
   double step_jitter = 0;
+  // The links' bandwidth a collective's payload crosses (ring all-reduce: 2(n-1)/n of it), GB/s.
+  double link_gbps = 5.0;
   int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
   uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;

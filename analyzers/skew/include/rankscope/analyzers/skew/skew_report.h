@@ -110,6 +110,7 @@ struct CollectiveSite {
   std::string comm, op, range;
   int ordinal = 0;
   int64_t instances = 0;
+  double bytes = 0;  // mean per instance (0 where the recorder does not say)
   std::vector<SiteRank> ranks;
 };
 
