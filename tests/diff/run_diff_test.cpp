@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -126,6 +127,7 @@ TEST_F(RunDiff, TheSameBytesOverSlowerLinksIsLowerBandwidth) {
   for (const auto& p : r->parts) transfer = p.name == "collective transfer" ? &p : transfer;
   ASSERT_NE(transfer, nullptr) << diff_report_text(*r);
   EXPECT_GT(transfer->delta_ms, 0) << diff_report_text(*r);
+  std::printf("collective transfer %+.2f ms: %s\n", transfer->delta_ms, transfer->cause.c_str());
   EXPECT_NE(transfer->cause.find("at lower bandwidth"), std::string::npos) << diff_report_text(*r);
   EXPECT_EQ(transfer->cause.find("collective sites a step instead of"), std::string::npos) << diff_report_text(*r);
   expect_parts_add_up(*r);
