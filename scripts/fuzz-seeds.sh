@@ -80,9 +80,10 @@ fi
 mkdir -p "$out/fuzz_kineto_pack"
 
 # Nsight Systems: the real export, slimmed (the tables the importer never reads emptied, then
-# VACUUM): 1.6 MB of mostly CPU samples would make every execution slow.
+# VACUUM): 1.6 MB of mostly CPU samples would make every execution slow. Without the shared data
+# (a clone elsewhere, CI without ../shared) the folder is still made: the target starts from nothing.
+mkdir -p "$out/fuzz_nsys"
 if (( have_data )) && command -v sqlite3 >/dev/null; then
-  mkdir -p "$out/fuzz_nsys"
   for db in $(files '*.sqlite' "$data/real-peers/nsys"); do
     slim="$out/fuzz_nsys/$(basename "$db" .sqlite).slim.sqlite"
     rm -f "$slim"
