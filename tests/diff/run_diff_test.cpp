@@ -133,6 +133,21 @@ TEST_F(RunDiff, TheSameBytesOverSlowerLinksIsLowerBandwidth) {
   expect_parts_add_up(*r);
 }
 
+// 20 ms of host work a step outside every range (a data loader nobody marked): idle grows, and the
+// cause says where such time goes.
+TEST_F(RunDiff, UnmarkedHostWorkIsIdleWithItsCause) {
+  auto gap = job();
+  gap.host_gap_ms = 20;
+  auto r = diff_runs(write("no-gap", job()), write("gap", gap));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_FALSE(r->parts.empty());
+  const DiffPart& top = r->parts.front();
+  EXPECT_TRUE(top.name.starts_with("idle")) << diff_report_text(*r);
+  EXPECT_NEAR(top.delta_ms, 20.0, 2.0) << diff_report_text(*r);
+  EXPECT_NE(top.cause.find("host work between the ranges"), std::string::npos) << diff_report_text(*r);
+  expect_parts_add_up(*r);
+}
+
 TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
   auto deep = job();
   deep.layers = 4;

@@ -43,6 +43,8 @@ struct RunParts {
   int64_t steps = 0;
   size_t collective_sites = 0;
   double bytes_per_step = 0;                  // collective bytes a rank moves a step (0 unknown)
+  int device_ranks = 0;                       // ranks whose breakdown is the device's (kernel records)
+  double host_bound = 0;                      // of their GPU idle, the host-bound part (mean, ms a step)
   std::map<std::string, size_t> sites_by_op;  // "allreduce_sum on tp" -> sites
 };
 
@@ -76,6 +78,10 @@ RunParts parts_of(const SkewReport& r) {
     p.parts["collective transfer"] += k.collective_transfer_ms;
     p.parts["memcpy"] += k.memcpy_ms;
     p.parts["idle (outside ranges and collectives)"] += k.idle_ms;
+    if (k.breakdown_source == "device" && k.device) {
+      ++p.device_ranks;
+      p.host_bound += k.device->host_bound_ms;
+    }
     for (const auto& [name, ms] : k.range_compute_ms)
       if (name != "step" && name != "init") {
         const std::string folded = block_wildcard(name);
@@ -87,6 +93,7 @@ RunParts parts_of(const SkewReport& r) {
     for (auto& [name, ms] : p.parts) ms /= p.ranks;
     for (auto& [name, ms] : p.range_compute) ms /= p.ranks;
   }
+  if (p.device_ranks > 0) p.host_bound /= p.device_ranks;
   for (const auto& [name, ms] : p.parts) p.mean_step += ms;
   p.median_step = median(medians);
   p.spread = median(spreads);
@@ -239,6 +246,20 @@ std::vector<RoleDiff> role_diffs(const SkewReport& a, const SkewReport& b, const
 
 std::string megabytes(double bytes) { return bytes >= 1e8 ? fmt::format("{:.0f} MB", bytes / 1e6) : fmt::format("{:.2f} MB", bytes / 1e6); }
 
+// Under idle: on the device (both runs have kernel records) the GPU waiting with nothing to run, and
+// how much of it the host set (its step longer than the GPU's busy time: launch overhead, data
+// loading, Python between kernels); on the host, time in no range and no collective.
+std::string idle_cause(const RunParts& a, const RunParts& b, double delta) {
+  if (delta <= 0.02 * a.mean_step) return {};  // a few percent of idle moves with the machine
+  if (a.device_ranks > 0 && b.device_ranks > 0)
+    return fmt::format("the GPU idles more between kernels; host-bound (the host's step longer than the GPU's busy time: "
+                       "launch overhead, data loading, Python between kernels) {} -> {} a step",
+                       ms(a.host_bound), ms(b.host_bound));
+  if (a.device_ranks == 0 && b.device_ranks == 0)
+    return "more time in no range and no collective: host work between the ranges (data loading or setup not in a range)";
+  return {};
+}
+
 // Under collective transfer: more collective sites (a fact of the job, whatever the time did), else
 // more bytes through the same sites, else the same bytes at another bandwidth (bytes a rank moves a
 // step over its transfer time: an algorithm bandwidth, comparable between the two runs only).
@@ -336,6 +357,7 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms, roles.by_rank);
     else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b, roles);
     else if (n == "collective transfer") p.cause = transfer_cause(pa, pb, p.base_ms, p.new_ms);
+    else if (n.starts_with("idle")) p.cause = idle_cause(pa, pb, p.delta_ms);
     r.parts.push_back(std::move(p));
   }
   std::stable_sort(r.parts.begin(), r.parts.end(),

@@ -534,6 +534,7 @@ void Simulation::step(int64_t s) {
     if (!r.running()) continue;
     r.record.begin_ns = r.own(r.t);
     r.flight->set_step(s, r.own(r.t));
+    r.t += int64_t(o_.host_gap_ms * 1e6);
   }
   const bool delay_step = fault_.kind == FaultKind::kDelay && (fault_.step < 0 || fault_.step == s);
   for (size_t i = 0; i < program_.ops.size(); ++i) {

@@ -64,6 +64,9 @@ struct SynthOptions {
   double step_jitter = 0;
   // The links' bandwidth a collective's payload crosses (ring all-reduce: 2(n-1)/n of it), GB/s.
   double link_gbps = 5.0;
+  // Host time at the start of every step before any range (work the program does not mark: a data
+  // loader outside a range): idle in the step's breakdown.
+  double host_gap_ms = 0;
   int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
   uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;
