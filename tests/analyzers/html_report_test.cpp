@@ -278,13 +278,21 @@ nlohmann::json diff_json() {
              {"compute in forward", 150, 150, 0, ""},
              {"collective transfer", 52, 52, 0, ""}};
   r.settings = {{"versions.nccl", "2.21.5", "2.23.4"}};
+  r.ranks_by_rank = false;
+  r.rank_match = "world sizes differ (4 -> 8): ranks matched by their place in the tp groups";
+  r.roles = {{"tp rank 1", {1, 3}, {1, 3, 5, 7}, 412, 495, 83}, {"tp rank 0", {0, 2}, {0, 2, 4, 6}, 412, 471, 59}};
   r.headline = "SLOWER: 410 ms a step in BASE, 480 ms in NEW (+17.1%); most of it is compute in backward";
   return analyzers::diff_report_json(r);
 }
 
 TEST(HtmlReport, DiffRendersInChromium) {
-  // the waterfall, each part in both runs
-  check_renders(diff_json(), "html_report_diff", 2);
+  // the waterfall, each part in both runs; the roles table
+  std::string dom;
+  check_renders(diff_json(), "html_report_diff", 2, &dom);
+  if (dom.empty()) return;  // skipped: no browser
+  EXPECT_NE(dom.find("Roles"), std::string::npos);
+  EXPECT_NE(dom.find("tp rank 1"), std::string::npos);
+  EXPECT_NE(dom.find("1,3,5,7"), std::string::npos);
 }
 
 TEST(HtmlReport, ScalingRendersInChromium) {

@@ -588,6 +588,18 @@
     table('Waterfall', ['part', 'BASE ms', 'NEW ms', 'change ms', 'cause'], parts.map(function (p) {
       return [p.name, fmt(p.base_ms, 2), fmt(p.new_ms, 2), (p.delta_ms > 0 ? '+' : '') + fmt(p.delta_ms, 2), p.cause === null ? '' : p.cause];
     }));
+    // Ranks by rank or by role (only in reports that have them: 'ranks' came within schema 2).
+    if (data.ranks && data.ranks.roles && data.ranks.roles.length > 1) {
+      var list = function (ranks) { return ranks.length > 8 ? ranks.slice(0, 8).join(',') + ',... (' + ranks.length + ')' : ranks.join(','); };
+      var roles = data.ranks.roles.slice(0, 64);
+      table((data.ranks.match === 'role' ? 'Roles' : 'Ranks') + (data.ranks.roles.length > 64 ? ': the 64 that changed most' : '') + ' — ' + data.ranks.how,
+        data.ranks.match === 'role' ? ['role', 'BASE ranks', 'NEW ranks', 'BASE ms', 'NEW ms', 'change ms'] : ['rank', 'BASE ms', 'NEW ms', 'change ms'],
+        roles.map(function (d) {
+          var change = (d.delta_ms > 0 ? '+' : '') + fmt(d.delta_ms, 2);
+          return data.ranks.match === 'role' ? [d.role, list(d.base_ranks), list(d.new_ranks), fmt(d.base_ms, 2), fmt(d.new_ms, 2), change]
+            : [d.role, fmt(d.base_ms, 2), fmt(d.new_ms, 2), change];
+        }));
+    }
     if (data.settings.length)
       table('Settings that differ', ['setting', 'BASE', 'NEW'], data.settings.map(function (x) { return [x.key, x.base || '(absent)', x.new || '(absent)']; }));
     problems(data.problems);
