@@ -23,7 +23,7 @@ stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE 'bench|slurm'
-# The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer and nsys-import
+# The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer, the MoE token loop and nsys-import
 # benches, 10 timed hangs, the seq-len sweep's timings: 5-6 minutes on 2 cores) run with
 # `ctest --test-dir build -L bench`.
 ctest --test-dir build --output-on-failure -L bench -LE bench_large
