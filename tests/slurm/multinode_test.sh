@@ -18,7 +18,20 @@ scenario=${1:?usage: multinode_test.sh SCENARIO}
 export SLURM_CONF=$RANKSCOPE_SLURM_DIR/slurm.conf
 
 skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL [$scenario]: $*" >&2; exit 1; }
+fail() {
+  # Open MPI 4's mpirun itself can die of SIGSEGV in orte_show_help_recv when a killed rank's help
+  # message arrives after the kill (about 1 run in 5 at load 10): the launcher's bug, not ours, and
+  # the job is gone before hangdoctor looks. Such a run is tried once more, and says so.
+  if [[ $scenario == sigkill_rank_n2 && -z ${RANKSCOPE_SLURM_RETRIED:-} && $BASHPID == "$$" ]] &&
+    grep -q 'orte_show_help_recv' "$work/job.out" 2>/dev/null; then
+    echo "[$scenario] mpirun itself crashed (Open MPI's orte_show_help_recv); trying the scenario once more" >&2
+    trap - EXIT
+    cleanup
+    RANKSCOPE_SLURM_RETRIED=1 exec bash "$0" "$scenario"
+  fi
+  echo "FAIL [$scenario]: $*" >&2
+  exit 1
+}
 log() { echo "[$scenario] $*"; }
 [[ -e $SLURM_CONF ]] || skip "no cluster in $RANKSCOPE_SLURM_DIR (the slurm.cluster_start fixture started none)"
 
