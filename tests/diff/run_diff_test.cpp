@@ -148,6 +148,29 @@ TEST_F(RunDiff, UnmarkedHostWorkIsIdleWithItsCause) {
   expect_parts_add_up(*r);
 }
 
+// The headline names the largest part that moved the way the step did: BASE's straggler gone (wait
+// -50 ms) does not explain a NEW that is slower for its extra blocks and slower links.
+TEST_F(RunDiff, TheHeadlinesPartMovedTheWayTheStepDid) {
+  auto base = job();
+  base.fault.kind = synth::FaultKind::kDelay;
+  base.fault.rank = 5;
+  base.fault.range = "forward/block0/mlp";
+  base.fault.ms = 60;
+  auto bigger = job();
+  bigger.layers = 4;
+  bigger.link_gbps = 1.5;
+  auto r = diff_runs(write("straggler-gone-base", base), write("straggler-gone-new", bigger));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(r->significant) << diff_report_text(*r);
+  ASSERT_GT(r->new_step_ms, r->base_step_ms) << diff_report_text(*r);
+  ASSERT_FALSE(r->parts.empty());
+  ASSERT_LT(r->parts.front().delta_ms, 0) << "the case needs the largest part to shrink\n" << diff_report_text(*r);
+  EXPECT_TRUE(r->headline.starts_with("SLOWER")) << r->headline;
+  EXPECT_EQ(r->headline.find("collective wait"), std::string::npos) << r->headline;
+  EXPECT_NE(r->headline.find("compute in backward"), std::string::npos) << r->headline;
+  expect_parts_add_up(*r);
+}
+
 TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
   auto deep = job();
   deep.layers = 4;

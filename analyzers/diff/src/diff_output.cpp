@@ -59,17 +59,19 @@ std::string diff_report_text(const DiffReport& r) {
     out += fmt::format("  {:+9.2f} ms  {:<40} {:9.2f} -> {:9.2f}{}\n", p.delta_ms, p.name, p.base_ms, p.new_ms,
                        p.cause.empty() ? "" : "   " + p.cause);
   }
-  if (r.kernels_compared && !r.kernels.empty()) {
-    out += "\nkernels (ms and calls a step, mean over ranks; template arguments and parameters folded):\n";
+  std::string kernel_lines;
+  if (r.kernels_compared) {
     for (const auto& k : r.kernels) {
       if (std::fabs(k.new_ms - k.base_ms) < 0.005) continue;
-      out += fmt::format("  {:+9.2f} ms  {:<15} {}  {:.2f} ms x{:.0f} -> {:.2f} ms x{:.0f}{}\n", k.new_ms - k.base_ms, k.what, k.family,
+      kernel_lines += fmt::format("  {:+9.2f} ms  {:<15} {}  {:.2f} ms x{:.0f} -> {:.2f} ms x{:.0f}{}\n", k.new_ms - k.base_ms, k.what, k.family,
                          k.base_ms, k.base_calls, k.new_ms, k.new_calls, k.range.empty() ? "" : "  in " + k.range);
     }
     for (const auto& s : r.kernel_swaps)
-      out += fmt::format("  in {}: {} replaced by {} ({:.2f} -> {:.2f} ms)\n", s.range.empty() ? "(no range)" : s.range,
+      kernel_lines += fmt::format("  in {}: {} replaced by {} ({:.2f} -> {:.2f} ms)\n", s.range.empty() ? "(no range)" : s.range,
                          fmt::join(s.gone, " + "), fmt::join(s.added, " + "), s.base_ms, s.new_ms);
   }
+  if (!kernel_lines.empty())
+    out += "\nkernels (ms and calls a step, mean over ranks; template arguments and parameters folded):\n" + kernel_lines;
   // Roles (or ranks) whose step changed most: where a run's ranks are alike, the parts say it all.
   if (r.roles.size() > 1 || !r.ranks_by_rank) {
     out += fmt::format("\nranks: {}; mean step of each{}:\n", r.rank_match, r.roles.size() > 5 ? " (the 5 that changed most)" : "");

@@ -153,6 +153,8 @@ std::string range_cause(const RunParts& a, const RunParts& b, const std::string&
   if (best.empty()) return {};
   const double av = a.range_compute.count(best) ? a.range_compute.at(best) : 0;
   const double bv = b.range_compute.count(best) ? b.range_compute.at(best) : 0;
+  // "went from 6.3 ms to 6.3 ms (1.00x)" explains nothing: a change under 20 us or 2% is no cause.
+  if (std::fabs(best_delta) < 0.02 || (av > 0 && std::fabs(best_delta) < 0.02 * av)) return {};
   if (av <= 0) return fmt::format("{} is new ({} a step)", best, ms(bv));
   if (bv <= 0) return fmt::format("{} is gone (was {} a step)", best, ms(av));
   return fmt::format("{} went from {} to {} a step ({:.2f}x){}", best, ms(av), ms(bv), bv / av,
@@ -282,8 +284,9 @@ std::string transfer_cause(const RunParts& a, const RunParts& b, double base_ms,
                        megabytes(a.bytes_per_step), b.collective_sites, bytes_ratio);
   const double bw_a = a.bytes_per_step / (base_ms * 1e-3) / 1e9, bw_b = b.bytes_per_step / (new_ms * 1e-3) / 1e9;
   if (std::fabs(new_ms - base_ms) < 0.05 * base_ms) return {};
-  return fmt::format("the same {} a step at {} bandwidth: {:.2f} -> {:.2f} GB/s a rank", megabytes(b.bytes_per_step),
-                     bw_b < bw_a ? "lower" : "higher", bw_a, bw_b);
+  auto rate = [](double gbps) { return gbps >= 1 ? fmt::format("{:.2f} GB/s", gbps) : fmt::format("{:.1f} MB/s", gbps * 1e3); };
+  return fmt::format("the same {} a step at {} bandwidth: {} -> {} a rank", megabytes(b.bytes_per_step),
+                     bw_b < bw_a ? "lower" : "higher", rate(bw_a), rate(bw_b));
 }
 
 }  // namespace
@@ -443,11 +446,18 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     if (pb.spread > 2 * std::max(pa.spread, 0.01 * pa.median_step))
       r.headline += fmt::format("; NEW is noisier (spread {} against {}) but not slower", ms(pb.spread), ms(pa.spread));
   } else {
-    const DiffPart& top = r.parts.front();
+    // The largest part that moved the way the step did (a part that shrank does not explain a
+    // slower run, however large).
+    const DiffPart* top = &r.parts.front();
+    for (const auto& p : r.parts)
+      if ((p.delta_ms > 0) == (delta > 0)) {
+        top = &p;
+        break;
+      }
     r.headline = fmt::format("{}: {} a step in BASE, {} in NEW ({:+.1f}%); most of it is {} ({:+.1f} ms{}{})",
                              delta > 0 ? "SLOWER" : "FASTER", ms(pa.median_step), ms(pb.median_step),
-                             100 * delta / pa.median_step, top.name, top.delta_ms,
-                             top.cause.empty() ? "" : ": ", top.cause);
+                             100 * delta / pa.median_step, top->name, top->delta_ms,
+                             top->cause.empty() ? "" : ": ", top->cause);
   }
   return r;
 }
