@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -43,22 +44,24 @@ const DiffPart* part(const DiffReport& r, const std::string& name) {
   return nullptr;
 }
 
+// Two ranks sharing two cores with other tests: a step of 8 ms can take 180 (both ranks and the
+// machine's other work want the cores), and a rank sleeping its delay frees a core, so NEW can even
+// be faster. What holds under any load is what the skew analysis finds, and that is what the report
+// must say: the new straggler with its cost, and the growth in its range as that rank's alone.
 TEST(RunDiffTrainer, ADelayOnOneRankIsTheNewStragglerWithItsCost) {
-  // 16 steps and a delay several times the step: the medians hold on a machine busy with other tests.
   const fs::path base = train("tp2", 2, {"--tp", "2"}, 16);
   const fs::path slow = train("tp2_delay1", 2, {"--tp", "2", "--inject", "delay:rank=1,range=forward/block0/mlp,ms=50"}, 16);
   auto r = diff_runs(base, slow);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const std::string text = diff_report_text(*r);
-  EXPECT_TRUE(r->significant) << text;
-  EXPECT_GT(r->new_step_ms - r->base_step_ms, 25.0) << text;
   const DiffPart* wait = part(*r, "collective wait");
   ASSERT_NE(wait, nullptr) << text;
-  EXPECT_GT(wait->delta_ms, 12.0) << text;  // half the delay, ideally; the loaded machine moves it
   EXPECT_NE(wait->cause.find("a new straggler: rank 1"), std::string::npos) << text;
-  EXPECT_NE(wait->cause.find("forward/block0/mlp"), std::string::npos) << text;
-  EXPECT_NE(r->headline.find("rank 1"), std::string::npos) << r->headline;
-  // Half the mean step's growth is rank 1's own compute in the MLP: said to be rank 1's alone.
+  EXPECT_NE(wait->cause.find("in forward/block0/mlp"), std::string::npos) << text;
+  std::smatch cost;
+  ASSERT_TRUE(std::regex_search(wait->cause, cost, std::regex("costing ([0-9.]+) ms a step"))) << text;
+  EXPECT_GE(std::stod(cost[1]), 25.0) << text;   // the 50 ms delay, as the skew analysis costs it
+  EXPECT_LE(std::stod(cost[1]), 150.0) << text;
   const DiffPart* forward = part(*r, "compute in forward");
   ASSERT_NE(forward, nullptr) << text;
   EXPECT_NE(forward->cause.find("forward/block*/mlp"), std::string::npos) << text;

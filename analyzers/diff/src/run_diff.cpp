@@ -358,7 +358,7 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     p.new_ms = pb.parts.count(n) ? pb.parts.at(n) : 0;
     p.delta_ms = p.new_ms - p.base_ms;
     if (n.starts_with("compute in ")) p.cause = range_cause(pa, pb, n.substr(11), p.delta_ms, roles.by_rank);
-    else if (n == "collective wait" && p.delta_ms > 0) p.cause = straggler_cause(*a, *b, roles);
+    else if (n == "collective wait") p.cause = straggler_cause(*a, *b, roles);  // a new straggler is a fact of NEW
     else if (n == "collective transfer") p.cause = transfer_cause(pa, pb, p.base_ms, p.new_ms);
     else if (n.starts_with("idle")) p.cause = idle_cause(pa, pb, p.delta_ms);
     r.parts.push_back(std::move(p));
