@@ -15,6 +15,7 @@
 #include "rankscope/analyzers/diff/run_diff.h"
 #include "rankscope/analyzers/synth.h"
 #include "rankscope/kineto/kineto_import.h"
+#include "skew_fake_run.h"  // testing::schema_violation
 
 namespace rankscope::analyzers {
 namespace {
@@ -45,11 +46,15 @@ synth::SynthOptions job() {
   return o;
 }
 
+// The parts add up to the mean step's change, and the JSON report holds to
+// reports/schemas/diff_report.schema.json (skipped where python3-jsonschema is missing).
 void expect_parts_add_up(const DiffReport& r) {
   double sum = 0;
   for (const auto& p : r.parts) sum += p.delta_ms;
   EXPECT_NEAR(sum, r.mean_delta_ms, 1e-6 + 1e-9 * std::fabs(r.mean_delta_ms)) << diff_report_text(r);
   EXPECT_NEAR(r.new_mean_ms - r.base_mean_ms, r.mean_delta_ms, 1e-9);
+  if (auto violation = testing::schema_violation(diff_report_json(r), "diff_report.schema.json"))
+    EXPECT_EQ(*violation, "") << diff_report_json(r).dump(2);
 }
 
 TEST_F(RunDiff, TheSameJobTwiceIsNoSignificantDifference) {
