@@ -39,8 +39,10 @@ typedef struct rankscope_probe rankscope_probe;
 RANKSCOPE_PROBE_C_API int rankscope_probe_abi_version(void);
 
 /* run_dir NULL or "": $RANKSCOPE_RUN_DIR. rank < 0: from the launcher's environment (and
- * world_size with it); else both as given. The RANKSCOPE_* environment applies either way
- * (watchdog, learned bounds, RANKSCOPE_DISABLE). NULL on failure, with why in err. */
+ * world_size with it); else both as given, except rank 0 of a world of 1, the probe's default,
+ * which a launcher's environment still overrides (probe.h Options::apply_environment). The
+ * RANKSCOPE_* environment applies either way (watchdog, learned bounds, RANKSCOPE_DISABLE). NULL
+ * on failure, with why in err. */
 RANKSCOPE_PROBE_C_API rankscope_probe* rankscope_probe_open(const char* run_dir, int rank, int world_size, char* err, size_t err_size);
 /* Marks the rank finished and flushes; the probe is freed. */
 RANKSCOPE_PROBE_C_API void rankscope_probe_close(rankscope_probe* p);

@@ -39,6 +39,7 @@ nlohmann::json diff_report_json(const DiffReport& r) {
           {"ranks", {{"match", r.ranks_by_rank ? "rank" : "role"}, {"how", r.rank_match}, {"roles", roles}}},
           {"settings", settings},
           {"explanations", r.explanations},
+          {"unexplained", {{"ms", r.unexplained_ms}, {"parts", r.unexplained_parts}}},
           {"headline", r.headline},
           {"problems", r.problems}};
 }
@@ -59,6 +60,9 @@ std::string diff_report_text(const DiffReport& r) {
     out += fmt::format("  {:+9.2f} ms  {:<40} {:9.2f} -> {:9.2f}{}\n", p.delta_ms, p.name, p.base_ms, p.new_ms,
                        p.cause.empty() ? "" : "   " + p.cause);
   }
+  if (!r.unexplained_parts.empty() && std::fabs(r.unexplained_ms) >= 0.01)
+    out += fmt::format("  left unexplained: {:+.2f} ms of the {:+.2f} ms, in parts with no cause found ({})\n", r.unexplained_ms,
+                       r.mean_delta_ms, fmt::join(r.unexplained_parts, ", "));
   std::string kernel_lines;
   if (r.kernels_compared) {
     for (const auto& k : r.kernels) {

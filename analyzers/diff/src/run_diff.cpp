@@ -175,6 +175,12 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     r.explanations.push_back(effect->text + (measured.empty() ? "" : "; measured: " + measured));
   }
   if (auto producers = producer_effect(base, now)) r.explanations.push_back(*producers);
+  // Parts are sorted largest first, so their names are too.
+  for (const auto& p : r.parts)
+    if (p.cause.empty() && std::fabs(p.delta_ms) >= 0.005) {
+      r.unexplained_ms += p.delta_ms;
+      r.unexplained_parts.push_back(p.name);
+    }
   const double delta = pb.median_step - pa.median_step;
   if (!r.significant) {
     r.headline = fmt::format("NO SIGNIFICANT DIFFERENCE: {} a step in BASE, {} in NEW ({:+.1f}%), within the runs' "

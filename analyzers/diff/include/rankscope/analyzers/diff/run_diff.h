@@ -82,6 +82,10 @@ struct DiffReport {
   std::vector<RoleDiff> roles;                       // largest |delta| first
   std::vector<SettingChange> settings;
   std::vector<std::string> explanations;             // settings that explain parts, with factors
+  // What is left unexplained: the change in parts for which no cause was found (their sum, and
+  // their names, largest first). The parts with causes explain mean_delta_ms - unexplained_ms.
+  double unexplained_ms = 0;
+  std::vector<std::string> unexplained_parts;
   std::string headline;
   std::vector<std::string> problems;
 };
