@@ -46,7 +46,8 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     }
     if (!rep.ok()) {
       Status s = rep.status();
-      s.prefix(std::string(side) + " " + dir.string());
+      // "BASE runs/a: ..." unless the reader's message names the directory already.
+      s.prefix(s.message().starts_with(dir.string()) ? std::string(side) : std::string(side) + " " + dir.string());
       return s;
     }
     return rep;
