@@ -70,7 +70,12 @@ int diff_command(Args args) {
   }
   auto r = analyzers::diff_runs(base, now, options);
   if (!r.ok()) {
-    std::fprintf(stderr, "rankscope diff: %s\n", r.status().message().c_str());
+    std::string message = r.status().user_text();
+    // Other software's files are not run directories until imported: say how.
+    if (message.find("not a rankscope run directory") != std::string::npos)
+      message += "\n(profiler traces and Nsight Systems exports become run directories with `rankscope import-kineto` "
+                 "and `rankscope import-nsys`; PyTorch Flight Recorder dumps and logs are read by `hangdoctor DIR`)";
+    std::fprintf(stderr, "rankscope diff: %s\n", message.c_str());
     return 2;
   }
   if (!outputs.quiet) std::fputs(analyzers::diff_report_text(*r).c_str(), outputs.json_path == "-" ? stderr : stdout);
