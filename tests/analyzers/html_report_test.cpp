@@ -273,14 +273,17 @@ nlohmann::json diff_json() {
   r.base_mean_ms = 412;
   r.new_mean_ms = 483;
   r.mean_delta_ms = 71;
-  r.parts = {{"compute in backward", 200, 255, 55, "backward/block*/attn went from 60 ms to 115 ms a step (1.92x)"},
+  r.parts = {{"compute in backward", 200, 252.5, 52.5, "backward/block*/attn went from 60 ms to 112.5 ms a step (1.88x)"},
              {"collective wait", 10, 26, 16, "a new straggler: rank 5 (arrives late), costing 16 ms a step"},
-             {"compute in forward", 150, 150, 0, ""},
+             {"memcpy", 10, 12.5, 2.5, ""},
+             {"compute in forward", 140, 140, 0, ""},
              {"collective transfer", 52, 52, 0, ""}};
   r.settings = {{"versions.nccl", "2.21.5", "2.23.4"}};
   r.ranks_by_rank = false;
   r.rank_match = "world sizes differ (4 -> 8): ranks matched by their place in the tp groups";
   r.roles = {{"tp rank 1", {1, 3}, {1, 3, 5, 7}, 412, 495, 83}, {"tp rank 0", {0, 2}, {0, 2, 4, 6}, 412, 471, 59}};
+  r.unexplained_ms = 2.5;  // memcpy's change has no cause
+  r.unexplained_parts = {"memcpy"};
   r.headline = "SLOWER: 410 ms a step in BASE, 480 ms in NEW (+17.1%); most of it is compute in backward";
   return analyzers::diff_report_json(r);
 }
@@ -293,6 +296,7 @@ TEST(HtmlReport, DiffRendersInChromium) {
   EXPECT_NE(dom.find("Roles"), std::string::npos);
   EXPECT_NE(dom.find("tp rank 1"), std::string::npos);
   EXPECT_NE(dom.find("1,3,5,7"), std::string::npos);
+  EXPECT_NE(dom.find("left unexplained: +2.50 ms of the +71.00 ms, in parts with no cause found (memcpy)"), std::string::npos);
 }
 
 TEST(HtmlReport, ScalingRendersInChromium) {

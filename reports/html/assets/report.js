@@ -560,6 +560,9 @@
     var ol = document.getElementById('finding-list');
     ol.appendChild(el('li', {}, data.headline));
     data.explanations.forEach(function (e) { ol.appendChild(el('li', {}, e)); });
+    if (data.unexplained && data.unexplained.parts.length && Math.abs(data.unexplained.ms) >= 0.01)
+      ol.appendChild(el('li', {}, 'left unexplained: ' + (data.unexplained.ms > 0 ? '+' : '') + fmt(data.unexplained.ms, 2) + ' ms of the ' +
+        (data.mean_delta_ms > 0 ? '+' : '') + fmt(data.mean_delta_ms, 2) + ' ms, in parts with no cause found (' + data.unexplained.parts.join(', ') + ')'));
     var parts = data.waterfall;
     // The waterfall: BASE's mean step, each part's change floating from where the last one ended, NEW.
     var labels = ['BASE'], bars = [[0, data.base.mean_step_ms]], colors = [color(0)];
