@@ -46,6 +46,37 @@ synth::SynthOptions job() {
   return o;
 }
 
+// `o` with rank `rank` made `ms` slower in forward/block0/mlp, every step or only step `step`.
+synth::SynthOptions delayed(synth::SynthOptions o, int rank, double ms, int64_t step = -1) {
+  o.fault.kind = synth::FaultKind::kDelay;
+  o.fault.rank = rank;
+  o.fault.range = "forward/block0/mlp";
+  o.fault.ms = ms;
+  o.fault.step = step;
+  return o;
+}
+
+// The diff of two synthetic runs, written under scratch() by those names.
+Result<DiffReport> diff_synth(const std::string& base_name, const synth::SynthOptions& base, const std::string& new_name,
+                              const synth::SynthOptions& now) {
+  return diff_runs(write(base_name, base), write(new_name, now));
+}
+
+// The same 8-rank job at TP 1 (BASE) and TP 2 (NEW).
+Result<DiffReport> tp1_against_tp2() {
+  auto tp1 = job();
+  tp1.tp = 1;
+  return diff_synth("tp1", tp1, "tp2", job());
+}
+
+// The waterfall's part by that name; null (and a test failure) when the report has none.
+const DiffPart* find_part(const DiffReport& r, const std::string& name) {
+  for (const auto& p : r.parts)
+    if (p.name == name) return &p;
+  ADD_FAILURE() << "no part " << name << "\n" << diff_report_text(r);
+  return nullptr;
+}
+
 // The parts add up to the mean step's change, and the JSON report holds to
 // reports/schemas/diff_report.schema.json (skipped where python3-jsonschema is missing).
 void expect_parts_add_up(const DiffReport& r) {
@@ -61,7 +92,7 @@ void expect_parts_add_up(const DiffReport& r) {
 TEST_F(RunDiff, TheSameJobTwiceIsNoSignificantDifference) {
   auto other = job();
   other.seed = 7;
-  auto r = diff_runs(write("base", job()), write("same", other));
+  auto r = diff_synth("base", job(), "same", other);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_FALSE(r->significant) << diff_report_text(*r);
   EXPECT_TRUE(r->headline.starts_with("NO SIGNIFICANT DIFFERENCE")) << r->headline;
@@ -77,7 +108,7 @@ TEST_F(RunDiff, ANoisierRunThatIsNotSlowerSaysSo) {
   noisy.steps = 60;
   auto quiet = job();
   quiet.steps = 60;
-  auto r = diff_runs(write("quiet", quiet), write("noisy", noisy));
+  auto r = diff_synth("quiet", quiet, "noisy", noisy);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_FALSE(r->significant) << diff_report_text(*r);
   EXPECT_GT(r->new_spread_ms, 4 * r->base_spread_ms) << diff_report_text(*r);
@@ -94,12 +125,8 @@ TEST_F(RunDiff, AFewSlowStepsDoNotHideASlowdown) {
   auto slower = base;
   slower.layers = 8;
   // One BASE step 30 times its length, as a loaded machine's first steps can be.
-  base.fault.kind = synth::FaultKind::kDelay;
-  base.fault.rank = 0;
-  base.fault.range = "forward/block0/mlp";
-  base.fault.ms = 3000;
-  base.fault.step = 3;
-  auto r = diff_runs(write("short-base", base), write("short-slower", slower));
+  base = delayed(base, 0, 3000, 3);
+  auto r = diff_synth("short-base", base, "short-slower", slower);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r->significant) << diff_report_text(*r);
   EXPECT_GT(r->new_step_ms, 2 * r->base_step_ms) << diff_report_text(*r);
@@ -107,11 +134,8 @@ TEST_F(RunDiff, AFewSlowStepsDoNotHideASlowdown) {
 }
 
 TEST_F(RunDiff, ADelayedRankIsTheNewStragglerWithItsCost) {
-  auto slow = job();
-  slow.fault.kind = synth::FaultKind::kDelay;
-  slow.fault.rank = 5;
-  slow.fault.ms = 30;
-  auto r = diff_runs(write("base", job()), write("delay", slow));
+  const auto slow = delayed(job(), 5, 30);
+  auto r = diff_synth("base", job(), "delay", slow);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r->significant);
   EXPECT_GT(r->new_step_ms - r->base_step_ms, 20.0) << diff_report_text(*r);
@@ -130,11 +154,10 @@ TEST_F(RunDiff, ADelayedRankIsTheNewStragglerWithItsCost) {
 TEST_F(RunDiff, TheSameBytesOverSlowerLinksIsLowerBandwidth) {
   auto slow = job();
   slow.link_gbps = 1.0;
-  auto r = diff_runs(write("links5", job()), write("links1", slow));
+  auto r = diff_synth("links5", job(), "links1", slow);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const DiffPart* transfer = nullptr;
-  for (const auto& p : r->parts) transfer = p.name == "collective transfer" ? &p : transfer;
-  ASSERT_NE(transfer, nullptr) << diff_report_text(*r);
+  const DiffPart* transfer = find_part(*r, "collective transfer");
+  ASSERT_NE(transfer, nullptr);
   EXPECT_GT(transfer->delta_ms, 0) << diff_report_text(*r);
   std::printf("collective transfer %+.2f ms: %s\n", transfer->delta_ms, transfer->cause.c_str());
   EXPECT_NE(transfer->cause.find("at lower bandwidth"), std::string::npos) << diff_report_text(*r);
@@ -147,7 +170,7 @@ TEST_F(RunDiff, TheSameBytesOverSlowerLinksIsLowerBandwidth) {
 TEST_F(RunDiff, UnmarkedHostWorkIsIdleWithItsCause) {
   auto gap = job();
   gap.host_gap_ms = 20;
-  auto r = diff_runs(write("no-gap", job()), write("gap", gap));
+  auto r = diff_synth("no-gap", job(), "gap", gap);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_FALSE(r->parts.empty());
   const DiffPart& top = r->parts.front();
@@ -160,15 +183,11 @@ TEST_F(RunDiff, UnmarkedHostWorkIsIdleWithItsCause) {
 // The headline names the largest part that moved the way the step did: BASE's straggler gone (wait
 // -50 ms) does not explain a NEW that is slower for its extra blocks and slower links.
 TEST_F(RunDiff, TheHeadlinesPartMovedTheWayTheStepDid) {
-  auto base = job();
-  base.fault.kind = synth::FaultKind::kDelay;
-  base.fault.rank = 5;
-  base.fault.range = "forward/block0/mlp";
-  base.fault.ms = 60;
+  const auto base = delayed(job(), 5, 60);
   auto bigger = job();
   bigger.layers = 4;
   bigger.link_gbps = 1.5;
-  auto r = diff_runs(write("straggler-gone-base", base), write("straggler-gone-new", bigger));
+  auto r = diff_synth("straggler-gone-base", base, "straggler-gone-new", bigger);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_TRUE(r->significant) << diff_report_text(*r);
   ASSERT_GT(r->new_step_ms, r->base_step_ms) << diff_report_text(*r);
@@ -183,7 +202,7 @@ TEST_F(RunDiff, TheHeadlinesPartMovedTheWayTheStepDid) {
 TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
   auto deep = job();
   deep.layers = 4;
-  auto r = diff_runs(write("base", job()), write("deeper", deep));
+  auto r = diff_synth("base", job(), "deeper", deep);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r->significant);
   ASSERT_FALSE(r->parts.empty());
@@ -196,17 +215,14 @@ TEST_F(RunDiff, MoreBlocksIsComputeInTheBlocksAndASettingThatDiffers) {
 }
 
 TEST_F(RunDiff, TensorParallelismChangesTheCommunication) {
-  auto tp1 = job();
-  tp1.tp = 1;
-  auto r = diff_runs(write("tp1", tp1), write("tp2", job()));
+  auto r = tp1_against_tp2();
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   bool tp = false;
   for (const auto& s : r->settings) tp = tp || (s.key == "tp" && s.base == "1" && s.now == "2");
   EXPECT_TRUE(tp) << diff_report_text(*r);
-  double transfer = 0;
-  for (const auto& p : r->parts)
-    if (p.name == "collective transfer") transfer = p.delta_ms;
-  EXPECT_NE(transfer, 0.0) << diff_report_text(*r);
+  const DiffPart* transfer = find_part(*r, "collective transfer");
+  ASSERT_NE(transfer, nullptr);
+  EXPECT_NE(transfer->delta_ms, 0.0) << diff_report_text(*r);
   expect_parts_add_up(*r);
   const auto j = diff_report_json(*r);
   EXPECT_EQ(j.at("kind"), "rankscope.diff");
@@ -333,7 +349,7 @@ const RoleDiff* role(const DiffReport& r, const std::string& name) {
 TEST_F(RunDiff, WorldSizesThatDifferMatchRanksByTensorParallelPlace) {
   auto small = job();
   small.ranks = 4;
-  auto r = diff_runs(write("w4", small), write("w8", job()));
+  auto r = diff_synth("w4", small, "w8", job());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_FALSE(r->ranks_by_rank);
   EXPECT_NE(r->rank_match.find("world sizes differ (4 -> 8)"), std::string::npos) << r->rank_match;
@@ -357,32 +373,24 @@ TEST_F(RunDiff, WorldSizesThatDifferMatchRanksByTensorParallelPlace) {
 // The straggler of BASE's role, now at another rank and slower: not "new", but the same role
 // costing more. A straggler in a role BASE had none in is new, and named with its role.
 TEST_F(RunDiff, AStragglerIsNewByRoleWhenWorldSizesDiffer) {
-  auto base = job();
+  auto base = delayed(job(), 1, 20);  // tp rank 1; a real straggler in BASE too: over a quarter of NEW's cost
   base.ranks = 4;
-  base.fault.kind = synth::FaultKind::kDelay;
-  base.fault.rank = 1;  // tp rank 1
-  base.fault.ms = 20;   // a real straggler in BASE too: more than a quarter of NEW's cost
-  auto same_role = job();
-  same_role.fault.kind = synth::FaultKind::kDelay;
-  same_role.fault.rank = 7;  // tp rank 1 too
-  same_role.fault.ms = 40;
-  auto r = diff_runs(write("w4-delay1", base), write("w8-delay7", same_role));
+  const auto same_role = delayed(job(), 7, 40);  // tp rank 1 too
+  auto r = diff_synth("w4-delay1", base, "w8-delay7", same_role);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  std::string wait_cause;
-  for (const auto& p : r->parts)
-    if (p.name == "collective wait") wait_cause = p.cause;
+  const DiffPart* wait = find_part(*r, "collective wait");
+  ASSERT_NE(wait, nullptr);
+  std::string wait_cause = wait->cause;
   EXPECT_EQ(wait_cause.find("a new straggler"), std::string::npos) << diff_report_text(*r);
   EXPECT_NE(wait_cause.find("rank 7 (tp rank 1)"), std::string::npos) << diff_report_text(*r);
   EXPECT_NE(wait_cause.find("straggles as BASE's rank 1 did"), std::string::npos) << diff_report_text(*r);
 
-  auto other_role = job();
-  other_role.fault = same_role.fault;
-  other_role.fault.rank = 6;  // tp rank 0: no straggler there in BASE
-  r = diff_runs(write("w4-delay1", base), write("w8-delay6", other_role));
+  const auto other_role = delayed(job(), 6, 40);  // tp rank 0: no straggler there in BASE
+  r = diff_synth("w4-delay1", base, "w8-delay6", other_role);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  wait_cause.clear();
-  for (const auto& p : r->parts)
-    if (p.name == "collective wait") wait_cause = p.cause;
+  wait = find_part(*r, "collective wait");
+  ASSERT_NE(wait, nullptr);
+  wait_cause = wait->cause;
   EXPECT_NE(wait_cause.find("a new straggler: rank 6 (tp rank 0)"), std::string::npos) << diff_report_text(*r);
   expect_parts_add_up(*r);
 }
@@ -390,9 +398,7 @@ TEST_F(RunDiff, AStragglerIsNewByRoleWhenWorldSizesDiffer) {
 // TP 1 against TP 2 at one world size: the groups differ, tensor-parallel place means nothing in
 // BASE, so every rank is one role, and the report says why.
 TEST_F(RunDiff, AChangedTensorParallelSizeLeavesOneRole) {
-  auto tp1 = job();
-  tp1.tp = 1;
-  auto r = diff_runs(write("tp1", tp1), write("tp2", job()));
+  auto r = tp1_against_tp2();
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_FALSE(r->ranks_by_rank);
   ASSERT_EQ(r->roles.size(), 1u) << diff_report_text(*r);
@@ -407,13 +413,9 @@ TEST_F(RunDiff, AChangedTensorParallelSizeLeavesOneRole) {
 // same within 10%; the all-reduce is timed differently by each (the call vs Gloo's annotation),
 // so grad_sync's compute and the collective parts move between each other but not in sum.
 double part_delta(const DiffReport& r, const std::string& name, double* base = nullptr) {
-  for (const auto& p : r.parts)
-    if (p.name == name) {
-      if (base) *base = p.base_ms;
-      return p.delta_ms;
-    }
-  ADD_FAILURE() << "no part " << name << "\n" << diff_report_text(r);
-  return 0;
+  const DiffPart* p = find_part(r, name);
+  if (base) *base = p ? p->base_ms : 0;
+  return p ? p->delta_ms : 0;
 }
 
 TEST_F(RunDiff, AProbeRunAndItsOwnKinetoTracesAreTheSameJob) {
