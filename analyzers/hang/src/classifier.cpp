@@ -19,6 +19,12 @@ constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
 
 double seconds(int64_t ns) { return double(ns) / kNsPerSecond; }
 
+// Seconds from `from` to `to`, 0 (unknown) where the difference saturates.
+double span_s(int64_t from, int64_t to) {
+  const int64_t d = format::sub_saturating(to, from);
+  return d == INT64_MAX || d == INT64_MIN ? 0 : seconds(d);
+}
+
 // Host-side work outside the model and the collectives: a stall here is not a collective problem.
 bool is_host_range(const std::string& name) {
   for (std::string_view p : {"data", "checkpoint", "eval", "io", "log"})
@@ -64,6 +70,10 @@ class Classifier {
   void fill_ranks();
   void find_nodes();
   std::string progress_on(const std::string& comm) const;
+  std::optional<Mismatch> issued_mismatch(const std::string& comm) const;
+  // Seconds from `ns` to the reference time. Both are read from the files: a span that does not fit
+  // in 64 bits is no time at all, and reads as unknown (0), never as a wrapped or 292-year wait.
+  double since(int64_t ns) const { return span_s(ns, d_.reference_ns); }
 
   const format::RunDirectory& run_;
   ProcessTable& processes_;
@@ -212,7 +222,7 @@ void Classifier::timeline() {
   }
   d_.reference_ns = ref;
   // No recorded activity at all: no duration, rather than one measured from the epoch.
-  d_.stuck_for_s = last > 0 ? seconds(ref - last) : 0;
+  d_.stuck_for_s = last > 0 ? span_s(last, ref) : 0;
 }
 
 std::vector<int> Classifier::find_dead() {
@@ -225,11 +235,11 @@ std::vector<int> Classifier::find_dead() {
   for (auto& v : views_) {
     if (!v.readable() || v.finished) continue;
     ++unfinished;
-    const bool stale_beat = v.heartbeat_ns + stale < freshest;
+    const bool stale_beat = format::add_saturating(v.heartbeat_ns, stale) < freshest;
     // The watchdog beats every 100 ms: a couple of seconds of silence is already worth asking the
     // kernel about. A stopped or traced process is frozen whatever the age; uninterruptible sleep
     // can be a slow disk, so it needs the full staleness.
-    const bool missed_beats = v.heartbeat_ns + kQuickFrozenCheckNs < freshest;
+    const bool missed_beats = format::add_saturating(v.heartbeat_ns, kQuickFrozenCheckNs) < freshest;
     if ((stale_beat || missed_beats) && v.liveness == Liveness::kAlive) {
       // The process is here: ask the kernel whether any of its threads can run.
       v.os = processes_.status(v.snap->host, v.snap->pid);
@@ -251,7 +261,7 @@ std::vector<int> Classifier::find_dead() {
     // silent well before the others, or exited on an error of their own, are the first failure.
     // Otherwise the snapshot is simply the state at death.
     for (int r : candidates)
-      if (views_[r].heartbeat_ns + stale < freshest) dead.push_back(r);
+      if (format::add_saturating(views_[r].heartbeat_ns, stale) < freshest) dead.push_back(r);
     if (dead.empty()) {
       // A rank that marked itself aborted exited on an error of its own; the others were killed
       // after it (by the launcher).
@@ -268,7 +278,7 @@ std::vector<int> Classifier::find_dead() {
         int64_t others = 0;
         for (int o : candidates)
           if (o != r) others = std::max(others, views_[o].last_activity_ns);
-        if (views_[r].heartbeat_ns + kTickSlack < others) dead.push_back(r);
+        if (format::add_saturating(views_[r].heartbeat_ns, kTickSlack) < others) dead.push_back(r);
       }
     }
     facts_.all_gone = true;
@@ -428,14 +438,28 @@ void Classifier::blame_stuck() {
     d_.culprit_ranks = absent;
     const auto e = innermost_edge(g, absent);
     set_collective(e->comm, e->seq);
-    Mismatch m{"issued", {}};
-    if (const GroupView* grp = find_group(groups_, e->comm))
-      for (int r : grp->ranks)
-        if (r < int(views_.size()) && views_[r].readable()) m.values_by_rank[r] = std::to_string(views_[r].issued(e->comm));
-    d_.mismatch = m;
+    d_.mismatch = issued_mismatch(e->comm);
   } else {
     blame_least_progress();
   }
+}
+
+// How many collectives each member of `comm` issued there, as a disagreement between the culprits
+// and the others. A culprit need not be a member (the ranks missing from other groups' collectives
+// are culprits too): a mismatch needs both sides' own values, so without a culprit and a healthy
+// member that both have a count none is claimed, and the wording names the ranks without values.
+std::optional<Mismatch> Classifier::issued_mismatch(const std::string& comm) const {
+  Mismatch m{"issued", {}};
+  if (const GroupView* grp = find_group(groups_, comm))
+    for (int r : grp->ranks)
+      if (r >= 0 && r < int(views_.size()) && views_[r].readable()) m.values_by_rank[r] = std::to_string(views_[r].issued(comm));
+  const auto is_culprit = [&](int r) {
+    return std::find(d_.culprit_ranks.begin(), d_.culprit_ranks.end(), r) != d_.culprit_ranks.end();
+  };
+  bool culprit = false, healthy = false;
+  for (const auto& [r, v] : m.values_by_rank) (is_culprit(r) ? culprit : healthy) = true;
+  if (!culprit || !healthy) return std::nullopt;
+  return m;
 }
 
 void Classifier::blame_terminal(const WaitGraph& g) {
@@ -453,12 +477,7 @@ void Classifier::blame_terminal(const WaitGraph& g) {
     // It left the job while others still wait for it: it issued fewer collectives (a skip).
     d_.verdict = Verdict::kDesync;
     d_.kind = Kind::kCollectiveMismatch;
-    Mismatch m{"issued", {}};
-    if (const GroupView* grp = find_group(groups_, d_.collective->comm))
-      for (int r : grp->ranks)
-        if (r < int(views_.size()) && views_[r].readable())
-          m.values_by_rank[r] = std::to_string(views_[r].issued(d_.collective->comm));
-    d_.mismatch = m;
+    d_.mismatch = issued_mismatch(d_.collective->comm);
     return;
   }
   classify_live_culprits(culprits, &g);
@@ -611,9 +630,9 @@ void Classifier::fill_ranks() {
     r.step = s.live.step;
     r.range_stack = v.stack;
     r.range = v.innermost();
-    r.idle_s = v.last_activity_ns > 0 ? seconds(d_.reference_ns - v.last_activity_ns) : 0;
-    if (v.innermost_begin_ns > 0) r.range_s = std::max(0.0, seconds(d_.reference_ns - v.innermost_begin_ns));
-    r.heartbeat_age_s = seconds(d_.reference_ns - v.heartbeat_ns);
+    r.idle_s = v.last_activity_ns > 0 ? since(v.last_activity_ns) : 0;
+    if (v.innermost_begin_ns > 0) r.range_s = std::max(0.0, since(v.innermost_begin_ns));
+    r.heartbeat_age_s = since(v.heartbeat_ns);
     if (v.finished) r.state = RankState::kFinished;
     else if (v.dead) r.state = v.aborted ? RankState::kAborted : RankState::kDead;
     else if (v.frozen) r.state = RankState::kFrozen;
@@ -622,13 +641,13 @@ void Classifier::fill_ranks() {
     else r.state = RankState::kRunning;
     if (v.waiting()) {
       r.waiting = collective_ref(v.pending_comm->name, *v.pending);
-      r.waited_s = seconds(d_.reference_ns - v.aligned(v.pending->enqueue_ns));
+      r.waited_s = since(v.aligned(v.pending->enqueue_ns));
     }
     r.last_completed.reserve(s.comms.size());
     for (const auto& c : s.comms) {
       for (auto it = c.ring.rbegin(); it != c.ring.rend(); ++it) {
         if (it->state != format::CollectiveState::kCompleted) continue;
-        r.last_completed.push_back({c.name, it->seq, it->op, seconds(d_.reference_ns - v.aligned(it->end_ns))});
+        r.last_completed.push_back({c.name, it->seq, it->op, since(v.aligned(it->end_ns))});
         break;
       }
     }

@@ -18,7 +18,7 @@ std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const
     if (e.absent < 0 || e.absent >= int(views.size())) continue;
     const RankView& a = views[e.absent];
     if (!a.readable() || a.finished || a.waiting()) continue;  // waiting itself: downstream, not the source
-    const double idle_s = double(reference_ns - a.last_activity_ns) / 1e9;
+    const double idle_s = double(format::sub_saturating(reference_ns, a.last_activity_ns)) / 1e9;
     if (idle_s >= idle_after_s) out.push_back(e.absent);
   }
   std::sort(out.begin(), out.end());

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
 #include <fstream>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -114,9 +116,38 @@ int report_log_verdict(const logs::LogImport& log, const std::string& json_file,
   return exit_code(v.diagnosis);
 }
 
+int run_hangdoctor_unguarded(std::span<const std::string_view> args, const HangdoctorEnv& env);
+
 }  // namespace
 
+// Never an abort: whatever escapes the readers and the classifier (a bug a file found) ends as exit
+// 2 with one line naming the input, like any input hangdoctor cannot read.
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
+  auto input = [&] {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--json" || args[i] == "--wait" || args[i] == "--stuck-after" || args[i] == "--nccl-ras") {
+        ++i;
+        continue;
+      }
+      if (!args[i].empty() && (args[i][0] != '-' || args[i] == "-")) return std::string(args[i]);
+    }
+    return std::string("the input");
+  };
+  try {
+    return run_hangdoctor_unguarded(args, env);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(env.err, "hangdoctor: %s: could not be analysed: it asked for more memory than there is (an internal "
+                 "error; please report it with the input)\n", input().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(env.err, "hangdoctor: %s: could not be analysed: %s (an internal error; please report it with the "
+                 "input)\n", input().c_str(), e.what());
+  }
+  return 2;
+}
+
+namespace {
+
+int run_hangdoctor_unguarded(std::span<const std::string_view> args, const HangdoctorEnv& env) {
   SystemProcessTable system_processes;
   ExternalStackCollector external_stacks;
   ProcessTable& processes = env.processes ? *env.processes : system_processes;
@@ -319,4 +350,5 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
   return node_unreachable ? std::max(exit_code(d), 1) : exit_code(d);
 }
 
+}  // namespace
 }  // namespace rankscope::hang

@@ -43,12 +43,12 @@ std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& vi
       consider(best, best_ratio, v.rank,
                fmt::format("{} #{} on {} from {}", format::short_op_name(rec->op), rec->seq, comm->name,
                            rec->range.empty() ? "no range" : rec->range),
-               reference_ns - v.aligned(rec->enqueue_ns), *b);
+               format::sub_saturating(reference_ns, v.aligned(rec->enqueue_ns)), *b);
     }
     const auto& live = v.snap->live;
     if (!v.stack.empty() && v.stack.front() == "step" && live.step_begin_ns > 0)
       if (const auto* b = v.snap->bound(format::BoundKind::kStep))
-        consider(best, best_ratio, v.rank, fmt::format("step {}", live.step), reference_ns - v.aligned(live.step_begin_ns), *b);
+        consider(best, best_ratio, v.rank, fmt::format("step {}", live.step), format::sub_saturating(reference_ns, v.aligned(live.step_begin_ns)), *b);
   }
   return best;
 }

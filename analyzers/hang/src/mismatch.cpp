@@ -4,8 +4,12 @@
 // compared. The majority value is taken as healthy. With a tie (two ranks), each rank's record is
 // compared with its own record at the same position of its previous step: the rank whose pattern
 // changed is the culprit; PyTorch's Flight Recorder analyzer instead trusts the first rank it read.
+// A field one side left unknown (a rooted op's non-root entry with no sizes, an op PyTorch names in a
+// way we do not read) is never a disagreement: only members that know a field vote on it, and the
+// finding cites their own values.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -42,13 +46,43 @@ bool same_field(const format::CollectiveSnapshot& a, const format::CollectiveSna
   return a.range == b.range;
 }
 
-// Every field the scan below compares is the same in `a` and `b` (a range only where both name
-// one, so that a member without call sites never disagrees by its range alone).
+// What a record leaves unknown is never a disagreement: a mismatch needs both sides' values. PyTorch's
+// Flight Recorder leaves the sizes and dtype of a rooted op's non-root members empty (Gloo's scatter
+// records its inputs on the root only), names ops it has no word for (read as kUnknown), and our own
+// recorders know every field. So an op is compared only where both are known, a dtype likewise, and
+// sizes only where both records carry them.
+bool op_known(const format::CollectiveSnapshot& r) { return r.op != format::CollectiveOp::kUnknown; }
+bool dtype_known(const format::CollectiveSnapshot& r) { return r.dtype != format::DataType::kUnknown; }
+// No size and no dtype: the entry recorded no tensor (not a zero-element one).
+bool sizes_known(const format::CollectiveSnapshot& r) { return r.count != 0 || dtype_known(r); }
+
+// Ops whose members hold different sizes by design: an all_to_all_v's count is what each rank sends
+// in total (its per-peer counts are checked by a2a_counts.cpp); a scatter's root holds every
+// member's part and a gather's root receives them all.
+bool per_rank_size_op(format::CollectiveOp op) {
+  return op == format::CollectiveOp::kAllToAllV || op == format::CollectiveOp::kScatter ||
+         op == format::CollectiveOp::kGather;
+}
+
+// `field` is known on both records: only then can they disagree on it.
+bool comparable(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, std::string_view field) {
+  if (field == "op") return op_known(a) && op_known(b);
+  if (field == "dtype") return dtype_known(a) && dtype_known(b);
+  if (field == "count") return sizes_known(a) && sizes_known(b);
+  if (field == "bytes") return dtype_known(a) && dtype_known(b) && sizes_known(a) && sizes_known(b);
+  return !a.range.empty() && !b.range.empty();
+}
+
+// Every field the scan below compares is the same in `a` and `b`, or unknown on one of them (a
+// range is compared only with call sites on).
 bool agrees(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, bool per_rank_size,
             bool with_call_site) {
-  if (a.op != b.op || a.dtype != b.dtype) return false;
-  if (!per_rank_size && (a.count != b.count || a.bytes != b.bytes)) return false;
-  return !with_call_site || a.range.empty() || b.range.empty() || a.range == b.range;
+  for (auto f : kFields) {
+    if (per_rank_size && (f == "count" || f == "bytes")) continue;
+    if (f == "range" && !with_call_site) continue;
+    if (comparable(a, b, f) && !same_field(a, b, f)) return false;
+  }
+  return true;
 }
 
 // The same position in the rank's previous step: does this record repeat it? nullopt: unknown.
@@ -65,6 +99,46 @@ std::optional<bool> repeats_previous_step(const format::CommSnapshot& c, const f
   return prev->op == rec.op && prev->dtype == rec.dtype && prev->count == rec.count && prev->range == rec.range;
 }
 
+// What the members of one collective are known to agree on so far: each field the first record
+// that knows it gave. A member agrees when every field it knows equals the known one (an unknown
+// field agrees with anything), so a field unknown on the first member is still compared between
+// the others.
+struct KnownFields {
+  std::optional<format::CollectiveOp> op;
+  std::optional<format::DataType> dtype;
+  std::optional<uint64_t> count, bytes;
+  std::optional<std::string_view> range;
+  bool per_rank_size = false;  // an op whose sizes differ by design was seen
+
+  // Folds `r` in; false when it disagrees with a field already known.
+  bool merge(const format::CollectiveSnapshot& r, bool with_call_site) {
+    auto fold = [](auto& known, auto value) {
+      if (!known) known = value;
+      return *known == value;
+    };
+    if (op_known(r)) {
+      if (!fold(op, r.op)) return false;
+      per_rank_size = per_rank_size || per_rank_size_op(r.op);
+    }
+    if (dtype_known(r) && !fold(dtype, r.dtype)) return false;
+    if (!per_rank_size && sizes_known(r)) {
+      if (!fold(count, r.count)) return false;
+      if (dtype_known(r) && !fold(bytes, r.bytes)) return false;
+    }
+    if (with_call_site && !r.range.empty() && !fold(range, r.range)) return false;
+    return true;
+  }
+};
+
+// Which members know `field` of their record (the others take no part in the vote on it).
+bool knows(const format::CollectiveSnapshot& r, std::string_view field) {
+  if (field == "op") return op_known(r);
+  if (field == "dtype") return dtype_known(r);
+  if (field == "count") return sizes_known(r);
+  if (field == "bytes") return sizes_known(r) && dtype_known(r);
+  return !r.range.empty();
+}
+
 }  // namespace
 
 std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
@@ -72,6 +146,8 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
   std::optional<MismatchFinding> best;
   std::vector<std::pair<int, const format::CommSnapshot*>> members;
   std::vector<const format::CollectiveSnapshot*> recs;
+  std::vector<uint64_t> seqs;
+  std::vector<KnownFields> known;
   std::vector<uint8_t> quiet;
   for (const auto& g : groups) {
     members.clear();
@@ -87,22 +163,28 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
       hi = std::min(hi, c->ring.back().seq);
     }
     if (hi == UINT64_MAX || lo > hi) continue;
+    // The seqs every member may hold: those of the first member's ring in the shared window. Sized
+    // by a ring (what the file holds), never by the span of the numbers (which a file sets at will).
+    const format::CommSnapshot& first = *members.front().second;
+    seqs.clear();
+    for (const auto& rec : first.ring)
+      if (rec.seq >= lo && rec.seq <= hi && (seqs.empty() || rec.seq > seqs.back())) seqs.push_back(rec.seq);
     // Member by member, each ring walked in order (a dp group of 2048 ranks gathered seq by seq
     // touches 2048 rings per seq): which seqs are quiet, every member holding a usable record that
-    // agrees with the first member's. Only the others are looked at seq by seq below.
-    quiet.assign(hi - lo + 1, 1);
-    const format::CommSnapshot& first = *members.front().second;
+    // agrees with what the members before it know. Only the others are looked at seq by seq below.
+    quiet.assign(seqs.size(), 1);
+    known.assign(seqs.size(), KnownFields{});
     for (const auto& [r, c] : members) {
-      for (uint64_t k = 0; k < quiet.size(); ++k) {
+      for (size_t k = 0; k < seqs.size(); ++k) {
         if (!quiet[k]) continue;
-        const auto* rec = at_seq(*c, lo + k);
-        const auto* ref = at_seq(first, lo + k);
-        quiet[k] = rec && ref && !rec->torn && rec->state != format::CollectiveState::kEmpty &&
-                   agrees(*rec, *ref, ref->op == format::CollectiveOp::kAllToAllV, with_call_site);
+        const auto* rec = at_seq(*c, seqs[k]);
+        quiet[k] = rec && !rec->torn && rec->state != format::CollectiveState::kEmpty &&
+                   known[k].merge(*rec, with_call_site);
       }
     }
-    for (uint64_t seq = lo; seq <= hi; ++seq) {
-      if (quiet[seq - lo]) continue;
+    for (size_t k = 0; k < seqs.size(); ++k) {
+      if (quiet[k]) continue;
+      const uint64_t seq = seqs[k];
       recs.clear();
       bool usable = true;
       for (const auto& [r, c] : members) {
@@ -114,33 +196,34 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
         recs.push_back(rec);
       }
       if (!usable) continue;
-      // An all_to_all_v's element count is what each rank sends in total, which differs between
-      // ranks by design; its per-peer counts are checked by a2a_counts.cpp instead.
-      const bool per_rank_size = recs[0]->op == format::CollectiveOp::kAllToAllV;
-      // One pass for the common case, every member agreeing; the field is named only when not.
-      if (std::all_of(recs.begin() + 1, recs.end(), [&](const format::CollectiveSnapshot* x) {
-            return agrees(*x, *recs[0], per_rank_size, with_call_site);
-          }))
-        continue;
+      const bool per_rank_size =
+          std::any_of(recs.begin(), recs.end(), [](auto* x) { return op_known(*x) && per_rank_size_op(x->op); });
+      // The first field on which two members that both know it disagree.
       std::string_view field;
+      const format::CollectiveSnapshot* ref = nullptr;
       for (auto f : kFields) {
         if (per_rank_size && (f == "count" || f == "bytes")) continue;
-        if (f == "range") {
-          const bool all_named = std::all_of(recs.begin(), recs.end(), [](auto* x) { return !x->range.empty(); });
-          if (!with_call_site || !all_named) continue;
+        if (f == "range" && !with_call_site) continue;
+        ref = nullptr;
+        for (const auto* x : recs) {
+          if (!knows(*x, f)) continue;
+          if (!ref) ref = x;
+          else if (!same_field(*x, *ref, f)) {
+            field = f;
+            break;
+          }
         }
-        if (std::any_of(recs.begin(), recs.end(), [&](auto* x) { return !same_field(*x, *recs[0], f); })) {
-          field = f;
-          break;
-        }
+        if (!field.empty()) break;
       }
       if (field.empty()) continue;
 
+      // The vote is among the members that know the field: each value cited is a member's own.
       MismatchFinding m;
       m.mismatch.field = std::string(field);
       std::map<std::string, std::vector<size_t>> by_value;  // value -> member indices
       int64_t when = INT64_MAX;
       for (size_t i = 0; i < members.size(); ++i) {
+        if (!knows(*recs[i], field)) continue;
         const std::string v = field_value(*recs[i], field);
         m.mismatch.values_by_rank[members[i].first] = v;
         by_value[v].push_back(i);
@@ -156,10 +239,11 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
       if (!healthy) {
         // Tie: the healthy value is the one whose holders all repeat their previous step.
         std::vector<size_t> changed;
-        for (size_t i = 0; i < members.size(); ++i) {
-          auto rep = repeats_previous_step(*members[i].second, *recs[i]);
-          if (rep && !*rep) changed.push_back(i);
-        }
+        for (const auto& [v, idx] : by_value)
+          for (size_t i : idx) {
+            auto rep = repeats_previous_step(*members[i].second, *recs[i]);
+            if (rep && !*rep) changed.push_back(i);
+          }
         for (const auto* cand : largest) {
           const bool all_repeat = std::all_of(cand->begin(), cand->end(), [&](size_t i) {
             auto rep = repeats_previous_step(*members[i].second, *recs[i]);
@@ -177,8 +261,10 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
             if (members[cand->front()].first < members[healthy->front()].first) healthy = cand;
         }
       }
-      for (size_t i = 0; i < members.size(); ++i)
-        if (std::find(healthy->begin(), healthy->end(), i) == healthy->end()) m.culprits.push_back(members[i].first);
+      for (const auto& [v, idx] : by_value)
+        if (&idx != healthy)
+          for (size_t i : idx) m.culprits.push_back(members[i].first);
+      std::sort(m.culprits.begin(), m.culprits.end());
       m.at = collective_ref(g.name, *recs[healthy->front()]);
       if (!best || m.when_ns < best->when_ns) best = std::move(m);
       break;  // the earliest disagreement of this communicator; later ones follow from it

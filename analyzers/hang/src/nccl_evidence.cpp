@@ -88,7 +88,7 @@ std::string nccl_call_note(const RankView& v, int64_t reference_ns) {
   if (!from_plugin(v)) return "";
   for (const auto& c : v.snap->comms) {
     if (!c.nccl || c.nccl->api_begin_ns == 0) continue;
-    const int64_t inside = reference_ns - v.aligned(c.nccl->api_begin_ns);
+    const int64_t inside = format::sub_saturating(reference_ns, v.aligned(c.nccl->api_begin_ns));
     if (inside < kLongNcclCallNs) continue;
     return fmt::format("thread {} inside {} on {} for {}", c.nccl->api_tid, call_name(c.nccl->api_call, c.nccl->api_op),
                        c.name, human_seconds(double(inside) / 1e9));

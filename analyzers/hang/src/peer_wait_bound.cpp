@@ -67,7 +67,7 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
     // waiters got before they waited.
     for (const Waiter& w : waiters) {
       const int64_t begin = w.view->snap->live.step_begin_ns;
-      if (begin > 0 && w.rec->enqueue_ns - begin > s.ns) s = {w.rec->enqueue_ns - begin, factor, ""};
+      if (begin > 0 && format::sub_saturating(w.rec->enqueue_ns, begin) > s.ns) s = {format::sub_saturating(w.rec->enqueue_ns, begin), factor, ""};
     }
     if (s.ns <= 0) return {};
     s.basis = fmt::format("the waiters reached it {:.1f} ms into the step, x{:g}", double(s.ns) / 1e6, factor);
@@ -78,7 +78,7 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
   s.factor = 1;
   for (const Waiter& w : waiters) {
     const int64_t start = w.view->snap->start_ns;
-    if (start > 0 && w.rec->enqueue_ns - start > s.ns) s.ns = w.rec->enqueue_ns - start;
+    if (start > 0 && format::sub_saturating(w.rec->enqueue_ns, start) > s.ns) s.ns = format::sub_saturating(w.rec->enqueue_ns, start);
   }
   if (s.ns <= 0) return {};
   s.basis = fmt::format("the waiters' whole start-up took {:.2f} s", double(s.ns) / kNsPerSecond);
@@ -123,7 +123,7 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
         const auto* rec = mv.comm(e.comm)->find(e.seq);
         if (!rec) continue;
         b.waiters.push_back({&mv, rec});
-        const int64_t waited = reference_ns - mv.aligned(rec->enqueue_ns);
+        const int64_t waited = format::sub_saturating(reference_ns, mv.aligned(rec->enqueue_ns));
         b.waited_ns = b.waited_ns < 0 ? waited : std::min(b.waited_ns, waited);
       }
     }
@@ -134,7 +134,7 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
     const Scale s = scale_for(idle, waiters, policy.factor);
     if (s.ns <= 0) continue;
     const double bound_s = std::max(floor_s, s.factor * double(s.ns) / kNsPerSecond);
-    const double idle_s = double(reference_ns - idle.last_activity_ns) / kNsPerSecond;
+    const double idle_s = double(format::sub_saturating(reference_ns, idle.last_activity_ns)) / kNsPerSecond;
     if (idle_s < bound_s) {
       if (pending) *pending = true;
       continue;

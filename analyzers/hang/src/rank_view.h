@@ -12,6 +12,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/run_directory.h"
+#include "rankscope/format/saturating.h"
 
 namespace rankscope::hang {
 
@@ -41,7 +42,7 @@ struct RankView {
   bool waiting() const { return pending != nullptr; }
   bool inside(const std::string& comm, uint64_t seq) const;
   const std::string& innermost() const;
-  int64_t aligned(int64_t own_ns) const { return own_ns == 0 ? 0 : own_ns + offset_ns; }
+  int64_t aligned(int64_t own_ns) const { return own_ns == 0 ? 0 : format::add_saturating(own_ns, offset_ns); }
   const format::CommSnapshot* comm(const std::string& name) const;
   // Collectives issued on `name`, or -1 when the rank has no such communicator.
   int64_t issued(const std::string& name) const;

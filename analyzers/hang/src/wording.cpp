@@ -175,33 +175,57 @@ std::string values_text(const Diagnosis& d, const Mismatch& m) {
 }
 
 void word_mismatch(Diagnosis& d, const WordingFacts& f) {
-  const Mismatch& m = *d.mismatch;
-  const CollectiveRef& c = *d.collective;
+  CollectiveRef c;
+  if (d.collective) c = *d.collective;
+  // A sentence that quotes values needs a culprit's own and a healthy member's own: the classifier
+  // claims no mismatch without both (classifier.cpp issued_mismatch, mismatch.cpp).
+  const Mismatch* m = d.mismatch ? &*d.mismatch : nullptr;
   std::vector<int> healthy;
-  for (const auto& [r, v] : m.values_by_rank)
-    if (std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r) == d.culprit_ranks.end()) healthy.push_back(r);
+  const std::string* value = nullptr;
+  if (m)
+    for (const auto& [r, v] : m->values_by_rank) {
+      if (std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r) == d.culprit_ranks.end()) healthy.push_back(r);
+      else if (!value) value = &v;
+    }
   const std::string culprit = who(d, d.culprit_ranks);
-  const std::string value = d.culprit_ranks.empty() ? "" : m.values_by_rank.at(d.culprit_ranks.front());
-  const std::string healthy_value = healthy.empty() ? "" : m.values_by_rank.at(healthy.front());
-  if (m.field == "issued") {
+  if (!m || !value || healthy.empty()) {
+    // No values to cite: say where each culprit waits, which is what the evidence holds.
+    std::string where;
+    for (int r : d.culprit_ranks) {
+      const RankReport* rr = find_rank(d, r);
+      if (!rr || !rr->waiting) continue;
+      where += fmt::format("{}rank {} in {} #{} on {}", where.empty() ? "" : ", ", r, format::short_op_name(rr->waiting->op),
+                           rr->waiting->seq, rr->waiting->comm);
+    }
+    d.headline = fmt::format("DESYNC: {} wait in different collectives, each for a peer that is in another one, so none "
+                             "can finish{}.",
+                             culprit, where.empty() ? "" : ": " + where);
+    d.explanation = fmt::format("The innermost of them is {}. Which call came out of order is not in the evidence: "
+                                "no rank's own record disagrees with a peer's where both are recorded.",
+                                collective_phrase(c));
+    d.explanation += f.later;
+    return;
+  }
+  const std::string healthy_value = m->values_by_rank.at(healthy.front());
+  if (m->field == "issued") {
     const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
     const std::string doing = !r ? "" : r->state == RankState::kFinished ? " and finished"
                                       : r->waiting ? fmt::format(" and waits in {} #{} on {}", format::short_op_name(r->waiting->op), r->waiting->seq, r->waiting->comm)
                                                    : fmt::format(" and is in {}", r->range);
     d.headline = fmt::format("DESYNC: {} issued {} collectives on {}{}, while ranks {} wait in {}: it left one out.",
-                             culprit, value, c.comm, doing, ranks_on_hosts(d, f.waiters), collective_phrase(c));
-  } else if (m.field == "range") {
+                             culprit, *value, c.comm, doing, ranks_on_hosts(d, f.waiters), collective_phrase(c));
+  } else if (m->field == "range") {
     d.headline = fmt::format("DESYNC: {} called {} #{} on {} from {} where ranks {} called it from {}: it skipped or added a "
                              "collective ({}).",
-                             culprit, format::short_op_name(c.op), c.seq, c.comm, value, ranks_on_hosts(d, healthy),
+                             culprit, format::short_op_name(c.op), c.seq, c.comm, *value, ranks_on_hosts(d, healthy),
                              healthy_value, collective_phrase(c));
   } else {
     d.headline = fmt::format("DESYNC: {} called {} #{} on {} with {} {} where ranks {} used {}.", culprit,
-                             format::short_op_name(c.op), c.seq, c.comm, m.field, value, ranks_on_hosts(d, healthy),
+                             format::short_op_name(c.op), c.seq, c.comm, m->field, *value, ranks_on_hosts(d, healthy),
                              healthy_value);
   }
   d.explanation = fmt::format("Ranks disagree on the {} of collective #{} on {} ({}). The majority is taken as healthy.",
-                              m.field, c.seq, c.comm, values_text(d, m));
+                              m->field, c.seq, c.comm, values_text(d, *m));
   d.explanation += f.later;
   if (f.ambiguous)
     d.explanation += " It is a tie that the ranks' previous steps could not break: either side may be at fault.";

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "rankscope/format/saturating.h"
 #include "export_reader.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/format/status.h"
@@ -39,30 +40,12 @@ std::optional<int> rank_from_file_name(const std::filesystem::path& file, const 
 // Exact on epoch-sized values (a double would round them to 256 ns).
 int64_t median_of(std::vector<int64_t> v);
 
-// a + b held at the ends of int64 instead of overflowing (undefined behaviour): a corrupt export's
-// timestamp near INT64_MAX plus a clock offset stays a far-off time, the one nearest the truth.
-inline int64_t add_saturating(int64_t a, int64_t b) {
-  int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return sum;
-}
-
-// a - b held at the ends of int64 the same way.
-inline int64_t sub_saturating(int64_t a, int64_t b) {
-  int64_t diff = 0;
-  if (__builtin_sub_overflow(a, b, &diff)) return b < 0 ? INT64_MAX : INT64_MIN;
-  return diff;
-}
-
-// |a - b|, held at INT64_MAX.
-inline int64_t distance_saturating(int64_t a, int64_t b) { return sub_saturating(std::max(a, b), std::min(a, b)); }
-
-// A double offset as int64, held at the ends (a double past them converts with undefined behaviour).
-inline int64_t int64_saturating(double v) {
-  if (std::isnan(v)) return 0;
-  if (v <= -0x1p63) return INT64_MIN;
-  return v >= 0x1p63 ? INT64_MAX : int64_t(v);
-}
+// Saturating arithmetic on the exports' timestamps (a corrupt export's timestamp near INT64_MAX plus a
+// clock offset stays a far-off time, the one nearest the truth): the shared helper.
+using format::add_saturating;
+using format::distance_saturating;
+using format::int64_saturating;
+using format::sub_saturating;
 
 // One rank as the clock alignment sees it: its collectives per communicator ordinal (each in
 // issue order), and its own clock (ns since the epoch) = timestamp + to_own_ns.

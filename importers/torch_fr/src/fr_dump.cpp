@@ -126,7 +126,17 @@ ProfilingName parse_profiling_name(std::string_view n) {
       {"broadcast", CollectiveOp::kBroadcast},     {"all_to_all", CollectiveOp::kAllToAllV},
       {"alltoall", CollectiveOp::kAllToAllV},      {"alltoall_base", CollectiveOp::kAllToAllV},
       {"barrier", CollectiveOp::kBarrier},         {"send", CollectiveOp::kSend},
-      {"recv", CollectiveOp::kRecv}};
+      {"recv", CollectiveOp::kRecv},
+      {"allgather_base", CollectiveOp::kAllGather}, {"allgather_coalesced", CollectiveOp::kAllGather},
+      {"allreduce_coalesced", CollectiveOp::kAllReduceSum},
+      // Rooted ops: PyTorch records a scatter's inputs on the root only (Gloo's AsyncScatterWork
+      // passes inputs[0] only when it has inputs), a gather's outputs on the root only; reduce and
+      // broadcast record the tensor on every member. analyzers/hang mismatch.cpp reads a missing
+      // field as unknown, and never compares a scatter's or gather's sizes across members.
+      {"scatter", CollectiveOp::kScatter},         {"gather", CollectiveOp::kGather},
+      {"reduce", CollectiveOp::kReduce},           {"reduce_oop", CollectiveOp::kReduce}};
+  // Not read as an op: "coalesced" (the entry that closes a coalesced group; the group's ops carry
+  // their own names from format 2.7), and any name not above: kUnknown, which is never compared.
   if (auto it = kOps.find(op); it != kOps.end()) out.op = it->second;
   // The peer: the number after "->" for a send, after "<-" for a recv.
   const std::string_view arrow = out.op == CollectiveOp::kSend ? "->" : "<-";

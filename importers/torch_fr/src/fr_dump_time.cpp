@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "rankscope/format/saturating.h"
 #include "rankscope/format/vocabulary.h"
 
 namespace rankscope::torch_fr {
@@ -52,9 +53,9 @@ DumpTime bound_dump_time(const std::map<int, FrDump>& dumps, const std::map<std:
     const FrEntry* oldest_open = r.oldest_open;
     if (!oldest_open) continue;
     // A corrupt timeout (or creation time) saturates instead of overflowing.
-    int64_t at = std::numeric_limits<int64_t>::max();
-    if (oldest_open->timeout_ms <= (std::numeric_limits<int64_t>::max() - oldest_open->time_created_ns) / kNsPerMs)
-      at = oldest_open->time_created_ns + oldest_open->timeout_ms * kNsPerMs;
+    constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / kNsPerMs;
+    const int64_t timeout_ns = std::clamp<int64_t>(oldest_open->timeout_ms, -kMaxMs, kMaxMs) * kNsPerMs;
+    const int64_t at = format::add_saturating(oldest_open->time_created_ns, timeout_ns);
     if (at < watchdog.at_ns) watchdog = {at, rank, oldest_open};
   }
   if (t.earliest_ns == std::numeric_limits<int64_t>::max()) t.earliest_ns = t.now_ns;

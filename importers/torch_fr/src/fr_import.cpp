@@ -24,6 +24,7 @@
 #include "fr_p2p.h"
 #include "fr_pg_status.h"
 #include "rankscope/format/run_metadata.h"
+#include "rankscope/format/saturating.h"
 #include "rankscope/torch_fr/fr_dump.h"
 
 namespace rankscope::torch_fr {
@@ -140,8 +141,9 @@ format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries,
   }
   // Sequence numbers stay PyTorch's (1-based), so the verdict quotes the number a user sees in
   // the dump: "issued" counts a phantom seq 0, i.e. issued = last enqueued + 1.
-  c.next_seq = uint64_t(std::max<int64_t>(0, max_seq) + 1);
-  c.completed_count = uint64_t(std::max<int64_t>(0, max_completed) + 1);
+  // (pg_status is read from the file: a corrupt row may hold INT64_MAX.)
+  c.next_seq = uint64_t(format::add_saturating(std::max<int64_t>(0, max_seq), 1));
+  c.completed_count = uint64_t(format::add_saturating(std::max<int64_t>(0, max_completed), 1));
   return c;
 }
 
