@@ -11,16 +11,21 @@ jobs=$(nproc)
 # mpirun as root in containers and CI, and more ranks than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-# Every build here compiles each target as one translation unit (CMake's unity build): the headers
+# Most builds here compile each target as one translation unit (CMake's unity build): the headers
 # every file includes (GoogleTest, nlohmann/json, fmt) are parsed once per target instead of once per
 # file, which halves CI's compile time. File-local names must therefore differ between the files of
-# one target (docs/ARCHITECTURE.md); a plain developer build compiles file by file.
+# one target (docs/ARCHITECTURE.md). A unity build also hides a missing #include, so the ASan stage
+# compiles file by file, and scripts/unity-coverage.sh checks that every file compiled inside a
+# unity unit is compiled on its own there or in a target that is never unity (CUDA, mpi, benches).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 # Each stage's start, with the seconds since this script began: where CI's time goes.
 stage() { echo "== $* ($(date -u +%H:%M:%S), ${SECONDS} s in)"; }
 
 stage "release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" >/dev/null
+# Everything, CUDA included wherever nvcc is (CI has no GPU: this proves the CUDA code compiles); the
+# options the demo's quick build of the same folder set are given back their defaults.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKSCOPE_WITH_CUDA=ON -DRANKSCOPE_BUILD_TESTS=ON \
+  -DRANKSCOPE_QUICK_BUILD=OFF "${unity[@]}" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE 'bench|slurm'
 # The quick benchmarks; those labelled bench_large (16K ranks, d12, the trainer, the MoE token loop and nsys-import
@@ -62,9 +67,10 @@ else
 fi
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  stage "ASan+UBSan build (CPU)"
+  stage "ASan+UBSan build (CPU), file by file"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \
-    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" "${unity[@]}" >/dev/null
+    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" -DCMAKE_UNITY_BUILD=OFF >/dev/null
+  scripts/unity-coverage.sh build build-asan
   cmake --build build-asan -j"$jobs"
   # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.
   # The pages rendered in Chromium run Chromium's code, not ours: the release run covers them.

@@ -1,8 +1,8 @@
 # Every third-party dependency is found here, once. Debian packages plus the CUDA toolkit; nothing
 # is downloaded. Targets below link the imported targets named here, never raw paths.
 find_package(Threads REQUIRED)
-find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(fmt REQUIRED)
+find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(nlohmann_json 3 REQUIRED)
 # RapidJSON's streaming writer (header-only): reports written in one pass where a DOM of 16K ranks
 # costs more than the diagnosis (hangdoctor's JSON). nlohmann_json stays for everything read.
@@ -34,9 +34,46 @@ if(RANKSCOPE_BUILD_TESTS)
   include(GoogleTest)
 endif()
 
-# CUDA: compiled whenever nvcc is found, so CI (no GPU) still proves it compiles.
+# rankscope_gpu_visible(<out> <why>): whether this machine shows an NVIDIA GPU, without compiling
+# anything: /dev/nvidia0, else a GPU listed by nvidia-smi. <why> says what was looked at.
+function(rankscope_gpu_visible out why)
+  if(EXISTS /dev/nvidia0)
+    set(${out} ON PARENT_SCOPE)
+    set(${why} "/dev/nvidia0" PARENT_SCOPE)
+    return()
+  endif()
+  find_program(_nvidia_smi nvidia-smi)
+  if(_nvidia_smi)
+    execute_process(COMMAND ${_nvidia_smi} -L RESULT_VARIABLE _rc OUTPUT_VARIABLE _gpus ERROR_QUIET TIMEOUT 20)
+    if(_rc EQUAL 0 AND _gpus MATCHES "GPU [0-9]")
+      set(${out} ON PARENT_SCOPE)
+      set(${why} "nvidia-smi -L" PARENT_SCOPE)
+      return()
+    endif()
+  endif()
+  set(${out} OFF PARENT_SCOPE)
+  set(${why} "no /dev/nvidia0, no GPU from nvidia-smi -L" PARENT_SCOPE)
+endfunction()
+
+# CUDA: with RANKSCOPE_WITH_CUDA=ON compiled whenever nvcc is found, so CI (no GPU) still proves it
+# compiles; with AUTO only where a GPU can also run it (rankscope_gpu_visible below).
 set(RANKSCOPE_HAVE_CUDA OFF)
-if(RANKSCOPE_WITH_CUDA)
+string(TOUPPER "${RANKSCOPE_WITH_CUDA}" _with_cuda)
+if(NOT _with_cuda MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
+  message(FATAL_ERROR "RANKSCOPE_WITH_CUDA is '${RANKSCOPE_WITH_CUDA}': use AUTO, ON or OFF")
+endif()
+set(_cuda_wanted OFF)
+if(_with_cuda STREQUAL "AUTO")
+  rankscope_gpu_visible(_gpu_visible _gpu_why)
+  if(_gpu_visible)
+    set(_cuda_wanted ON)
+  else()
+    message(STATUS "rankscope: no GPU visible (${_gpu_why}): CUDA left out (RANKSCOPE_WITH_CUDA=ON compiles it anyway)")
+  endif()
+elseif(_with_cuda)
+  set(_cuda_wanted ON)
+endif()
+if(_cuda_wanted)
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
@@ -52,7 +89,7 @@ if(RANKSCOPE_WITH_CUDA)
 endif()
 if(RANKSCOPE_HAVE_CUDA)
   message(STATUS "rankscope: nvcc ${CMAKE_CUDA_COMPILER_VERSION} found: building CUDA, NCCL, CUPTI and NVTX support")
-else()
+elseif(_cuda_wanted)
   message(STATUS "rankscope: nvcc not found: building without CUDA, NCCL, CUPTI and NVTX (CPU only)")
 endif()
 
@@ -87,6 +124,11 @@ function(rankscope_add_gtest name)
   if("SERIAL" IN_LIST T_LABELS)
     list(REMOVE_ITEM T_LABELS SERIAL)
     list(APPEND lock RUN_SERIAL TRUE)
+  endif()
+  # test.sh compiles every file once outside a unity build (which hides a missing include): the
+  # ASan stage builds file by file but leaves out these labels' binaries, so they are never unity.
+  if(T_LABELS MATCHES "(^|;)(mpi|slow|gpu|bench)(;|$)")
+    set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}" ${lock})
 endfunction()

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # install-deps.sh — installs the Debian packages rankscope needs, only those missing.
-# Idempotent and quiet when everything is there. Sourced or run by ./test.sh and ./demo.sh.
+# Idempotent and quiet when everything is there. Run by ./test.sh (everything) and ./demo.sh
+# (`--demo`: only what builds and runs the trainer and the tools, no test tools, browser or Slurm).
 # The CUDA toolkit (nvcc, NCCL, CUPTI, NVTX) is not installed here: it is used when present.
 set -euo pipefail
 
+demo=0
+[[ "${1:-}" == --demo ]] && demo=1
+
 packages=(
   cmake ninja-build g++ pkg-config make
-  libfmt-dev nlohmann-json3-dev rapidjson-dev libgtest-dev libgmock-dev zlib1g-dev
+  libfmt-dev nlohmann-json3-dev rapidjson-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libpcre2-dev
-  libjs-chart.js elfutils gdb python3-jsonschema libsqlite3-dev
+  libjs-chart.js libsqlite3-dev
   libdw-dev
 )
 # libdw-dev: the libdwfl.h header the probe's in-process stack symbolizer is compiled against; the
 # library itself is dlopen'ed at run time when present, so programs built here run without it.
-# Headless Chromium renders the HTML report in its test; optional for the demo.
-if [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
+# The tests' own tools: GoogleTest, the schema validator, the stack tools the watchdog tests use.
+if ((!demo)); then packages+=(libgtest-dev libgmock-dev python3-jsonschema elfutils gdb); fi
+# Headless Chromium renders the HTML report in its test.
+if ((!demo)) && [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
 # The four-node Slurm of the multi-node tests (scripts/slurm-cluster.sh, tests/slurm/; jq reads
 # hangdoctor's JSON there); RANKSCOPE_NO_SLURM=1 leaves them out. They are optional: where they do
 # not install (a daemon's postinst refused in some container), the multi-node tests skip with one line.
 optional=()
-if [[ "${RANKSCOPE_NO_SLURM:-0}" != 1 ]]; then optional+=(slurmctld slurmd slurm-client munge jq); fi
+if ((!demo)) && [[ "${RANKSCOPE_NO_SLURM:-0}" != 1 ]]; then optional+=(slurmctld slurmd slurm-client munge jq); fi
 
 missing_of() {
   local p
