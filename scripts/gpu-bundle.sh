@@ -41,7 +41,7 @@ mapfile -t gpu_tests < <(sed -n 's|^tests/||p' <<<"$needs")
 libs=(librankscope-nccl.so librankscope-nvtx.so)
 
 if [ "$do_build" = 1 ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache \
     >/dev/null
   # Only what the bundle holds; targets this tree lacks (a test another branch adds) are skipped.
