@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "log_run.h"
 
@@ -182,7 +183,33 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
       out.findings.push_back(std::move(x));
     }
   }
-  if (!waited.empty()) {
+  if (!job.barrier_absent.empty()) {
+    // monitored_barrier names the members that did not arrive, by their rank in its group. The
+    // log does not print a group's members, so they are global ranks only where the group is the
+    // whole job: the printer is global rank 0 and every rank named is one the log saw. Otherwise
+    // the finding says which group ranks, and that their global ranks cannot be told.
+    for (const auto& [printer, group_ranks] : job.barrier_absent) {
+      LogFinding x;
+      x.kind = Kind::kSilentRank;
+      const std::vector<int> named(group_ranks.begin(), group_ranks.end());
+      const bool whole_job =
+          printer == 0 && std::all_of(named.begin(), named.end(), [&](int r) { return ranks.seen.count(r) > 0; });
+      const std::string group_words = fmt::format("group rank{} {}", named.size() == 1 ? "" : "s", fmt::join(named, ", "));
+      if (whole_job) {
+        x.ranks = named;
+        x.text = fmt::format("{} did not pass monitored_barrier, which rank 0 ran (its {}; global ranks where the "
+                             "barrier's group is the default group)",
+                             ranks_words(named), group_words);
+      } else {
+        x.text = fmt::format("{} of the group whose rank 0 is global rank {} did not pass monitored_barrier; the log does "
+                             "not list that group's members, so which global rank{} that is cannot be told from it (the "
+                             "group's members, from the code or the dumps' pg_config, map it)",
+                             group_words, printer, named.size() == 1 ? "" : "s");
+      }
+      x.evidence = fmt::format("rank {}'s \"failed to pass monitoredBarrier\" line", printer);
+      out.findings.push_back(std::move(x));
+    }
+  } else if (!waited.empty()) {
     std::vector<int> silent;
     for (int r : ranks.seen)
       if (auto f = failures.find(r); f == failures.end() || f->second.error.empty()) silent.push_back(r);

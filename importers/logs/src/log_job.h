@@ -135,6 +135,10 @@ struct LogJob {
   // TORCH_DISTRIBUTED_DEBUG=DETAIL: "Rank 0 is running collective: ..., but Rank 1 is running
   // collective: ...": the rank each message names as the odd one, and who named it.
   std::map<int, std::set<int>> named_odd;
+  // monitored_barrier (ProcessGroupGloo::monitoredBarrier): "[Rank 0]: Rank 2 failed to pass
+  // monitoredBarrier in 3000 ms", "[Rank 0]: Ranks 1, 2 failed ...", printed by the group's rank 0.
+  // The numbers are GROUP ranks: by the printing process's global rank, the group ranks it named.
+  std::map<int, std::set<int>> barrier_absent;
   std::map<int, std::string> traceback_call;  // a traceback being read: the last torch.distributed frame
   std::map<int, std::pair<int, uint64_t>> local_exits;  // "failed (exitcode: -9) local_rank: 3": local rank -> (code, line)
   int table_rank = -1;                  // torchrun's failure table: the entry being read

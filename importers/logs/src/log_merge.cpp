@@ -89,6 +89,7 @@ void merge_job(LogJob& into, LogJob&& from) {
   for (const auto& [r, n] : from.tagged_ranks) into.tagged_ranks[r] += n;
   for (const auto& [r, n] : from.tagged_local_ranks) into.tagged_local_ranks[r] += n;
   for (auto& [odd, by] : from.named_odd) into.named_odd[odd].merge(by);
+  for (auto& [printer, named] : from.barrier_absent) into.barrier_absent[printer].merge(named);
   into.local_exits.merge(from.local_exits);
   for (auto& e : from.other_errors)
     if (into.other_errors.size() < 64) into.other_errors.push_back(std::move(e));

@@ -143,6 +143,23 @@ void read_failure(LogJob& job, const LogLine& l, std::string_view msg, const std
       std::string_view b = but == std::string_view::npos ? std::string_view() : msg.substr(but + 9);
       if (take_number(a, self) && take_number(b, odd) && odd != self) job.named_odd[int(odd)].insert(rank);
     }
+    if (const size_t at = msg.find(" failed to pass monitoredBarrier in "); at != std::string_view::npos) {
+      // "[Rank 0]: Rank 2 failed ..." or "[Rank 0]: Ranks 1, 2 failed ...": the numbers between
+      // "Rank(s) " and " failed" are ranks of the barrier's group, counted from its rank 0.
+      const size_t head = msg.rfind("[Rank 0]: Rank", at);
+      if (head != std::string_view::npos) {
+        std::string_view list = msg.substr(head + 14, at - head - 14);
+        if (!list.empty() && list.front() == 's') list.remove_prefix(1);
+        std::set<int> named;
+        long long n = 0;
+        while (!list.empty()) {
+          while (!list.empty() && (list.front() == ' ' || list.front() == ',')) list.remove_prefix(1);
+          if (list.empty() || !take_number(list, n) || n < 0 || n >= (1 << 20)) break;
+          named.insert(int(n));
+        }
+        if (!named.empty()) job.barrier_absent[rank].insert(named.begin(), named.end());
+      }
+    }
     if (is_exception_line(msg)) {
       RankFailure& f = job.failures[rank];
       if (!f.error.empty()) return;  // the first exception is the one that ended it
