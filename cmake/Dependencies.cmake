@@ -2,6 +2,19 @@
 # is downloaded. Targets below link the imported targets named here, never raw paths.
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
+# RANKSCOPE_SELF_CONTAINED (the .deb, the wheel): binaries and plugins that need no library beyond
+# the C and C++ runtimes' oldest parts: fmt compiled in (its header-only mode), zlib and SQLite linked
+# statically, libstdc++ and libgcc statically into every binary and shared library. Off for a
+# developer's build (fmt's compiled library is quicker to build against).
+option(RANKSCOPE_SELF_CONTAINED "Link fmt, zlib, SQLite and the C++ runtime into the binaries (packages)" OFF)
+add_library(rankscope_fmt INTERFACE)
+if(RANKSCOPE_SELF_CONTAINED)
+  target_link_libraries(rankscope_fmt INTERFACE fmt::fmt-header-only)
+  set(ZLIB_USE_STATIC_LIBS ON)
+  add_link_options($<$<LINK_LANGUAGE:CXX>:-static-libstdc++> -static-libgcc)
+else()
+  target_link_libraries(rankscope_fmt INTERFACE fmt::fmt)
+endif()
 find_package(ZLIB REQUIRED)  # crc32 of event-stream records
 find_package(nlohmann_json 3 REQUIRED)
 # RapidJSON's streaming writer (header-only): reports written in one pass where a DOM of 16K ranks
@@ -9,7 +22,14 @@ find_package(nlohmann_json 3 REQUIRED)
 find_path(RAPIDJSON_INCLUDE_DIR NAMES rapidjson/prettywriter.h REQUIRED)
 add_library(rankscope_rapidjson INTERFACE)
 target_include_directories(rankscope_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIR})
+if(RANKSCOPE_SELF_CONTAINED)
+  find_library(SQLite3_LIBRARY NAMES libsqlite3.a REQUIRED)  # Debian's libsqlite3-dev ships it
+endif()
 find_package(SQLite3 REQUIRED)  # nsys SQLite exports (importers/nsys)
+if(RANKSCOPE_SELF_CONTAINED)
+  # The static library's own needs.
+  set_property(TARGET SQLite::SQLite3 APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${CMAKE_DL_LIBS} Threads::Threads m)
+endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
