@@ -8,7 +8,8 @@
 #          comparison there, `import rankscope_probe`, and ldd of what the wheel holds.
 # Both by default. Needs the network for Debian's and PyPI's packages, and build/bin/{hangdoctor,
 # rankscope} from ./demo.sh or ./test.sh to compare with. Work goes to build-package/ (or
-# $RANKSCOPE_PACKAGE_WORK). Exits non-zero on the first difference.
+# $RANKSCOPE_PACKAGE_WORK). The packages are built from the commit checked out (git archive HEAD),
+# never from uncommitted files. Exits non-zero on the first difference.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${RANKSCOPE_PACKAGE_WORK:-$root/build-package}
@@ -16,6 +17,9 @@ ref=$root/build/bin
 what=("$@")
 ((${#what[@]})) || what=(deb wheel)
 mkdir -p "$work"
+src=$work/src
+rm -rf "$src" && mkdir -p "$src"
+git -C "$root" archive --format=tar HEAD | tar -x -C "$src"
 phase() { echo "== $* (${SECONDS} s in)"; }
 die() { echo "package-check: $*" >&2; exit 1; }
 [[ -x $ref/hangdoctor && -x $ref/rankscope ]] || die "no build/bin/hangdoctor to compare with: run ./demo.sh first"
@@ -70,7 +74,7 @@ for w in "${what[@]}"; do
   case $w in
   deb)
     phase "deb: the self-contained Release build"
-    cmake -S "$root" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_SELF_CONTAINED=ON \
+    cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_SELF_CONTAINED=ON \
       -DRANKSCOPE_BUILD_TESTS=OFF -DRANKSCOPE_BUILD_TRAINER=OFF -DRANKSCOPE_WITH_CUDA=AUTO \
       -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 >/dev/null
     cmake --build "$work/build" -j"$(nproc)"
@@ -99,8 +103,8 @@ for w in "${what[@]}"; do
     phase "wheel: pip wheel (scikit-build-core)"
     venv=$work/venv-build
     [[ -x $venv/bin/pip ]] || python3 -m venv "$venv"
-    rm -rf "$work/wheels" "$root/build-wheel"
-    "$venv/bin/pip" wheel -q --wheel-dir "$work/wheels" "$root"
+    rm -rf "$work/wheels"
+    "$venv/bin/pip" wheel -q --wheel-dir "$work/wheels" "$src"
     wheel=$(ls "$work"/wheels/rankscope-*.whl)
     echo "$(basename "$wheel"): $(du -h "$wheel" | cut -f1)"
     phase "wheel: a fresh venv"
