@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +114,37 @@ TEST(HangCli, ExitCodesAndJsonFile) {
 
   auto to_stdout = hangdoctor({stuck.dir.string(), "--json", "-"});
   EXPECT_NE(to_stdout.out.find("\"schema_version\": 2"), std::string::npos);
+}
+
+// A process table that fails inside the analysis (the classifier asks it about every rank): the
+// command's exception boundary, not an abort.
+class ThrowingProcessTable final : public ProcessTable {
+ public:
+  Liveness liveness(const std::string&, int) override { throw std::out_of_range("map::at"); }
+  std::string local_host() override { return "fakehost"; }
+};
+
+TEST(HangCli, AThrowInsideTheAnalysisIsExitTwoAndOneLineNamingTheInput) {
+  auto stuck = make_run(scratch("throws"), 4, 5, 2, "stall:rank=2,range=forward/block0/mlp,step=2");
+  char* out_buf = nullptr;
+  char* err_buf = nullptr;
+  size_t out_len = 0, err_len = 0;
+  std::FILE* out = open_memstream(&out_buf, &out_len);
+  std::FILE* err = open_memstream(&err_buf, &err_len);
+  ThrowingProcessTable procs;
+  HangdoctorEnv env{&procs, nullptr, out, err};
+  const std::string dir = stuck.dir.string();
+  const std::vector<std::string_view> args = {"--json", "-", dir};
+  const int code = run_hangdoctor(args, env);
+  std::fclose(out);
+  std::fclose(err);
+  const std::string err_text(err_buf, err_len);
+  std::free(out_buf);
+  std::free(err_buf);
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(err_text, "hangdoctor: " + dir + ": could not be analysed: a number or a name in it lies outside what "
+                      "the analysis handles (an internal error; please report it with the input)\n");
+  EXPECT_EQ(err_text.find("map::at"), std::string::npos);
 }
 
 int run_binary(const std::string& command) {

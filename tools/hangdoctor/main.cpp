@@ -1,12 +1,18 @@
 // main.cpp — `hangdoctor`: names the rank, the collective and what it was doing, for a stuck job.
 // Thin: the diagnosis is rankscope_analyzers_hang (hangdoctor_app.h); --slurm / --hosts gather the
-// nodes' snapshots first (rankscope_analyzers_gather, gather_cli.h).
+// nodes' snapshots first (rankscope_analyzers_gather, gather_cli.h). Anything thrown on the way (the
+// gather included) is exit 2 and one line naming the input (format/command_boundary.h), never an abort.
 #include <string_view>
 #include <vector>
 
 #include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/format/command_boundary.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  return rankscope::gather::hangdoctor_main(args);
+  static constexpr std::string_view kValueFlags[] = {"--json",  "--wait",       "--stuck-after",       "--nccl-ras",
+                                                     "--slurm", "--hosts",      "--exec",              "--gather-dir",
+                                                     "--deadline", "--max-parallel", "--remote-rankscope"};
+  const rankscope::format::CommandBoundary boundary{"hangdoctor", rankscope::format::command_input(args, kValueFlags)};
+  return rankscope::format::run_guarded(boundary, [&] { return rankscope::gather::hangdoctor_main(args); });
 }

@@ -1,10 +1,12 @@
 // main.cpp — `rankscope`: one CLI, subcommands dispatched by name. Thin: all work is in the
-// subcommand files and the analyzer libraries they call.
+// subcommand files and the analyzer libraries they call. Every subcommand runs inside one exception
+// boundary (format/command_boundary.h): anything thrown is exit 2 and one line naming the input.
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "rankscope/format/command_boundary.h"
 #include "subcommands.h"
 
 namespace {
@@ -13,24 +15,33 @@ struct Subcommand {
   std::string_view name;
   std::string_view summary;
   int (*run)(rankscope::cli::Args);
+  std::string_view failed = "could not be analysed";  // said when it throws
 };
 
 constexpr Subcommand kSubcommands[] = {
     {"inspect", "per rank: heartbeat age, step, open ranges, last collectives", rankscope::cli::inspect_command},
-    {"synth", "write a synthetic run directory (healthy or with a fault) in the real format", rankscope::cli::synth_command},
+    {"synth", "write a synthetic run directory (healthy or with a fault) in the real format", rankscope::cli::synth_command, "could not be written"},
     {"skew", "per-rank imbalance from arrival times at collectives; findings ranked by cost", rankscope::cli::skew_command},
     {"scaling", "how step and ranges grow with seq len over a sweep (fit c + aT + bT^2)", rankscope::cli::scaling_command},
-    {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command},
+    {"export", "write the run as a Chrome trace for Perfetto (--chrome FILE)", rankscope::cli::export_command, "could not be exported"},
     {"kernels", "per rank: compute/comm overlap, idle by cause, kernel breakdown, launches, queue length (HTA's)", rankscope::cli::kernels_command},
     {"critical-path", "what set each step's length, across ranks: ranges, kernels, launches, collectives", rankscope::cli::critical_path_command},
     {"diff", "why is NEW slower (or faster) than BASE: step time, a waterfall of the change, settings", rankscope::cli::diff_command},
     {"startup", "per rank: time to the first step, start-up phases, late ranks, harmful settings", rankscope::cli::startup_command},
-    {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command},
-    {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command},
-    {"snapshot", "this node's recorders and process states as one stream on stdout (for gather)", rankscope::cli::snapshot_command},
-    {"gather", "snapshot every node of a job (--slurm JOBID or --hosts FILE --exec CMD) into one run directory", rankscope::cli::gather_command},
-    {"kineto-pack", "this node's profiler traces, read here, as one stream on stdout (for import-kineto --slurm)", rankscope::cli::kineto_pack_command},
+    {"import-nsys", "write a run directory from Nsight Systems SQLite exports (any program, one per rank)", rankscope::cli::import_nsys_command, "could not be imported"},
+    {"import-kineto", "write a run directory from PyTorch profiler (Kineto) traces, one per rank", rankscope::cli::import_kineto_command, "could not be imported"},
+    {"snapshot", "this node's recorders and process states as one stream on stdout (for gather)", rankscope::cli::snapshot_command, "could not be snapshotted"},
+    {"gather", "snapshot every node of a job (--slurm JOBID or --hosts FILE --exec CMD) into one run directory", rankscope::cli::gather_command, "could not be gathered"},
+    {"kineto-pack", "this node's profiler traces, read here, as one stream on stdout (for import-kineto --slurm)", rankscope::cli::kineto_pack_command, "could not be packed"},
 };
+
+// Options of any subcommand that take a value: their value is not the input the message names.
+constexpr std::string_view kValueFlags[] = {
+    "--json", "--html", "--out", "-o", "--chrome", "--steps", "--step-range", "--comm-kernel", "--seq-len",
+    "--batch", "--warmup-steps", "--tp", "--ep", "--threads", "--seed", "--ranks", "--rank", "--nvtx-domain",
+    "--moe-top-k", "--moe-hot-expert", "--moe-hot-bias", "--moe-experts", "--moe-every", "--local-host",
+    "--layers", "--last", "--forecast", "--fault", "--slurm", "--hosts", "--exec", "--deadline",
+    "--max-parallel", "--remote-rankscope"};
 
 void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: rankscope <command> [options]\n\n"
@@ -53,7 +64,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const auto& c : kSubcommands) {
-    if (c.name == args[0]) return c.run(rankscope::cli::Args(args).subspan(1));
+    if (c.name != args[0]) continue;
+    const rankscope::cli::Args rest = rankscope::cli::Args(args).subspan(1);
+    const std::string tool = "rankscope " + std::string(c.name);
+    const rankscope::format::CommandBoundary boundary{tool, rankscope::format::command_input(rest, kValueFlags), c.failed};
+    return rankscope::format::run_guarded(boundary, [&] { return c.run(rest); });
   }
   std::fprintf(stderr, "rankscope: unknown command '%s'\n\n", std::string(args[0]).c_str());
   print_usage(stderr);

@@ -17,6 +17,7 @@
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/hang/progress_watch.h"
 #include "rankscope/analyzers/hang/report.h"
+#include "rankscope/format/command_boundary.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
@@ -121,28 +122,12 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
 }  // namespace
 
 // Never an abort: whatever escapes the readers and the classifier (a bug a file found) ends as exit
-// 2 with one line naming the input, like any input hangdoctor cannot read.
+// 2 with one line naming the input, like any input hangdoctor cannot read (format/command_boundary.h).
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
-  auto input = [&] {
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == "--json" || args[i] == "--wait" || args[i] == "--stuck-after" || args[i] == "--nccl-ras") {
-        ++i;
-        continue;
-      }
-      if (!args[i].empty() && (args[i][0] != '-' || args[i] == "-")) return std::string(args[i]);
-    }
-    return std::string("the input");
-  };
-  try {
-    return run_hangdoctor_unguarded(args, env);
-  } catch (const std::bad_alloc&) {
-    std::fprintf(env.err, "hangdoctor: %s: could not be analysed: it asked for more memory than there is (an internal "
-                 "error; please report it with the input)\n", input().c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(env.err, "hangdoctor: %s: could not be analysed: %s (an internal error; please report it with the "
-                 "input)\n", input().c_str(), e.what());
-  }
-  return 2;
+  static constexpr std::string_view kValueFlags[] = {"--json", "--wait", "--stuck-after", "--nccl-ras"};
+  const format::CommandBoundary boundary{"hangdoctor", format::command_input(args, kValueFlags), "could not be analysed",
+                                         env.out, env.err};
+  return format::run_guarded(boundary, [&] { return run_hangdoctor_unguarded(args, env); });
 }
 
 namespace {
