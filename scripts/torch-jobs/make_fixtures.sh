@@ -8,25 +8,56 @@ set -u
 PY=${1:?python with torch}; shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(cd "$HERE/../.." && pwd)/tests/fixtures/torch-jobs
-declare -A NPROC=([fsdp2_tp_healthy]=4 [dtensor_scatter]=4 [subgroup_hang]=8 [raise_no_dump]=4)
+declare -A NPROC=([fsdp2_tp_healthy]=4 [dtensor_scatter]=4 [subgroup_hang]=8 [raise_no_dump]=4
+  [ddp_healthy]=4 [ddp_skip_collective]=4 [ddp_skip_abort]=4 [extra_collective]=4 [dataloader_stall]=4 [wrong_size]=4
+  [pipeline_sleep]=4 [debug_server_stall]=4)
 declare -A DUMP_AFTER=([subgroup_hang]=2)
 declare -A TRUTH=(
   [fsdp2_tp_healthy]='{"verdict": "healthy", "culprits": []}'
   [dtensor_scatter]='{"verdict": "healthy", "culprits": []}'
   [subgroup_hang]='{"verdict": "problem", "culprits": [5], "note": "rank 5 sleeps instead of the subgroup [1,3,5,7] all_reduce; monitored_barrier names group rank 2"}'
-  [raise_no_dump]='{"verdict": "problem", "culprits": [3], "note": "rank 3 raises in backward and exits without a dump"}')
+  [raise_no_dump]='{"verdict": "problem", "culprits": [3], "note": "rank 3 raises in backward and exits without a dump"}'
+  [ddp_healthy]='{"verdict": "healthy", "culprits": []}'
+  [ddp_skip_collective]='{"verdict": "problem", "culprits": [2], "note": "a data-dependent branch makes rank 2 skip the loss all_reduce"}'
+  [ddp_skip_abort]='{"verdict": "problem", "culprits": [2], "note": "rank 2 skips the loss all_reduce at step 1; Gloo aborts rank 1 on the size it receives"}'
+  [extra_collective]='{"verdict": "problem", "culprits": [3], "note": "rank 3 makes one all_reduce more than the others"}'
+  [dataloader_stall]='{"verdict": "problem", "culprits": [1], "note": "rank 1 DataLoader worker blocks on one sample"}'
+  [wrong_size]='{"verdict": "problem", "culprits": [1], "note": "rank 1 all_reduces 65 elements where the others reduce 64"}'
+  [pipeline_sleep]='{"verdict": "problem", "culprits": [2], "note": "Schedule1F1B over 4 stages; the stage of rank 2 sleeps in stage_forward"}'
+  [debug_server_stall]='{"verdict": "problem", "culprits": [2], "note": "rank 2 sleeps in stage_forward; the debug server dump_dir is kept"}')
+# Scenarios that keep stacks (py-spy on PATH, from the venv).
+declare -A STACKS=([ddp_healthy]=1 [ddp_skip_collective]=1 [ddp_skip_abort]=1 [extra_collective]=1 [dataloader_stall]=1 [wrong_size]=1
+  [pipeline_sleep]=1)
 SCEN=("$@"); [ ${#SCEN[@]} -eq 0 ] && SCEN=(fsdp2_tp_healthy dtensor_scatter subgroup_hang raise_no_dump)
 for s in "${SCEN[@]}"; do
   work=$(mktemp -d); dir=$OUT/$s
   rm -rf "$dir"; mkdir -p "$dir/dumps"
   echo "== $s (${NPROC[$s]} ranks)"
+  stacks=; [ -n "${STACKS[$s]:-}" ] && { stacks=$work/stacks; mkdir -p "$stacks"; }
+  [ "$s" = debug_server_stall ] && mkdir -p "$work/debug"
+  PATH=$(dirname "$PY"):$PATH STACKS_DIR=$stacks DEBUG_DUMP_DIR=$work/debug \
   DUMP_AFTER_S=${DUMP_AFTER[$s]:-6} TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=$work/comm_lib_trace_rank_ OMP_NUM_THREADS=1 \
     timeout 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node "${NPROC[$s]}" --tee 3 \
     "$HERE/torch_job.py" "$s" > "$dir/job.log" 2>&1
   echo "torchrun exit $?"
   cp "$work"/comm_lib_trace_rank_* "$dir/dumps/" 2>/dev/null
+  [ -n "$stacks" ] && cp -r "$stacks" "$dir/stacks"
+  if [ -d "$work/debug" ]; then  # the debug server's periodic files: its stacks and what it said of them
+    mkdir -p "$dir/debug_dump"; cp "$work"/debug/* "$dir/debug_dump/" 2>/dev/null
+    for kind in $(ls "$dir/debug_dump" | sed 's/_[0-9]*_[0-9]*\.txt$//' | sort -u); do  # the last 3 of each kind
+      ls "$dir/debug_dump/${kind}"_*.txt | sort | head -n -3 | xargs -r rm -f
+    done
+  fi
+  # Paths of this machine in stacks and logs become relative or placeholders: the script, the venv,
+  # the interpreter, the host name.
+  pyhome=$(dirname "$(dirname "$(readlink -f "$PY")")")
+  for f in "$dir/job.log" $(find "$dir" -name '*.txt'); do
+    sed -i -e "s|$work|<workdir>|g" -e "s|$(dirname "$(dirname "$PY")")|<venv>|g" -e "s|$HERE/|scripts/torch-jobs/|g" \
+      -e "s|$pyhome|<python>|g" -e "s|$(hostname)|<host>|g" "$f"
+  done
   # the venv's path and this machine's temporary folder are not part of the fixture
   sed -i -e "s|$work|<workdir>|g" -e "s|$(dirname "$(dirname "$PY")")|<venv>|g" -e "s|$HERE/|scripts/torch-jobs/|g" "$dir/job.log"
   echo "${TRUTH[$s]}" > "$dir/truth.json"
+  rmdir "$dir/dumps" "$dir/stacks" 2>/dev/null  # a job that crashed before any dump or stack
   ls "$dir/dumps"; rm -rf "$work"
 done

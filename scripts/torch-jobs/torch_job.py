@@ -17,6 +17,29 @@ Scenarios (truth.json is written by make_fixtures.sh):
                       the others wait. Culprit 5.
   raise_no_dump       4 ranks: rank 3 raises in backward and exits (a few seconds later) without a
                       dump; the others dump while they wait in the gradient all_reduce. Culprit 3.
+
+Scenarios that also keep every rank's stacks (py-spy dump, twice 1 s apart, into $STACKS_DIR/rank<R>.txt;
+py-spy must be on PATH):
+  ddp_healthy         4 ranks, DDP, 4 steps, stacks at the end (every rank in the same line); healthy.
+  ddp_skip_collective 4 ranks, DDP: a data-dependent branch makes rank 2 skip the loss all_reduce at
+                      the last step; it saves a checkpoint (a sleep) while the others wait in the
+                      all_reduce. (A final barrier instead is matched by Gloo with the others' 1-element
+                      all_reduce: no hang.) Culprit 2.
+  ddp_skip_abort      the same branch at step 1: rank 2 runs ahead into the next step's gradient
+                      all_reduce (676 elements) where the others reduce the loss (1): Gloo's size
+                      check aborts rank 1 (the receiver), not rank 2. Culprit 2.
+  extra_collective    4 ranks: rank 3 makes one all_reduce more than the others, then all meet at a
+                      barrier (rank 3 waits in its all_reduce, the others in the barrier). Culprit 3.
+  dataloader_stall    4 ranks, DDP over a DataLoader with a worker process: rank 1's worker blocks on
+                      one sample; rank 1's main thread waits for the batch, the others in the gradient
+                      all_reduce. Culprit 1.
+  wrong_size          4 ranks: rank 1 all_reduces 65 elements where the others reduce 64. Culprit 1.
+  pipeline_sleep      4 ranks, torch.distributed.pipelining, Schedule1F1B over 4 stages: the stage of
+                      rank 2 sleeps in its forward (stage_forward); Gloo's recorder keeps no send/recv.
+                      Culprit 2.
+  debug_server_stall  4 ranks with torch.distributed.debug.start_debug_server(dump_dir=$DEBUG_DUMP_DIR,
+                      dump_interval=2): rank 2 sleeps in stage_forward while the others wait in
+                      all_reduce; the server's periodic files are kept. Culprit 2.
 """
 import datetime
 import os
@@ -52,6 +75,30 @@ def dump_later():
     def run():
         time.sleep(DUMP_AFTER_S)
         dump("watcher, still blocked")
+    threading.Thread(target=run, daemon=True).start()
+
+
+def take_stacks(why):
+    """py-spy dump of this rank, twice 1 s apart (two snapshots: a frame that did not move)."""
+    import subprocess
+    out = os.environ.get("STACKS_DIR")
+    if not out:
+        return
+    for _ in range(2):
+        r = subprocess.run(["py-spy", "dump", "--nonblocking", "--pid", str(os.getpid())],
+                           capture_output=True, text=True, timeout=30)
+        with open(os.path.join(out, f"rank{RANK}.txt"), "a") as f:
+            f.write(r.stdout)
+        time.sleep(1)
+    log(f"took stacks ({why})")
+
+
+def stacks_later():
+    """A rank blocked in a collective (or a sleep) has its stacks taken from this thread."""
+    def run():
+        time.sleep(DUMP_AFTER_S)
+        dump("watcher, still blocked")
+        take_stacks("watcher, still blocked")
     threading.Thread(target=run, daemon=True).start()
 
 
@@ -157,6 +204,148 @@ def raise_no_dump():
             raise
         for p in model.parameters():
             dist.all_reduce(p.grad)
+        log(f"step {step}")
+    dump("done")
+
+
+def ddp_model():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)
+    return DDP(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)))
+
+
+def ddp_healthy():
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step} loss {loss.item():.4f}")
+    dist.barrier()
+    take_stacks("done, healthy")
+    dist.barrier()
+    time.sleep(0.5)
+    dump("done, healthy")
+
+
+def ddp_skip_collective(skip_step=3):
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stacks_later()
+    for step in range(4):
+        torch.manual_seed(step * 10 + RANK)
+        x = torch.randn(8, 16) * (10.0 if (RANK == 2 and step == skip_step) else 1.0)
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if loss.item() < 1.0:  # a data-dependent branch: an outlier batch skips the metric's all_reduce
+            metric = loss.detach().clone()
+            dist.all_reduce(metric)
+        log(f"step {step} loss {loss.item():.4f}")
+    # A checkpoint's save (no collective): the others wait in the loss all_reduce rank 2 skipped.
+    time.sleep(DUMP_AFTER_S + 4)
+    dump("done")
+
+
+def ddp_skip_abort():
+    ddp_skip_collective(skip_step=1)
+
+
+def extra_collective():
+    x = torch.ones(32)
+    stacks_later()
+    for step in range(3):
+        dist.all_reduce(x)
+        if RANK == 3 and step == 1:
+            dist.all_reduce(x)  # one more than the others
+    dist.barrier()
+    dump("done")
+
+
+class SlowOnRank1(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if RANK == 1 and i == 24:
+            time.sleep(3600)  # the worker blocks on this sample
+        return torch.randn(16)
+
+
+def dataloader_stall():
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(SlowOnRank1(), batch_size=8, num_workers=1)
+    stacks_later()
+    for step, x in enumerate(loader):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step}")
+    dump("done")
+
+
+def wrong_size():
+    stacks_later()
+    for step in range(3):
+        x = torch.ones(65 if (RANK == 1 and step == 2) else 64)
+        dist.all_reduce(x)
+        log(f"step {step}")
+    dump("done")
+
+
+def stage_forward(module, x):
+    if RANK == 2 and stage_forward.calls == 3:
+        log("rank 2 sleeps in its stage's forward")
+        time.sleep(3600)
+    stage_forward.calls += 1
+    return module(x)
+
+
+stage_forward.calls = 0
+
+
+class Stage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return stage_forward(self.lin, x)
+
+
+def pipeline_sleep():
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+    torch.manual_seed(RANK)
+    stage = PipelineStage(Stage(), RANK, WORLD, torch.device("cpu"))
+    sched = Schedule1F1B(stage, n_microbatches=4, loss_fn=lambda y, t: (y - t).pow(2).mean())
+    stacks_later()
+    for step in range(3):
+        x = torch.randn(8, 16)
+        if RANK == 0:
+            sched.step(x)
+        elif RANK == WORLD - 1:
+            sched.step(target=torch.randn(8, 16))
+        else:
+            sched.step()
+        log(f"step {step}")
+    dump("done")
+
+
+def debug_server_stall():
+    from torch.distributed.debug import start_debug_server
+    start_debug_server(port=int(os.environ.get("DEBUG_PORT", "25999")), dump_dir=os.environ["DEBUG_DUMP_DIR"],
+                       dump_interval=2.0, start_method="spawn")
+    x = torch.ones(32)
+    for step in range(3):
+        if RANK == 2 and step == 2:
+            stage_forward.calls = 3
+            stage_forward(nn.Identity(), x)
+        dist.all_reduce(x)
         log(f"step {step}")
     dump("done")
 

@@ -8,11 +8,14 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
+#include "rankscope/analyzers/hang/joined_verdict.h"
 #include "rankscope/analyzers/hang/log_verdict.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/hang/progress_watch.h"
@@ -21,6 +24,7 @@
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
+#include "rankscope/stacks/stack_import.h"
 #include "rankscope/torch_fr/fr_import.h"
 
 namespace rankscope::hang {
@@ -119,6 +123,148 @@ int report_log_verdict(const logs::LogImport& log, const std::string& json_file,
 
 int run_hangdoctor_unguarded(std::span<const std::string_view> args, const HangdoctorEnv& env);
 
+// The artifacts of one job by kind: Flight Recorder dumps (one set), logs, stacks.
+struct Parts {
+  std::optional<std::filesystem::path> dumps;
+  std::vector<std::filesystem::path> logs, stacks;
+  int kinds() const { return int(dumps.has_value()) + int(!logs.empty()) + int(!stacks.empty()); }
+};
+struct SortedInputs {
+  std::optional<Parts> parts;  // set when the joined reading applies
+  bool joined() const { return parts.has_value(); }
+};
+
+// Sorts the paths into dumps, logs and stacks; a folder that is none of them alone (no run.json)
+// is looked into one level. The joined reading applies where two kinds or more are present, or
+// stacks alone; otherwise (one kind, a run directory) hangdoctor reads as it always did.
+template <class IsLog>
+SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesystem::path>& more, const IsLog& is_log) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> all{first};
+  all.insert(all.end(), more.begin(), more.end());
+  Parts parts;
+  bool several_dumps = false;
+  bool expanded = false;  // a job's folder was looked into
+  auto add_one = [&](const fs::path& p) -> bool {
+    std::error_code ec;
+    if (p != "-" && fs::is_directory(p, ec) && fs::exists(p / "run.json", ec)) return false;
+    if (p != "-" && torch_fr::looks_like_fr_dumps(p)) {
+      several_dumps |= parts.dumps.has_value();
+      parts.dumps = p;
+    } else if (p != "-" && stacks::looks_like_stacks(p)) {
+      parts.stacks.push_back(p);
+    } else if (is_log(p)) {
+      parts.logs.push_back(p);
+    } else {
+      return false;
+    }
+    return true;
+  };
+  for (const auto& p : all) {
+    std::error_code ec;
+    if (p != "-" && fs::is_directory(p, ec) && !fs::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
+        !stacks::looks_like_stacks(p)) {
+      // A job's folder holding a mix: its dumps/, job.log, stacks/ (any names), one level down.
+      std::vector<fs::path> entries;
+      for (const auto& e : fs::directory_iterator(p, ec)) entries.push_back(e.path());
+      std::sort(entries.begin(), entries.end());
+      Parts held;
+      std::swap(held, parts);
+      for (const auto& e : entries)
+        if (!e.filename().string().starts_with(".") && e.extension() != ".json") add_one(e);  // not truth.json
+      std::swap(held, parts);
+      // Two kinds or more, stacks, or a job's folder that was unreadable as a folder of logs (its
+      // job.log holds torchrun's lines only): read joined. A folder of logs stays one.
+      if (held.kinds() >= 2 || !held.stacks.empty() || (held.kinds() == 1 && !is_log(p))) {
+        if (held.dumps) {
+          several_dumps |= parts.dumps.has_value();
+          parts.dumps = held.dumps;
+        }
+        parts.logs.insert(parts.logs.end(), held.logs.begin(), held.logs.end());
+        parts.stacks.insert(parts.stacks.end(), held.stacks.begin(), held.stacks.end());
+        expanded = true;
+        continue;
+      }
+    }
+    if (!add_one(p)) return {};
+  }
+  if (several_dumps) return {};
+  // A job's folder holding its dumps alone, or one log file (torchrun's output without an NCCL or
+  // PyTorch line, which a folder of logs would skip): read joined. Several files of one kind in a
+  // folder may be several jobs' (a folder of reports): never merged here.
+  if (parts.kinds() >= 2 || !parts.stacks.empty() ||
+      (expanded && parts.kinds() == 1 && (parts.dumps || parts.logs.size() == 1)))
+    return {std::move(parts)};
+  return {};
+}
+
+int run_joined(const Parts& parts, const std::string& json_file, bool quiet, ClassifyOptions classify, std::FILE* out,
+               std::FILE* err) {
+  JoinInputs in;
+  std::vector<std::string> summaries, unread;
+  if (parts.dumps) {
+    auto r = torch_fr::import_fr_dumps(*parts.dumps);
+    if (!r.ok()) {
+      unread.push_back(r.status().message());
+    } else {
+    summaries.push_back(r->summary);
+    if (r->entries > 0 || r->status_rows > 0) {  // else: nothing to judge in the dumps; the others still speak
+      ClassifyOptions c = classify;
+      c.no_progress_observed = r->pending;
+      c.time_basis = r->time_basis;
+      RemoteProcesses remote;
+      in.dumps = diagnose(r->run, remote, c);
+      in.dumps_summary = r->summary;
+    } else {
+      summaries.push_back(fmt::format("{}: the dumps hold no collective entries and no pg_status: not judged",
+                                      parts.dumps->string()));
+    }
+    }
+  }
+  if (!parts.logs.empty()) {
+    auto r = logs::import_logs(parts.logs, nullptr);
+    if (!r.ok()) {
+      unread.push_back(r.status().message());
+    } else {
+      summaries.push_back(r->summary);
+      in.log = diagnose_log(*r, classify);
+    }
+  }
+  if (!parts.stacks.empty()) {
+    auto r = stacks::import_stacks(parts.stacks);
+    if (!r.ok()) {
+      unread.push_back(r.status().message());
+    } else {
+      summaries.push_back(r->summary);
+      in.stacks = summarize_stacks(*r);
+    }
+  }
+  // An artifact that cannot be read is said, and the others still speak; with none left, exit 2.
+  if (!in.dumps && !in.log && !in.stacks) {
+    for (const auto& u : unread) std::fprintf(err, "hangdoctor: %s\n", u.c_str());
+    if (unread.empty()) std::fprintf(err, "hangdoctor: nothing to judge in the inputs given\n");
+    return 2;
+  }
+  for (const auto& u : unread) summaries.push_back("not read: " + u);
+  JoinedVerdict v = join_verdicts(in);
+  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  if (text) {
+    for (const auto& s : summaries) std::fprintf(text, "%s\n", s.c_str());
+    std::fputs(render_text(v.diagnosis).c_str(), text);
+    std::fputs(v.text.c_str(), text);
+    if (in.log) std::fputs(render_log_findings(in.log->report).c_str(), text);
+    if (in.stacks) std::fputs(render_stack_text(*in.stacks).c_str(), text);
+  }
+  if (!json_file.empty()) {
+    ReportExtras extras;
+    if (in.log) extras.log = in.log->report;
+    if (in.stacks) extras.stacks = stack_json(*in.stacks);
+    extras.joined = v.joined;
+    if (!write_json(json_file, render_json_text(v.diagnosis, extras), out, err)) return 2;
+  }
+  return exit_code(v.diagnosis);
+}
+
 }  // namespace
 
 // Never an abort: whatever escapes the readers and the classifier (a bug a file found) ends as exit
@@ -209,6 +355,15 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
     return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
   };
+  // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
+  // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
+  if (auto inputs = sort_inputs(dir, more, is_log); inputs.joined()) {
+    if (wait_s >= 0 || stacks) {
+      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
+      return 2;
+    }
+    return run_joined(*inputs.parts, json_file, quiet, classify, out, err);
+  }
   if (!more.empty() || is_log(dir)) {
     std::vector<std::filesystem::path> paths{dir};
     paths.insert(paths.end(), more.begin(), more.end());

@@ -24,6 +24,8 @@ class ReportWriter {
   explicit ReportWriter(rapidjson::StringBuffer& out) : w_(out) { w_.SetIndent(' ', 2); }
 
   void key(std::string_view k) { w_.Key(k.data(), rapidjson::SizeType(k.size())); }
+  // A value already written as JSON text (an object built with nlohmann::json).
+  void raw(const std::string& json) { w_.RawValue(json.data(), json.size(), rapidjson::kObjectType); }
   void begin_object() { w_.StartObject(); }
   void end_object() { w_.EndObject(); }
   void begin_array() { w_.StartArray(); }
@@ -283,6 +285,10 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
   }
   w.member("headline", d.headline);
   w.member("hosts", d.hosts);
+  if (extras.joined) {
+    w.key("joined");
+    w.raw(extras.joined->dump());
+  }
   w.member_or_null("kind", d.kind != Kind::kNone, kind_name(d.kind));
   if (extras.log) {
     w.key("log");
@@ -331,6 +337,10 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
   w.member("reference_ns", d.reference_ns);
   w.member("run_dir", d.run_dir);
   w.member("schema_version", kHangReportSchemaVersion);
+  if (extras.stacks) {
+    w.key("stacks");
+    w.raw(extras.stacks->dump());
+  }
   w.member("stuck_for_s", d.stuck_for_s);
   w.member_or_null("time_basis", !d.time_basis.empty(), d.time_basis);
   w.member("times_are_lower_bounds", d.times_are_lower_bounds);

@@ -108,8 +108,28 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
     x.evidence = "torchrun's failure table";
     out.findings.push_back(std::move(x));
   }
+  // A rank Gloo aborted because a peer sent it another size than it expected is where the mismatch
+  // was seen, not who made it: not a culprit by its signal.
+  std::set<int> size_aborted;
+  for (const ErrorLine& e : job.other_errors) {
+    if (e.what != ErrorLine::What::kMismatch || e.text.find("Received data size") == std::string::npos) continue;
+    const int r = e.rank >= 0 ? e.rank : hosts.size() <= 1 ? e.local_rank : -1;
+    if (r >= 0) size_aborted.insert(r);
+  }
+  if (!size_aborted.empty()) {
+    LogFinding x;
+    x.kind = Kind::kCallMismatch;
+    x.text = fmt::format("{} aborted on a message of another size than {} expected (Gloo's size check: \"Received "
+                         "data size doesn't match expected size\"): the ranks called different collectives, or the "
+                         "same one with different sizes; which rank called differently cannot be told from the log "
+                         "(the rank that aborted received it)",
+                         ranks_words(std::vector<int>(size_aborted.begin(), size_aborted.end())),
+                         size_aborted.size() == 1 ? "it" : "they");
+    x.evidence = "gloo::EnforceNotMet in pair.cc";
+    out.findings.push_back(std::move(x));
+  }
   for (const auto& [r, f] : failures) {
-    if (f.exited && f.exitcode < 0 && f.exitcode != -15 && !all_alike) killed.push_back(r);
+    if (f.exited && f.exitcode < 0 && f.exitcode != -15 && !all_alike && !size_aborted.count(r)) killed.push_back(r);
     const bool consequence = f.what == ErrorLine::What::kTimeout || f.what == ErrorLine::What::kNetwork ||
                              f.what == ErrorLine::What::kMismatch;
     if (!f.error.empty() && !consequence) raised.push_back(r);

@@ -70,6 +70,7 @@ struct ErrorLine {
   uint64_t line = 0;       // 1-based line number in its file
   std::string file;
   int rank = -1;           // the global rank that printed it, where a prefix says
+  int local_rank = -1;     // torchrun's [defaultN]: tag, where that is all the line says
   std::string host;        // where NCCL printed it
 };
 

@@ -98,6 +98,10 @@ TorchWork parse_work(std::string_view s) {
 
 ErrorLine::What torch_error(std::string_view m) {
   if (m.find("Detected mismatch between collectives") != std::string_view::npos) return ErrorLine::What::kMismatch;
+  // Gloo's receiver checks the size a peer sent against the size it expects (gloo/transport/tcp/
+  // pair.cc, enforce "op.preamble.length <= op.nbytes") and aborts the process that RECEIVED it.
+  if (m.find("Received data size doesn't match expected size") != std::string_view::npos)
+    return ErrorLine::What::kMismatch;
   if (m.find("ncclRemoteError") != std::string_view::npos || m.find("Connection closed by") != std::string_view::npos ||
       m.find("Connection reset by") != std::string_view::npos || m.find("remote process exited") != std::string_view::npos)
     return ErrorLine::What::kNetwork;
@@ -276,6 +280,7 @@ bool read_torch_message(LogJob& job, const LogLine& l, const std::string& file, 
       e.line = line_no;
       e.file = file;
       e.rank = l.tagged_rank;
+      e.local_rank = l.tagged_local_rank;
       if (PgPrefix p; e.rank < 0 && find_pg_prefix(msg, msg.size(), p) && p.pg == "0") e.rank = p.rank;
       if (job.other_errors.size() < 64) job.other_errors.push_back(std::move(e));
       read = true;

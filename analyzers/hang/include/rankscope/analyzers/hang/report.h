@@ -35,6 +35,12 @@
 // Added within version 2 (issue 32, logs): kinds "rank_error" (verdict crash: a rank printed a network
 // or CUDA error) and "init_incomplete" (verdict hang), and, when hangdoctor read a log, log {summary,
 // findings[] {kind, problem, ranks, hosts, peer, text, evidence}, cannot_tell[]}.
+// Added within version 2 (stacks and the joined verdict, docs/STACKS.md): when hangdoctor read stacks,
+// stacks {summary, groups[] {ranks, what}, outliers, outliers_still, min_snapshots, ranks[] {rank,
+// where (collective|backward|dataloader|elsewhere|no_stack), own_frame, call, snapshots, moved,
+// thread}, problems[], server_files[]}; when it read two kinds of artifact or more (dumps, logs,
+// stacks), joined {artifacts[] {artifact (dumps|log|stacks), verdict, kind, culprit_ranks, headline},
+// culprits[] {rank, evidence[] {artifact, blames, says}}, disagreements[]}; detection.by "stacks".
 #pragma once
 
 #include <cstdint>
@@ -84,6 +90,8 @@ struct ReportExtras {
   std::optional<WaitSummary> wait;
   std::optional<LogReport> log;
   std::optional<GatherSummary> gather;
+  std::optional<nlohmann::json> stacks;  // stack_json(): what every rank's stacks say
+  std::optional<nlohmann::json> joined;  // join_verdicts(): the artifacts and the evidence per culprit
 };
 
 std::string render_text(const Diagnosis& d);

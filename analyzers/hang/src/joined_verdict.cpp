@@ -1,0 +1,231 @@
+// joined_verdict.cpp — dumps, logs and stacks joined per rank into one verdict (joined_verdict.h).
+#include "rankscope/analyzers/hang/joined_verdict.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "rankscope/analyzers/hang/rank_list.h"
+#include "rankscope/format/vocabulary.h"
+
+namespace rankscope::hang {
+namespace {
+
+struct Artifact {
+  std::string name;  // dumps | log | stacks
+  const Diagnosis* d = nullptr;
+  bool problem = false;
+  std::vector<int> names;  // the ranks it names (culprits; the stacks' outliers)
+};
+
+std::string joined_ranks_word(const std::vector<int>& r) {
+  return fmt::format("rank{} {}", r.size() == 1 ? "" : "s", compress_ranks(r));
+}
+
+// What an artifact's own diagnosis says of one rank.
+std::string rank_says(const Diagnosis& d, int rank) {
+  for (const auto& r : d.ranks) {
+    if (r.rank != rank) continue;
+    std::string s;
+    switch (r.state) {
+      case RankState::kWaiting:
+        s = r.waiting ? fmt::format("waiting in {} #{} on {}", format::short_op_name(r.waiting->op), r.waiting->seq,
+                                    r.waiting->comm)
+                      : "waiting in a collective";
+        break;
+      case RankState::kRunning: s = "not in a collective"; break;
+      case RankState::kDead: s = "dead"; break;
+      case RankState::kFinished: s = "finished"; break;
+      case RankState::kAborted: s = "aborted"; break;
+      case RankState::kMissing: s = "no evidence"; break;
+      case RankState::kFrozen: s = "frozen"; break;
+    }
+    if (!r.note.empty() && r.state != RankState::kWaiting) s += " (" + r.note + ")";
+    if (r.last_completed_seq && r.state != RankState::kMissing)
+      s += fmt::format("; last completed #{}", *r.last_completed_seq);
+    return s;
+  }
+  return {};
+}
+
+std::vector<int> intersect(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+std::string verdict_word(const Diagnosis& d) {
+  switch (d.verdict) {
+    case Verdict::kHealthy: return "nothing wrong";
+    case Verdict::kFinished: return "finished";
+    case Verdict::kHang: return "a hang";
+    case Verdict::kDesync: return "a desync";
+    case Verdict::kCrash: return "a crash";
+  }
+  return "?";
+}
+
+}  // namespace
+
+JoinedVerdict join_verdicts(const JoinInputs& in) {
+  std::optional<Diagnosis> stacks_d;
+  if (in.stacks) stacks_d = diagnose_stacks(*in.stacks);
+  std::vector<Artifact> arts;
+  auto add = [&](std::string name, const Diagnosis* d) {
+    if (!d) return;
+    Artifact a{std::move(name), d, exit_code(*d) == 1, d->culprit_ranks};
+    std::sort(a.names.begin(), a.names.end());
+    arts.push_back(std::move(a));
+  };
+  add("dumps", in.dumps ? &*in.dumps : nullptr);
+  add("log", in.log ? &in.log->diagnosis : nullptr);
+  add("stacks", stacks_d ? &*stacks_d : nullptr);
+  // Gloo retires a recorder entry only after the caller's wait() returned, so a dump taken at once
+  // can show a finished barrier still open. Where the dumps' hang rests on ranks waiting in a
+  // collective and the stacks show every rank outside torch.distributed and backward, the stacks
+  // contradict it: nothing waits.
+  std::string overruled;
+  if (in.dumps && in.stacks && in.dumps->verdict == Verdict::kHang && !in.stacks->ranks.empty() &&
+      in.stacks->waiting.empty() && int(in.stacks->ranks.size()) >= in.dumps->world_size &&
+      std::none_of(in.stacks->ranks.begin(), in.stacks->ranks.end(),
+                   [](const RankStackView& v) { return v.where == StackWhere::kNoStack; }))
+    for (auto& a : arts)
+      if (a.name == "dumps") {
+        a.problem = false;
+        a.names.clear();
+        overruled = fmt::format("the dumps say {} ({}), but every rank's stack is outside torch.distributed (none "
+                                "waits): Gloo marks an entry done only after wait() returned, so a dump taken right "
+                                "after a collective can show it open",
+                                verdict_word(*a.d), a.d->headline);
+      }
+  // The stacks' outliers locate a rank even from one snapshot, once another artifact says the job
+  // is stuck.
+  bool any_problem = false;
+  for (const auto& a : arts) any_problem |= a.problem;
+  for (auto& a : arts)
+    if (a.name == "stacks" && any_problem && a.names.empty() && in.stacks) a.names = in.stacks->outliers;
+
+  JoinedVerdict out;
+  std::vector<std::string> disagreements;
+  std::vector<int> culprits;
+  std::vector<const Artifact*> naming;
+  for (const auto& a : arts)
+    if ((a.problem || (a.name == "stacks" && any_problem)) && !a.names.empty()) naming.push_back(&a);
+  bool met = true;
+  for (const auto* a : naming) {
+    if (culprits.empty() && a == naming.front()) {
+      culprits = a->names;
+      continue;
+    }
+    auto both = intersect(culprits, a->names);
+    if (both.empty()) met = false;
+    else culprits = both;
+  }
+  if (!met) {
+    std::set<int> all;
+    std::string who;
+    for (const auto* a : naming) {
+      all.insert(a->names.begin(), a->names.end());
+      who += fmt::format("{}{} name {}", who.empty() ? "" : ", the ", a->name, joined_ranks_word(a->names));
+    }
+    culprits.assign(all.begin(), all.end());
+    disagreements.push_back(fmt::format("the artifacts name different ranks: the {}", who));
+  }
+  if (!overruled.empty()) disagreements.push_back(overruled);
+  // A problem one artifact sees and another does not.
+  for (const auto& a : arts)
+    for (const auto& b : arts)
+      if (a.problem && !b.problem && b.name != "stacks")  // stacks alone rarely convict: not a disagreement
+        disagreements.push_back(fmt::format("the {} say{} {} ({}), the {} say{} {}", a.name, a.name == "log" ? "s" : "",
+                                            verdict_word(*a.d), a.d->headline, b.name, b.name == "log" ? "s" : "",
+                                            verdict_word(*b.d)));
+
+  // The base diagnosis: the first problem artifact (dumps, log, stacks) whose culprits are the joined
+  // ones; else the first problem artifact; else the first artifact (healthy).
+  const Artifact* base = nullptr;
+  for (const auto& a : arts)
+    if (a.problem && a.names == culprits && !base) base = &a;
+  for (const auto& a : arts)
+    if (a.problem && !base) base = &a;
+  if (!base && !arts.empty()) base = &arts.front();
+  Diagnosis d = base ? *base->d : Diagnosis{};
+  if (base && !base->problem && exit_code(d) == 1) {  // the only problem was overruled above
+    d.verdict = Verdict::kHealthy;
+    d.kind = Kind::kNone;
+    d.culprit_ranks.clear();
+    d.collective.reset();
+    d.detection.reset();
+    d.waits.clear();
+    d.headline = "NO HANG: " + overruled;
+    d.explanation = "Every rank's stack is in its own code, none in a collective or in backward.";
+  }
+  if (base && base->problem && base->names != culprits) {
+    d.culprit_ranks = culprits;
+    std::string why;
+    for (const auto* a : naming)
+      why += fmt::format("{}the {} name {}", why.empty() ? "" : "; ", a->name, joined_ranks_word(a->names));
+    d.headline = fmt::format("{}: {}{} ({})", d.verdict == Verdict::kDesync ? "DESYNC" : d.verdict == Verdict::kCrash ? "CRASH" : "HANG",
+                             met ? "" : "one of ", joined_ranks_word(culprits), why);
+  }
+  // Each culprit's own Python frame, where the stacks have it.
+  if (in.stacks && base && base->problem) {
+    std::string where;
+    for (int r : d.culprit_ranks)
+      for (const auto& v : in.stacks->ranks)
+        if (v.rank == r && !v.own.empty() && d.headline.find(v.own) == std::string::npos)
+          where += fmt::format("; rank {} is in {}", r, v.own);
+    d.headline += where;
+  }
+  if (d.world_size == 0)
+    for (const auto& a : arts) d.world_size = std::max(d.world_size, a.d->world_size);
+
+  // Evidence per culprit, per artifact.
+  nlohmann::json j;
+  j["artifacts"] = nlohmann::json::array();
+  for (const auto& a : arts)
+    j["artifacts"].push_back({{"artifact", a.name},
+                              {"verdict", verdict_name(a.d->verdict)},
+                              {"kind", a.d->kind == Kind::kNone ? nlohmann::json(nullptr) : nlohmann::json(kind_name(a.d->kind))},
+                              {"culprit_ranks", a.d->culprit_ranks},
+                              {"headline", a.d->headline}});
+  j["culprits"] = nlohmann::json::array();
+  std::string text = "\nEvidence, per culprit:\n";
+  for (int r : d.culprit_ranks) {
+    nlohmann::json ev = nlohmann::json::array();
+    text += fmt::format("  rank {}:\n", r);
+    for (const auto& a : arts) {
+      const bool blames = std::find(a.names.begin(), a.names.end(), r) != a.names.end();
+      std::string says;
+      if (a.name == "stacks" && in.stacks) {
+        for (const auto& v : in.stacks->ranks)
+          if (v.rank == r) says = describe_rank_stack(v);
+        if (says.empty()) says = "no stack of this rank";
+      } else if (a.name == "log" && in.log) {
+        for (const auto& f : in.log->report.findings)
+          if (f.problem && std::find(f.ranks.begin(), f.ranks.end(), r) != f.ranks.end())
+            says += (says.empty() ? "" : "; ") + f.text;
+        if (says.empty()) says = blames ? a.d->headline : rank_says(*a.d, r);
+      } else {
+        says = blames ? a.d->headline : rank_says(*a.d, r);
+      }
+      if (says.empty()) says = "says nothing of this rank";
+      ev.push_back({{"artifact", a.name}, {"blames", blames}, {"says", says}});
+      text += fmt::format("    {} {}: {}\n", blames ? "!" : "-", a.name, says);
+    }
+    j["culprits"].push_back({{"rank", r}, {"evidence", ev}});
+  }
+  if (d.culprit_ranks.empty()) text = "\nThe artifacts:\n";
+  if (d.culprit_ranks.empty())
+    for (const auto& a : arts) text += fmt::format("  - {}: {}\n", a.name, a.d->headline);
+  for (const auto& s : disagreements) text += "  disagreement: " + s + "\n";
+  j["disagreements"] = disagreements;
+  if (!disagreements.empty()) d.explanation += " The artifacts disagree: " + disagreements.front() + ".";
+  out.diagnosis = std::move(d);
+  out.joined = std::move(j);
+  out.text = std::move(text);
+  return out;
+}
+
+}  // namespace rankscope::hang
