@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "rankscope/analyzers/skew/stats.h"
+#include "rankscope/format/saturating.h"
 #include "skew_parts.h"
 
 namespace rankscope::analyzers {
@@ -23,12 +24,18 @@ void build_heatmap(const std::vector<RankSteps>& steps, const SkewOptions& optio
   Heatmap& h = report.heatmap;
   if (report.first_step < 0 || steps.empty()) return;
   const int64_t n_ranks = int64_t(steps.size());
-  const int64_t n_steps = report.last_step - report.first_step + 1;
+  // Step numbers come from files: a span up to INT64_MAX is held there, and the bins' products are
+  // taken in 128 bits (format/saturating.h).
+  const int64_t n_steps =
+      format::add_saturating(format::sub_saturating(report.last_step, report.first_step), 1);
   const int64_t rank_bins = std::min<int64_t>(n_ranks, std::max(1, options.heatmap_max_ranks));
   const int64_t step_bins = std::min<int64_t>(n_steps, std::max(1, options.heatmap_max_steps));
   // Bin b covers [b*n/bins, (b+1)*n/bins): sizes differ by at most one.
   auto rank_bin = [&](int64_t r) { return r * rank_bins / n_ranks; };
-  auto step_bin = [&](int64_t s) { return (s - report.first_step) * step_bins / n_steps; };
+  auto step_bin = [&](int64_t s) {
+    const int64_t b = format::mul_div_saturating(format::sub_saturating(s, report.first_step), step_bins, n_steps);
+    return std::clamp<int64_t>(b, 0, step_bins - 1);
+  };
   const double nan = std::numeric_limits<double>::quiet_NaN();
   h.values_ms.assign(size_t(rank_bins), std::vector<double>(size_t(step_bins), nan));
   for (int64_t b = 0; b < rank_bins; ++b) {
@@ -37,9 +44,12 @@ void build_heatmap(const std::vector<RankSteps>& steps, const SkewOptions& optio
     h.rank_labels.push_back(bin_label(lo, hi));
   }
   for (int64_t b = 0; b < step_bins; ++b) {
-    const int64_t lo = (b * n_steps + step_bins - 1) / step_bins;
-    const int64_t hi = ((b + 1) * n_steps + step_bins - 1) / step_bins - 1;
-    h.step_labels.push_back(bin_label(report.first_step + lo, report.first_step + hi));
+    // ceil(b * n / bins) and ceil((b + 1) * n / bins) - 1, the products in 128 bits.
+    const int64_t lo = format::mul_div_up_saturating(b, n_steps, step_bins);
+    const int64_t hi = format::mul_div_up_saturating(b + 1, n_steps, step_bins) - 1;
+    // The last bin ends at the last step (a span held at INT64_MAX would end it one short).
+    const int64_t last = b + 1 == step_bins ? report.last_step : format::add_saturating(report.first_step, hi);
+    h.step_labels.push_back(bin_label(format::add_saturating(report.first_step, lo), last));
   }
   for (int64_t r = 0; r < n_ranks; ++r) {
     auto& row = h.values_ms[size_t(rank_bin(r))];

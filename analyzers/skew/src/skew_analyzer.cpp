@@ -14,6 +14,7 @@
 #include "rankscope/format/rank_list.h"
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/event_stream.h"
+#include "rankscope/format/saturating.h"
 #include "skew_parts.h"
 
 namespace rankscope::analyzers {
@@ -114,7 +115,8 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
                                  "hint: was the run stopped before its first step ended?",
                                  run.dir.string(), options.first_step > 0 || options.last_step < INT64_MAX ? " in the step window" : ""));
   }
-  report.steps = report.last_step - report.first_step + 1;
+  // Step numbers come from the files: a span past INT64_MAX is held there (format/saturating.h).
+  report.steps = format::add_saturating(format::sub_saturating(report.last_step, report.first_step), 1);
   report.step_ms_median = median(medians);
   const double fastest = *std::min_element(noncomm.begin(), noncomm.end());
   for (RankSkew& rs : report.ranks) {

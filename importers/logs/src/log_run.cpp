@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "rankscope/format/saturating.h"
+
 namespace rankscope::logs {
 namespace {
 
@@ -258,7 +260,7 @@ void build_run(const LogJob& job, const RankMap& ranks, LogImport& out) {
         // Printed nothing about this group while its peers timed out: it had nothing pending here.
         if (!ranks.seen.count(r) || !infer_silent) continue;  // not in the log (or too little of it): missing
         silent.push_back(r);
-        s.next_seq = uint64_t(std::max<int64_t>(agreed, 0) + 1);
+        s.next_seq = uint64_t(format::add_saturating(std::max<int64_t>(agreed, 0), 1));
         s.completed_count = s.next_seq;
         snap(r).comms.push_back(std::move(s));
         continue;
@@ -282,8 +284,8 @@ void build_run(const LogJob& job, const RankMap& ranks, LogImport& out) {
         out.pending = true;
       }
       if (enq > done) out.pending = true;
-      s.next_seq = uint64_t(std::max<int64_t>(enq, 0) + 1);
-      s.completed_count = uint64_t(std::max<int64_t>(done, 0) + 1);
+      s.next_seq = uint64_t(format::add_saturating(std::max<int64_t>(enq, 0), 1));
+      s.completed_count = uint64_t(format::add_saturating(std::max<int64_t>(done, 0), 1));
       snap(r).comms.push_back(std::move(s));
     }
     if (!silent.empty())
@@ -296,7 +298,8 @@ void build_run(const LogJob& job, const RankMap& ranks, LogImport& out) {
   out.run.dir = job.files.empty() ? std::string("-") : job.files.front();
   out.run.world_size = world;
   out.run.ranks.resize(size_t(world));
-  const int64_t now_ns = std::max<int64_t>(ran_ms, 0) * 1'000'000;
+  // SeqNums and times from the log may be anything up to INT64_MAX: held there, never wrapped.
+  const int64_t now_ns = format::mul_saturating(std::max<int64_t>(ran_ms, 0), 1'000'000);
   for (int r = 0; r < world; ++r) {
     format::RankFiles& rf = out.run.ranks[size_t(r)];
     rf.rank = r;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "log_job.h"
+#include "rankscope/format/run_metadata.h"
 
 namespace rankscope::logs {
 namespace {
@@ -65,6 +66,8 @@ void read_init(LogJob& job, const LogLine& l, std::string_view msg) {
   long long rank = -1, nranks = 0;
   if (pointer.empty() || !number_after(msg, "rank", rank)) return;
   if (!number_after(msg, "nranks", nranks) && !number_after(msg, "nRanks", nranks)) return;
+  // The job's world is sized by these: a line claiming more ranks than any job has is not an init.
+  if (rank < 0 || nranks <= 0 || rank >= nranks || nranks > format::kMaxWorldSize) return;
   CommMember& m = member_of(job, l, pointer);
   long long dev = -1;
   if (number_after(msg, "cudaDev", dev)) m.device = int(dev);  // the printing thread's [dev] may be another's
@@ -134,7 +137,7 @@ bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
   if (c.op == format::CollectiveOp::kAllReduce && c.red_op == 0) c.op = format::CollectiveOp::kAllReduceSum;
   if (c.op == format::CollectiveOp::kAllReduce && c.red_op == 2) c.op = format::CollectiveOp::kAllReduceMax;
   CommMember& m = member_of(job, l, pointer);
-  if (m.nranks == 0 && nranks > 0) m.nranks = int(nranks);
+  if (m.nranks == 0 && nranks > 0 && nranks <= format::kMaxWorldSize) m.nranks = int(nranks);
   if (c.op == format::CollectiveOp::kSend || c.op == format::CollectiveOp::kRecv) {
     P2pCalls& p = m.p2p[c.root];
     (c.op == format::CollectiveOp::kSend ? p.sends : p.recvs)++;

@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "log_job.h"
+#include "rankscope/format/run_metadata.h"
 
 namespace rankscope::logs {
 namespace {
@@ -31,7 +32,7 @@ bool find_pg_prefix(std::string_view text, size_t before, PgPrefix& out) {
     if (rank_at != std::string_view::npos) {
       std::string_view r = inside.substr(rank_at + 5);
       long long rank = -1;
-      if (take_number(r, rank) && r.empty()) {
+      if (take_number(r, rank) && r.empty() && rank >= 0 && rank < format::kMaxWorldSize) {
         out.rank = int(rank);
         const std::string_view pg_part = inside.substr(0, rank_at);
         // "PG ID 0 PG GUID 0(default_pg) " | "PG 0 (default_pg) " | "PG 0 " | ""

@@ -27,6 +27,28 @@ inline int64_t sub_saturating(int64_t a, int64_t b) {
   return diff;
 }
 
+// a * b, held the same way (a time in ms from a file, made ns).
+inline int64_t mul_saturating(int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) return (a < 0) == (b < 0) ? INT64_MAX : INT64_MIN;
+  return product;
+}
+
+// a * b / d with the product in 128 bits, held at the ends (a bin of a span of steps or times from a
+// file: the product need not fit in 64 bits even when the quotient does). d must not be 0.
+inline int64_t mul_div_saturating(int64_t a, int64_t b, int64_t d) {
+  __extension__ typedef __int128 int128;
+  const int128 q = int128(a) * int128(b) / int128(d);
+  return q > int128(INT64_MAX) ? INT64_MAX : q < int128(INT64_MIN) ? INT64_MIN : int64_t(q);
+}
+
+// The same rounded up, for a >= 0, b >= 0, d > 0 (the first item of bin a of d bins over b items).
+inline int64_t mul_div_up_saturating(int64_t a, int64_t b, int64_t d) {
+  __extension__ typedef __int128 int128;
+  const int128 q = (int128(a) * int128(b) + int128(d) - 1) / int128(d);
+  return q > int128(INT64_MAX) ? INT64_MAX : q < int128(INT64_MIN) ? INT64_MIN : int64_t(q);
+}
+
 // |a - b|, held at INT64_MAX.
 inline int64_t distance_saturating(int64_t a, int64_t b) { return sub_saturating(std::max(a, b), std::min(a, b)); }
 

@@ -1,0 +1,54 @@
+// skew_numbers_test.cpp — step numbers from an event stream are distrusted: a run whose steps span
+// 0 to INT64_MAX gives a report with the span held at INT64_MAX and a heatmap of a few bins, no
+// wrapped step count or label (analyzers/skew/src/heatmap.cpp, format/saturating.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/analyzers/skew/skew_json.h"
+#include "rankscope/format/event_stream.h"
+#include "skew_fake_run.h"
+
+namespace rankscope::analyzers {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(SkewNumbers, StepsSpanningInt64AreHeldNotWrapped) {
+  const fs::path dir = testing::fresh_temp_dir("skew-steps-span");
+  auto w = testing::one_rank_run(dir, "span", 0);
+  const uint32_t fwd = w->intern(format::NameKind::kRange, "forward");
+  for (const int64_t n : {int64_t(0), int64_t(1), INT64_MAX - 1, INT64_MAX}) {
+    format::StepRecord step;
+    step.step = n;
+    step.begin_ns = 1'000'000'000 + (n % 1000) * 20'000'000;
+    step.end_ns = step.begin_ns + 10'000'000;
+    step.ranges.push_back({fwd, 1, 2'000'000, 0});
+    w->write_step(step);
+  }
+  ASSERT_TRUE(w->flush().ok());
+  w.reset();
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  EXPECT_EQ(report->first_step, 0);
+  EXPECT_EQ(report->last_step, INT64_MAX);
+  EXPECT_EQ(report->steps, INT64_MAX);  // INT64_MAX + 1, held
+  const Heatmap& h = report->heatmap;
+  ASSERT_FALSE(h.step_labels.empty());
+  EXPECT_LE(h.step_labels.size(), 1000u);
+  EXPECT_EQ(h.step_labels.front().rfind("0-", 0), 0u) << h.step_labels.front();
+  for (const auto& label : h.step_labels) EXPECT_NE(label.front(), '-') << label;  // no wrapped, negative step
+  EXPECT_NE(h.step_labels.back().find("9223372036854775807"), std::string::npos) << h.step_labels.back();
+  // Every step fell in a bin: the first and the last bins hold a time.
+  ASSERT_EQ(h.values_ms.size(), 1u);
+  EXPECT_FALSE(std::isnan(h.values_ms[0].front()));
+  EXPECT_FALSE(std::isnan(h.values_ms[0].back()));
+  (void)to_json(*report).dump();
+}
+
+}  // namespace
+}  // namespace rankscope::analyzers
