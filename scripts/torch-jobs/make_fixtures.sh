@@ -10,7 +10,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(cd "$HERE/../.." && pwd)/tests/fixtures/torch-jobs
 declare -A NPROC=([fsdp2_tp_healthy]=4 [dtensor_scatter]=4 [subgroup_hang]=8 [raise_no_dump]=4
   [ddp_healthy]=4 [ddp_skip_collective]=4 [ddp_skip_abort]=4 [extra_collective]=4 [dataloader_stall]=4 [wrong_size]=4
-  [pipeline_sleep]=4 [debug_server_stall]=4)
+  [pipeline_sleep]=4 [debug_server_stall]=4 [pipeline_healthy]=4 [gpipe_sleep]=4 [sigkill_rank]=4 [gil_held]=4
+  [ddp_healthy_8]=8 [fsdp2_sleep]=4 [dataloader_healthy]=4)
 declare -A DUMP_AFTER=([subgroup_hang]=2)
 declare -A TRUTH=(
   [fsdp2_tp_healthy]='{"verdict": "healthy", "culprits": []}'
@@ -24,10 +25,18 @@ declare -A TRUTH=(
   [dataloader_stall]='{"verdict": "problem", "culprits": [1], "note": "rank 1 DataLoader worker blocks on one sample"}'
   [wrong_size]='{"verdict": "problem", "culprits": [1], "note": "rank 1 all_reduces 65 elements where the others reduce 64"}'
   [pipeline_sleep]='{"verdict": "problem", "culprits": [2], "note": "Schedule1F1B over 4 stages; the stage of rank 2 sleeps in stage_forward"}'
-  [debug_server_stall]='{"verdict": "problem", "culprits": [2], "note": "rank 2 sleeps in stage_forward; the debug server dump_dir is kept"}')
+  [debug_server_stall]='{"verdict": "problem", "culprits": [2], "note": "rank 2 sleeps in stage_forward; the debug server dump_dir is kept"}'
+  [pipeline_healthy]='{"verdict": "healthy", "culprits": []}'
+  [gpipe_sleep]='{"verdict": "problem", "culprits": [1], "note": "ScheduleGPipe over 4 stages; the stage of rank 1 sleeps in stage_forward"}'
+  [sigkill_rank]='{"verdict": "problem", "culprits": [3], "note": "rank 3 is SIGKILLed at step 2"}'
+  [gil_held]='{"verdict": "problem", "culprits": [2], "note": "rank 2 holds the GIL in a regular expression"}'
+  [ddp_healthy_8]='{"verdict": "healthy", "culprits": []}'
+  [fsdp2_sleep]='{"verdict": "problem", "culprits": [1], "note": "FSDP2; rank 1 sleeps in stage_forward"}'
+  [dataloader_healthy]='{"verdict": "healthy", "culprits": []}')
 # Scenarios that keep stacks (py-spy on PATH, from the venv).
 declare -A STACKS=([ddp_healthy]=1 [ddp_skip_collective]=1 [ddp_skip_abort]=1 [extra_collective]=1 [dataloader_stall]=1 [wrong_size]=1
-  [pipeline_sleep]=1)
+  [pipeline_sleep]=1 [pipeline_healthy]=1 [gpipe_sleep]=1 [sigkill_rank]=1 [gil_held]=1 [ddp_healthy_8]=1
+  [fsdp2_sleep]=1 [dataloader_healthy]=1)
 SCEN=("$@"); [ ${#SCEN[@]} -eq 0 ] && SCEN=(fsdp2_tp_healthy dtensor_scatter subgroup_hang raise_no_dump)
 for s in "${SCEN[@]}"; do
   work=$(mktemp -d); dir=$OUT/$s

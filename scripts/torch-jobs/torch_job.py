@@ -40,6 +40,17 @@ py-spy must be on PATH):
   debug_server_stall  4 ranks with torch.distributed.debug.start_debug_server(dump_dir=$DEBUG_DUMP_DIR,
                       dump_interval=2): rank 2 sleeps in stage_forward while the others wait in
                       all_reduce; the server's periodic files are kept. Culprit 2.
+  pipeline_healthy    4 ranks, Schedule1F1B over 4 stages, 3 steps, stacks at the end; healthy.
+  gpipe_sleep         4 ranks, ScheduleGPipe over 4 stages: rank 1's stage sleeps in stage_forward.
+                      Culprit 1.
+  sigkill_rank        4 ranks, DDP: rank 3 is SIGKILLed at step 2 (as the OOM killer does); it leaves
+                      no dump and no stack. Culprit 3.
+  gil_held            4 ranks: rank 2 runs a regular expression that holds the GIL (its watcher can
+                      neither dump nor take its stacks). Culprit 2.
+  ddp_healthy_8       ddp_healthy on 8 ranks; healthy.
+  fsdp2_sleep         4 ranks, FSDP2 fully_shard: rank 1 sleeps in stage_forward (its 4th forward).
+                      Culprit 1.
+  dataloader_healthy  4 ranks, DDP over a DataLoader with a worker, stacks at the end; healthy.
 """
 import datetime
 import os
@@ -299,14 +310,15 @@ def wrong_size():
 
 
 def stage_forward(module, x):
-    if RANK == 2 and stage_forward.calls == 3:
-        log("rank 2 sleeps in its stage's forward")
+    if RANK == stage_forward.sleeper and stage_forward.calls == 3:
+        log(f"rank {RANK} sleeps in its stage's forward")
         time.sleep(3600)
     stage_forward.calls += 1
     return module(x)
 
 
 stage_forward.calls = 0
+stage_forward.sleeper = 2
 
 
 class Stage(nn.Module):
@@ -348,6 +360,110 @@ def debug_server_stall():
         dist.all_reduce(x)
         log(f"step {step}")
     dump("done")
+
+
+def pipeline_run(schedule_name, sleeper=-1):
+    from torch.distributed import pipelining
+    torch.manual_seed(RANK)
+    stage = pipelining.PipelineStage(Stage(), RANK, WORLD, torch.device("cpu"))
+    sched = getattr(pipelining, schedule_name)(stage, n_microbatches=4,
+                                               loss_fn=lambda y, t: (y - t).pow(2).mean())
+    stage_forward.sleeper = sleeper
+    if sleeper >= 0:
+        stacks_later()
+    for step in range(3):
+        x = torch.randn(8, 16)
+        if RANK == 0:
+            sched.step(x)
+        elif RANK == WORLD - 1:
+            sched.step(target=torch.randn(8, 16))
+        else:
+            sched.step()
+        log(f"step {step}")
+    if sleeper < 0:
+        dist.barrier()
+        take_stacks("done, healthy")
+        dist.barrier()
+        time.sleep(0.5)
+    dump("done")
+
+
+def pipeline_healthy():
+    pipeline_run("Schedule1F1B")
+
+
+def gpipe_sleep():
+    pipeline_run("ScheduleGPipe", sleeper=1)
+
+
+def sigkill_rank():
+    import signal
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if RANK != 3:
+        stacks_later()
+    for step in range(4):
+        if RANK == 3 and step == 2:
+            log("rank 3 is killed (SIGKILL, as the OOM killer does)")
+            os.kill(os.getpid(), signal.SIGKILL)
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step}")
+    dump("done")
+
+
+def gil_held():
+    import re
+    x = torch.ones(32)
+    stacks_later()
+    for step in range(3):
+        if RANK == 2 and step == 1:
+            log("rank 2 runs a regular expression that holds the GIL")
+            re.match(r"(a+)+b", "a" * 29)  # catastrophic backtracking in C: the GIL is never released
+        dist.all_reduce(x)
+        log(f"step {step}")
+    dump("done")
+
+
+def ddp_healthy_8():
+    ddp_healthy()
+
+
+def fsdp2_sleep():
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(0)
+    model = nn.Sequential(Stage(), nn.ReLU(), nn.Linear(16, 16))
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stage_forward.sleeper = 1
+    stacks_later()
+    for step in range(6):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step}")
+    dump("done")
+
+
+def dataloader_healthy():
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(32, 16)), batch_size=8,
+                                         num_workers=1)
+    for step, (x,) in enumerate(loader):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step}")
+    dist.barrier()
+    take_stacks("done, healthy")
+    dist.barrier()
+    time.sleep(0.5)
+    dump("done, healthy")
 
 
 def main():

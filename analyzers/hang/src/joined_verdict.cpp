@@ -138,9 +138,13 @@ JoinedVerdict join_verdicts(const JoinInputs& in) {
   for (const auto& a : arts)
     for (const auto& b : arts)
       if (a.problem && !b.problem && b.name != "stacks")  // stacks alone rarely convict: not a disagreement
-        disagreements.push_back(fmt::format("the {} say{} {} ({}), the {} say{} {}", a.name, a.name == "log" ? "s" : "",
-                                            verdict_word(*a.d), a.d->headline, b.name, b.name == "log" ? "s" : "",
-                                            verdict_word(*b.d)));
+        disagreements.push_back(fmt::format("the {} say{} {}{}, the {} say{} {}{}", a.name, a.name == "log" ? "s" : "",
+                                            verdict_word(*a.d),
+                                            a.names.empty() ? "" : " (" + joined_ranks_word(a.names) + ")", b.name,
+                                            b.name == "log" ? "s" : "", verdict_word(*b.d),
+                                            b.name == "dumps" && in.dumps_summary.find("gloo") != std::string::npos ? " (Gloo's recorder keeps no send/recv; a rank "
+                                                                "blocked in one shows nothing open)"
+                                                              : ""));
 
   // The base diagnosis: the first problem artifact (dumps, log, stacks) whose culprits are the joined
   // ones; else the first problem artifact; else the first artifact (healthy).

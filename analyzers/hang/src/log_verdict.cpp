@@ -160,6 +160,12 @@ LogVerdict diagnose_log(const logs::LogImport& log, ClassifyOptions options) {
                        " (cables, HCA ports, the switch), and whether the peer process died first.";
   } else if (!mismatched.empty()) {
     blame(Verdict::kDesync, Kind::kCollectiveMismatch, mismatched, "DESYNC");
+    if (d.culprit_ranks.empty())
+      d.explanation = "Gloo aborts the rank that receives a message of another size than it expects: ranks of one group "
+                      "called different collectives (a skipped or extra call, often behind a rank-dependent branch) or "
+                      "the same one with different sizes. Which rank called differently is not in the log; the other "
+                      "ranks' dumps or stacks can say.";
+    else
     d.explanation = "Each rank's traceback names the torch.distributed call it failed in. Ranks of one group must make "
                     "the same calls in the same order; the ranks in the odd call diverged (a skipped or extra "
                     "collective, often behind a rank-dependent branch), and every rank then timed out.";

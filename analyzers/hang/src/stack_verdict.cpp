@@ -151,8 +151,20 @@ StackSummary summarize_stacks(const stacks::StackImport& in) {
   s.server_files = in.server_files;
   s.min_snapshots = in.ranks.empty() ? 0 : 1 << 30;
   for (const auto& [rank, r] : in.ranks) {
+    // A rank below the highest one seen (or in the server's sections) with no stack at all: gone,
+    // or its process could not be sampled (a watcher thread that cannot take the GIL).
+    for (int gap = s.ranks.empty() ? 0 : s.ranks.back().rank + 1; gap < rank; ++gap) {
+      RankStackView none;
+      none.rank = gap;
+      s.ranks.push_back(none);
+    }
     s.ranks.push_back(view_of(r));
     s.min_snapshots = std::min(s.min_snapshots, int(r.snapshots.size()));
+  }
+  for (int gap = s.ranks.empty() ? 0 : s.ranks.back().rank + 1; gap < in.world_size; ++gap) {
+    RankStackView none;
+    none.rank = gap;
+    s.ranks.push_back(none);
   }
   std::map<std::string, std::vector<int>> by_sig;
   std::map<std::string, const RankStackView*> first_of;
@@ -168,8 +180,14 @@ StackSummary summarize_stacks(const stacks::StackImport& in) {
   std::vector<int> away;
   for (const auto& v : s.ranks)
     if (v.where == StackWhere::kElsewhere || v.where == StackWhere::kDataLoader) away.push_back(v.rank);
+  std::vector<int> no_stack;
+  for (const auto& v : s.ranks)
+    if (v.where == StackWhere::kNoStack) no_stack.push_back(v.rank);
   if (!s.waiting.empty() && !away.empty() && away.size() <= s.waiting.size()) {
     s.outliers = away;
+  } else if (away.empty() && !no_stack.empty() && s.waiting.size() > no_stack.size()) {
+    // Every rank with a stack waits; the ranks that left none are the suspects.
+    s.outliers = no_stack;
   } else if (away.empty() && s.waiting.size() >= 3) {
     // Everyone waits, in different torch.distributed calls: the ranks in the rarer call stand out,
     // where one call holds more than half of the ranks.
@@ -184,7 +202,13 @@ StackSummary summarize_stacks(const stacks::StackImport& in) {
   s.outliers_still = !s.outliers.empty();
   for (int r : s.outliers)
     for (const auto& v : s.ranks)
-      if (v.rank == r && (v.snapshots < 2 || v.moved)) s.outliers_still = false;
+      if (v.rank == r && v.where != StackWhere::kNoStack && (v.snapshots < 2 || v.moved)) s.outliers_still = false;
+  // Ranks that left no stack are still only where every rank that did waits in torch.distributed
+  // without moving over two snapshots or more.
+  if (s.outliers == no_stack && !no_stack.empty())
+    for (const auto& v : s.ranks)
+      if (v.where != StackWhere::kNoStack && (v.where != StackWhere::kCollective || v.snapshots < 2 || v.moved))
+        s.outliers_still = false;
   return s;
 }
 
@@ -197,7 +221,9 @@ std::string describe_rank_stack(const RankStackView& v) {
     case StackWhere::kElsewhere:
       where = "not in a torch.distributed call" + (v.call.empty() ? std::string() : ", in " + v.call);
       break;
-    case StackWhere::kNoStack: return fmt::format("rank {} left no Python stack", v.rank);
+    case StackWhere::kNoStack:
+      return fmt::format("rank {} left no Python stack (gone, or its process could not be sampled: a thread "
+                         "holding the GIL stops an in-process dump)", v.rank);
   }
   const std::string still = v.snapshots < 2 ? "one snapshot"
                             : v.moved       ? fmt::format("moved between {} snapshots", v.snapshots)
@@ -226,8 +252,14 @@ Diagnosis diagnose_stacks(const StackSummary& s) {
   for (int r : s.outliers)
     for (const auto& v : s.ranks)
       if (v.rank == r) outlier_text += (outlier_text.empty() ? "" : "; ") + describe_rank_stack(v);
+  // The others, by the call they wait in (their own lines may differ: a pipeline's stages).
   std::string others;
-  if (!s.groups.empty()) others = fmt::format("{} {}", stack_ranks_word(s.groups.front().ranks), s.groups.front().what);
+  std::map<std::string, std::vector<int>> by_call;
+  for (const auto& v : s.ranks)
+    if (std::find(s.outliers.begin(), s.outliers.end(), v.rank) == s.outliers.end())
+      by_call[v.where == StackWhere::kElsewhere && v.call.empty() ? "its own code" : v.call].push_back(v.rank);
+  for (const auto& [call, ranks] : by_call)
+    others += fmt::format("{}{} in {}", others.empty() ? "" : "; ", stack_ranks_word(ranks), call);
   if (s.outliers_still) {
     bool away = false;
     for (int r : s.outliers)
