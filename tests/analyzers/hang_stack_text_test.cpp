@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../importers/fr_hangdoctor_run.h"
 #include "rankscope/analyzers/hang/stack_verdict.h"
 #include "rankscope/stacks/stack_import.h"
 
@@ -120,6 +121,20 @@ TEST(StackVerdict, OneSnapshotNamesTheOutlierButRaisesNoAlarm) {
   const Diagnosis d = diagnose_stacks(summarize_stacks(two_ranks(1)));
   EXPECT_EQ(exit_code(d), 0);
   EXPECT_NE(d.headline.find("rank 1"), std::string::npos) << d.headline;
+}
+
+// The debug server has no authentication: only one on this machine is asked, and one that is not
+// there is said in one line (exit 2), after a bounded wait.
+TEST(StackLive, ADebugServerElsewhereIsRefusedAndOneNotThereIsSaid) {
+  using torch_fr::testing::run_hangdoctor_on;
+  const auto far = run_hangdoctor_on({"--torch-debug-server", "10.0.0.7:25999"});
+  EXPECT_EQ(far.code, 2);
+  EXPECT_NE(far.err.find("only a debug server on this machine"), std::string::npos) << far.err;
+  const auto bad = run_hangdoctor_on({"--torch-debug-server", "localhost:http"});
+  EXPECT_EQ(bad.code, 2);
+  const auto none = run_hangdoctor_on({"--torch-debug-server", "127.0.0.1:1"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("nothing listens"), std::string::npos) << none.err;
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ constexpr const char* kHelp =
     "report (ncclras's text or JSON output).\n\n"
     "  --nccl-ras [HOST:]PORT  ask a live NCCL job's RAS thread (NCCL 2.24+, default port 28028 on\n"
     "                       localhost) which ranks are behind, missing or dead, and judge its answer\n"
+    "  --torch-debug-server HOST:PORT  ask a running PyTorch debug server (torch.distributed.debug, on this\n"
+    "                       machine) for every rank's stacks, twice 2 s apart; with paths, joined with them\n"
     "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
     "                       then carries only the JSON (the text goes to stderr)\n"
     "  --quiet, -q          no text report (with --json)\n"
@@ -199,9 +201,18 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
 }
 
 int run_joined(const Parts& parts, const std::string& json_file, bool quiet, ClassifyOptions classify, std::FILE* out,
-               std::FILE* err) {
+               std::FILE* err, const std::string& debug_server = {}) {
   JoinInputs in;
   std::vector<std::string> summaries, unread;
+  if (!debug_server.empty()) {  // a running debug server's stacks, two snapshots 2 s apart
+    auto r = stacks::query_debug_server(debug_server, 2, 2.0, 70.0);
+    if (!r.ok()) {
+      std::fprintf(err, "hangdoctor: --torch-debug-server %s\n", r.status().message().c_str());
+      return 2;
+    }
+    summaries.push_back(r->summary);
+    in.stacks = summarize_stacks(*r);
+  }
   if (parts.dumps) {
     auto r = torch_fr::import_fr_dumps(*parts.dumps);
     if (!r.ok()) {
@@ -230,7 +241,7 @@ int run_joined(const Parts& parts, const std::string& json_file, bool quiet, Cla
       in.log = diagnose_log(*r, classify);
     }
   }
-  if (!parts.stacks.empty()) {
+  if (!parts.stacks.empty() && !in.stacks) {
     auto r = stacks::import_stacks(parts.stacks);
     if (!r.ok()) {
       unread.push_back(r.status().message());
@@ -270,7 +281,8 @@ int run_joined(const Parts& parts, const std::string& json_file, bool quiet, Cla
 // Never an abort: whatever escapes the readers and the classifier (a bug a file found) ends as exit
 // 2 with one line naming the input, like any input hangdoctor cannot read (format/command_boundary.h).
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
-  static constexpr std::string_view kValueFlags[] = {"--json", "--wait", "--stuck-after", "--nccl-ras"};
+  static constexpr std::string_view kValueFlags[] = {"--json", "--wait", "--stuck-after", "--nccl-ras",
+                                                     "--torch-debug-server"};
   const format::CommandBoundary boundary{"hangdoctor", format::command_input(args, kValueFlags), "could not be analysed",
                                          env.out, env.err};
   return format::run_guarded(boundary, [&] { return run_hangdoctor_unguarded(args, env); });
@@ -286,7 +298,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
   std::FILE* out = env.out;
   std::FILE* err = env.err;
 
-  std::string dir, json_file, nccl_ras;
+  std::string dir, json_file, nccl_ras, debug_server;
   std::vector<std::filesystem::path> more;  // further paths: logs only
   double wait_s = -1;
   bool stacks = false;
@@ -310,6 +322,8 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       (a == "--wait" ? wait_s : classify.stuck_after_s) = v;
     } else if (a == "--nccl-ras" && has_value) {
       nccl_ras = args[++i];
+    } else if (a == "--torch-debug-server" && has_value) {
+      debug_server = args[++i];
     } else if (a == "--stacks") {
       stacks = true;
     } else if (a == "--quiet" || a == "-q") {
@@ -335,7 +349,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     }
     return report_log_verdict(*r, json_file, quiet, classify, out, err);
   }
-  if (dir.empty()) {
+  if (dir.empty() && debug_server.empty()) {
     std::fputs(kHelp, err);
     return 2;
   }
@@ -355,6 +369,25 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
     return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
   };
+  // A running debug server's stacks, with whatever paths were given beside.
+  if (!debug_server.empty()) {
+    if (wait_s >= 0 || stacks) {
+      std::fprintf(err, "hangdoctor: --torch-debug-server asks a live job; it takes no --wait or --stacks\n");
+      return 2;
+    }
+    Parts parts;
+    if (!dir.empty()) {
+      if (auto sorted = sort_inputs(dir, more, is_log); sorted.joined()) {
+        parts = *sorted.parts;
+      } else if (more.empty() && torch_fr::looks_like_fr_dumps(dir)) {
+        parts.dumps = dir;
+      } else {
+        parts.logs.emplace_back(dir);
+        parts.logs.insert(parts.logs.end(), more.begin(), more.end());
+      }
+    }
+    return run_joined(parts, json_file, quiet, classify, out, err, debug_server);
+  }
   // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
   // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
   if (auto inputs = sort_inputs(dir, more, is_log); inputs.joined()) {

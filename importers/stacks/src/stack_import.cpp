@@ -5,13 +5,17 @@
 #include <cctype>
 #include <cstdint>
 #include <charconv>
+#include <chrono>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
+
+#include "debug_server_client.h"
 
 namespace rankscope::stacks {
 namespace {
@@ -303,7 +307,80 @@ struct Reader {
   }
 };
 
+// The debug server's /stacks page (RAW_RESP_TEMPLATE in torch/distributed/debug/_frontend.py:
+// "<h2>Rank N: addr</h2>" then "<pre>text</pre>", or "<p>Failed to fetch: status=..." before it) as
+// the "=== Rank N: addr ===" sections its periodic stacks_ files hold.
+std::string html_unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  static constexpr std::pair<std::string_view, char> kEntities[] = {
+      {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#34;", '"'}, {"&#39;", '\''}, {"&#x27;", '\''}, {"&amp;", '&'}};
+  for (size_t i = 0; i < s.size();) {
+    bool done = false;
+    if (s[i] == '&')
+      for (const auto& [e, c] : kEntities)
+        if (s.substr(i, e.size()) == e) {
+          out += c;
+          i += e.size();
+          done = true;
+          break;
+        }
+    if (!done) out += s[i++];
+  }
+  return out;
+}
+
+std::string stacks_page_as_sections(std::string_view html) {
+  std::string out;
+  for (size_t at = html.find("<h2>Rank "); at != std::string_view::npos; at = html.find("<h2>Rank ", at + 1)) {
+    const size_t end = html.find("</h2>", at);
+    if (end == std::string_view::npos) break;
+    const std::string header = html_unescape(html.substr(at + 4, end - at - 4));  // "Rank N: addr"
+    const size_t next = html.find("<h2>Rank ", end);
+    const std::string_view body = html.substr(end, next == std::string_view::npos ? std::string_view::npos : next - end);
+    out += "=== " + header + " ===\n";
+    if (const size_t failed = body.find("Failed to fetch: status="); failed != std::string_view::npos) {
+      const size_t stop = body.find('<', failed);
+      out += "Error: " + std::string(body.substr(failed + 24, stop == std::string_view::npos ? 8 : stop - failed - 24)) + "\n";
+      continue;
+    }
+    const size_t pre = body.find("<pre>");
+    const size_t pre_end = body.find("</pre>", pre == std::string_view::npos ? 0 : pre);
+    if (pre != std::string_view::npos && pre_end != std::string_view::npos)
+      out += html_unescape(body.substr(pre + 5, pre_end - pre - 5)) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<StackImport> query_debug_server(std::string_view address, int snapshots, double interval_s, double timeout_s) {
+  std::string host;
+  int port = 0;
+  if (Status st = parse_loopback_address(address, host, port); !st.ok()) return st;
+  Reader reader;
+  for (int k = 0; k < std::max(1, snapshots); ++k) {
+    if (k > 0) std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(interval_s * 1000)));
+    auto page = http_get(host, port, "/stacks", timeout_s);
+    if (!page.ok()) {
+      if (k == 0) return page.status();
+      reader.out.problems.push_back(fmt::format("snapshot {}: {}", k + 1, page.status().message()));
+      break;
+    }
+    const std::string sections = stacks_page_as_sections(*page);
+    if (sections.empty()) return invalid_argument(fmt::format("{}/stacks: no \"Rank N\" section in the page", address));
+    ++reader.files;
+    reader.read_sections(sections, fmt::format("{}/stacks (snapshot {})", address, k + 1));
+  }
+  reader.finish();
+  if (reader.out.ranks.empty())
+    return invalid_argument(fmt::format("{}/stacks: no Python stack of any rank{}", address,
+                                        reader.out.problems.empty() ? "" : ": " + reader.out.problems.front()));
+  reader.out.summary = fmt::format("asked the debug server at {} for every rank's stacks: {} rank{}, {} snapshot{} {:.0f} s "
+                                   "apart", address, reader.out.ranks.size(), reader.out.ranks.size() == 1 ? "" : "s",
+                                   reader.files, reader.files == 1 ? "" : "s", interval_s);
+  return std::move(reader.out);
+}
 
 void parse_stack_text(std::string_view text, const std::string& source, std::vector<Snapshot>& into) {
   std::istringstream in{std::string(text)};

@@ -65,6 +65,11 @@ bool looks_like_stacks(const std::filesystem::path& path);
 // Reads files and directories as above. An error when nothing in them holds a stack.
 Result<StackImport> import_stacks(const std::vector<std::filesystem::path>& paths);
 
+// `hangdoctor --torch-debug-server HOST:PORT`: asks a running debug server's frontend (rank 0; only
+// on this machine: it has no authentication) for its /stacks page `snapshots` times, `interval_s`
+// apart, each answer bounded by `timeout_s`, and reads it as the periodic stacks_ files.
+Result<StackImport> query_debug_server(std::string_view address, int snapshots, double interval_s, double timeout_s);
+
 // One text's stacks (py-spy or faulthandler), appended to `into` as one or more snapshots. Exposed
 // for tests.
 void parse_stack_text(std::string_view text, const std::string& source, std::vector<Snapshot>& into);
