@@ -13,6 +13,8 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include "rankscope/format/json_text.h"
+
 namespace rankscope::hang {
 namespace {
 
@@ -287,7 +289,7 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
   w.member("hosts", d.hosts);
   if (extras.joined) {
     w.key("joined");
-    w.raw(extras.joined->dump());
+    w.raw(format::json_text(*extras.joined));  // strings from logs and stacks: any bytes
   }
   w.member_or_null("kind", d.kind != Kind::kNone, kind_name(d.kind));
   if (extras.log) {
@@ -339,7 +341,7 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
   w.member("schema_version", kHangReportSchemaVersion);
   if (extras.stacks) {
     w.key("stacks");
-    w.raw(extras.stacks->dump());
+    w.raw(format::json_text(*extras.stacks));
   }
   w.member("stuck_for_s", d.stuck_for_s);
   w.member_or_null("time_basis", !d.time_basis.empty(), d.time_basis);
