@@ -11,7 +11,8 @@ OUT=$(cd "$HERE/../.." && pwd)/tests/fixtures/torch-jobs
 declare -A NPROC=([fsdp2_tp_healthy]=4 [dtensor_scatter]=4 [subgroup_hang]=8 [raise_no_dump]=4
   [ddp_healthy]=4 [ddp_skip_collective]=4 [ddp_skip_abort]=4 [extra_collective]=4 [dataloader_stall]=4 [wrong_size]=4
   [pipeline_sleep]=4 [debug_server_stall]=4 [pipeline_healthy]=4 [gpipe_sleep]=4 [sigkill_rank]=4 [gil_held]=4
-  [ddp_healthy_8]=8 [fsdp2_sleep]=4 [dataloader_healthy]=4)
+  [ddp_healthy_8]=8 [fsdp2_sleep]=4 [dataloader_healthy]=4 [debug_server_healthy]=4 [fsdp2_healthy]=4
+  [ddp_skip_collective_8]=8 [dataloader_stall_8]=8 [fsdp2_sleep_8]=8 [extra_collective_8]=8 [pipeline_sleep_8]=8)
 declare -A DUMP_AFTER=([subgroup_hang]=2)
 declare -A TRUTH=(
   [fsdp2_tp_healthy]='{"verdict": "healthy", "culprits": []}'
@@ -32,18 +33,26 @@ declare -A TRUTH=(
   [gil_held]='{"verdict": "problem", "culprits": [2], "note": "rank 2 holds the GIL in a regular expression"}'
   [ddp_healthy_8]='{"verdict": "healthy", "culprits": []}'
   [fsdp2_sleep]='{"verdict": "problem", "culprits": [1], "note": "FSDP2; rank 1 sleeps in stage_forward"}'
-  [dataloader_healthy]='{"verdict": "healthy", "culprits": []}')
+  [dataloader_healthy]='{"verdict": "healthy", "culprits": []}'
+  [debug_server_healthy]='{"verdict": "healthy", "culprits": []}'
+  [fsdp2_healthy]='{"verdict": "healthy", "culprits": []}'
+  [ddp_skip_collective_8]='{"verdict": "problem", "culprits": [2], "note": "8 ranks; rank 2 skips the loss all_reduce at the last step"}'
+  [dataloader_stall_8]='{"verdict": "problem", "culprits": [1], "note": "8 ranks; rank 1 DataLoader worker blocks on one sample"}'
+  [fsdp2_sleep_8]='{"verdict": "problem", "culprits": [1], "note": "8 ranks, FSDP2; rank 1 sleeps in stage_forward"}'
+  [extra_collective_8]='{"verdict": "problem", "culprits": [3], "note": "8 ranks; rank 3 makes one all_reduce more"}'
+  [pipeline_sleep_8]='{"verdict": "problem", "culprits": [5], "note": "Schedule1F1B over 8 stages; the stage of rank 5 sleeps in stage_forward"}')
 # Scenarios that keep stacks (py-spy on PATH, from the venv).
 declare -A STACKS=([ddp_healthy]=1 [ddp_skip_collective]=1 [ddp_skip_abort]=1 [extra_collective]=1 [dataloader_stall]=1 [wrong_size]=1
   [pipeline_sleep]=1 [pipeline_healthy]=1 [gpipe_sleep]=1 [sigkill_rank]=1 [gil_held]=1 [ddp_healthy_8]=1
-  [fsdp2_sleep]=1 [dataloader_healthy]=1)
+  [fsdp2_sleep]=1 [dataloader_healthy]=1 [fsdp2_healthy]=1 [ddp_skip_collective_8]=1 [dataloader_stall_8]=1
+  [fsdp2_sleep_8]=1 [extra_collective_8]=1 [pipeline_sleep_8]=1)
 SCEN=("$@"); [ ${#SCEN[@]} -eq 0 ] && SCEN=(fsdp2_tp_healthy dtensor_scatter subgroup_hang raise_no_dump)
 for s in "${SCEN[@]}"; do
   work=$(mktemp -d); dir=$OUT/$s
   rm -rf "$dir"; mkdir -p "$dir/dumps"
   echo "== $s (${NPROC[$s]} ranks)"
   stacks=; [ -n "${STACKS[$s]:-}" ] && { stacks=$work/stacks; mkdir -p "$stacks"; }
-  [ "$s" = debug_server_stall ] && mkdir -p "$work/debug"
+  [[ "$s" = debug_server_* ]] && mkdir -p "$work/debug"
   PATH=$(dirname "$PY"):$PATH STACKS_DIR=$stacks DEBUG_DUMP_DIR=$work/debug \
   DUMP_AFTER_S=${DUMP_AFTER[$s]:-6} TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=$work/comm_lib_trace_rank_ OMP_NUM_THREADS=1 \
     timeout 180 "$PY" -m torch.distributed.run --standalone --nproc-per-node "${NPROC[$s]}" --tee 3 \

@@ -51,6 +51,11 @@ py-spy must be on PATH):
   fsdp2_sleep         4 ranks, FSDP2 fully_shard: rank 1 sleeps in stage_forward (its 4th forward).
                       Culprit 1.
   dataloader_healthy  4 ranks, DDP over a DataLoader with a worker, stacks at the end; healthy.
+  debug_server_healthy 4 ranks, DDP, 40 steps of 0.2 s under the debug server (dump_interval=2);
+                      healthy: its stacks_ files catch the ranks mid-step.
+  fsdp2_healthy       4 ranks, FSDP2 fully_shard, 4 steps, stacks at the end; healthy.
+  ddp_skip_collective_8, dataloader_stall_8, fsdp2_sleep_8, extra_collective_8: the same on 8 ranks.
+  pipeline_sleep_8    8 ranks, Schedule1F1B over 8 stages: rank 5's stage sleeps. Culprit 5.
 """
 import datetime
 import os
@@ -366,7 +371,7 @@ def pipeline_run(schedule_name, sleeper=-1):
     from torch.distributed import pipelining
     torch.manual_seed(RANK)
     stage = pipelining.PipelineStage(Stage(), RANK, WORLD, torch.device("cpu"))
-    sched = getattr(pipelining, schedule_name)(stage, n_microbatches=4,
+    sched = getattr(pipelining, schedule_name)(stage, n_microbatches=max(4, WORLD),  # at least one per stage
                                                loss_fn=lambda y, t: (y - t).pow(2).mean())
     stage_forward.sleeper = sleeper
     if sleeper >= 0:
@@ -464,6 +469,65 @@ def dataloader_healthy():
     dist.barrier()
     time.sleep(0.5)
     dump("done, healthy")
+
+
+def debug_server_healthy():
+    from torch.distributed.debug import start_debug_server
+    start_debug_server(port=int(os.environ.get("DEBUG_PORT", "25999")), dump_dir=os.environ["DEBUG_DUMP_DIR"],
+                       dump_interval=2.0, start_method="spawn")
+    model = ddp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(40):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        time.sleep(0.2)  # a step's compute
+        if step % 10 == 0:
+            log(f"step {step}")
+    dist.barrier()
+    time.sleep(0.5)
+    dump("done, healthy")
+
+
+def fsdp2_healthy():
+    stage_forward.sleeper = -1
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(0)
+    model = nn.Sequential(Stage(), nn.ReLU(), nn.Linear(16, 16))
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(4):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step}")
+    dist.barrier()
+    take_stacks("done, healthy")
+    dist.barrier()
+    time.sleep(0.5)
+    dump("done, healthy")
+
+
+def ddp_skip_collective_8():
+    ddp_skip_collective()
+
+
+def dataloader_stall_8():
+    dataloader_stall()
+
+
+def fsdp2_sleep_8():
+    fsdp2_sleep()
+
+
+def extra_collective_8():
+    extra_collective()
+
+
+def pipeline_sleep_8():
+    pipeline_run("Schedule1F1B", sleeper=5)
 
 
 def main():

@@ -257,9 +257,13 @@ Diagnosis diagnose_stacks(const StackSummary& s) {
   std::map<std::string, std::vector<int>> by_call;
   for (const auto& v : s.ranks)
     if (std::find(s.outliers.begin(), s.outliers.end(), v.rank) == s.outliers.end())
-      by_call[v.where == StackWhere::kElsewhere && v.call.empty() ? "its own code" : v.call].push_back(v.rank);
+      by_call[v.where == StackWhere::kNoStack                     ? "no stack"
+              : v.where == StackWhere::kElsewhere && v.call.empty() ? "its own code"
+                                                                    : v.call]
+          .push_back(v.rank);
   for (const auto& [call, ranks] : by_call)
-    others += fmt::format("{}{} in {}", others.empty() ? "" : "; ", stack_ranks_word(ranks), call);
+    others += fmt::format("{}{} {}{}", others.empty() ? "" : "; ", stack_ranks_word(ranks), call == "no stack" ? "" : "in ",
+                          call == "no stack" ? "left no stack" : call);
   if (s.outliers_still) {
     bool away = false;
     for (int r : s.outliers)
