@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../importers/fr_hangdoctor_run.h"
+#include "rankscope/analyzers/hang/joined_verdict.h"
 #include "rankscope/analyzers/hang/stack_verdict.h"
 #include "rankscope/stacks/stack_import.h"
 
@@ -121,6 +122,60 @@ TEST(StackVerdict, OneSnapshotNamesTheOutlierButRaisesNoAlarm) {
   const Diagnosis d = diagnose_stacks(summarize_stacks(two_ranks(1)));
   EXPECT_EQ(exit_code(d), 0);
   EXPECT_NE(d.headline.find("rank 1"), std::string::npos) << d.headline;
+}
+
+// The join on hand-made verdicts: the issue's own example, a disagreement, and the stacks that
+// overrule a dump showing a finished collective still open.
+Diagnosis verdict(Verdict v, std::vector<int> culprits, std::string headline, int world = 8) {
+  Diagnosis d;
+  d.verdict = v;
+  d.kind = v == Verdict::kHealthy ? Kind::kNone : Kind::kLaggingRank;
+  d.culprit_ranks = std::move(culprits);
+  d.headline = std::move(headline);
+  d.world_size = world;
+  for (int r = 0; r < world; ++r) d.ranks.push_back(RankReport{.rank = r});
+  return d;
+}
+
+TEST(JoinedVerdict, TheDumpsOneOfRanksAndTheLogsOneRankGiveThatRankCitingBoth) {
+  JoinInputs in;
+  in.dumps = verdict(Verdict::kHang, {4, 5, 6, 7}, "HANG: one of ranks 4-7 never entered allreduce #3");
+  in.log = LogVerdict{verdict(Verdict::kHang, {6}, "HANG: rank 6 raised no error while the others timed out"), {}};
+  const JoinedVerdict j = join_verdicts(in);
+  EXPECT_EQ(j.diagnosis.culprit_ranks, std::vector<int>{6});
+  EXPECT_NE(j.diagnosis.headline.find("the dumps name ranks 4-7"), std::string::npos) << j.diagnosis.headline;
+  EXPECT_NE(j.diagnosis.headline.find("the log names rank 6"), std::string::npos) << j.diagnosis.headline;
+  ASSERT_EQ(j.joined["culprits"].size(), 1u);
+  EXPECT_EQ(j.joined["culprits"][0]["evidence"].size(), 2u);
+  EXPECT_TRUE(j.joined["disagreements"].empty());
+}
+
+TEST(JoinedVerdict, ArtifactsNamingDifferentRanksGiveOneOfTheirUnionAndSaySo) {
+  JoinInputs in;
+  in.dumps = verdict(Verdict::kHang, {2}, "HANG: rank 2 never entered allreduce #3");
+  in.log = LogVerdict{verdict(Verdict::kHang, {5}, "HANG: rank 5 raised no error"), {}};
+  const JoinedVerdict j = join_verdicts(in);
+  EXPECT_EQ(j.diagnosis.culprit_ranks, (std::vector<int>{2, 5}));
+  EXPECT_NE(j.diagnosis.headline.find("one of ranks 2,5"), std::string::npos) << j.diagnosis.headline;
+  EXPECT_FALSE(j.joined["disagreements"].empty());
+}
+
+TEST(JoinedVerdict, EveryRankPastTheCollectiveInItsStacksOverrulesADumpShowingItOpen) {
+  JoinInputs in;
+  in.dumps = verdict(Verdict::kHang, {}, "HANG: every rank waits in barrier #9", 2);
+  stacks::StackImport st;
+  for (int r : {0, 1}) {
+    st.ranks[r].rank = r;
+    stacks::parse_stack_text(R"TXT(Thread 1 (idle): "MainThread"
+    save_checkpoint (train.py:120)
+    <module> (train.py:151)
+)TXT", "rank.txt", st.ranks[r].snapshots);
+  }
+  st.world_size = 2;
+  in.stacks = summarize_stacks(st);
+  const JoinedVerdict j = join_verdicts(in);
+  EXPECT_EQ(exit_code(j.diagnosis), 0) << j.diagnosis.headline;
+  EXPECT_NE(j.diagnosis.headline.find("Gloo marks an entry done only after wait() returned"), std::string::npos);
 }
 
 // The debug server has no authentication: only one on this machine is asked, and one that is not

@@ -169,9 +169,19 @@ JoinedVerdict join_verdicts(const JoinInputs& in) {
     d.culprit_ranks = culprits;
     std::string why;
     for (const auto* a : naming)
-      why += fmt::format("{}the {} name {}", why.empty() ? "" : "; ", a->name, joined_ranks_word(a->names));
+      why += fmt::format("{}the {} name{} {}", why.empty() ? "" : "; ", a->name, a->name == "log" ? "s" : "",
+                         joined_ranks_word(a->names));
     d.headline = fmt::format("{}: {}{} ({})", d.verdict == Verdict::kDesync ? "DESYNC" : d.verdict == Verdict::kCrash ? "CRASH" : "HANG",
                              met ? "" : "one of ", joined_ranks_word(culprits), why);
+  }
+  // Narrowed: say which artifact named what, so the headline cites every side.
+  if (base && base->problem && base->names == culprits && met &&
+      std::any_of(naming.begin(), naming.end(), [&](const Artifact* a) { return a->names != culprits; })) {
+    std::string why;
+    for (const auto* a : naming)
+      why += fmt::format("{}the {} name{} {}", why.empty() ? "" : "; ", a->name, a->name == "log" ? "s" : "",
+                         joined_ranks_word(a->names));
+    d.headline += " (" + why + ")";
   }
   // Each culprit's own Python frame, where the stacks have it.
   if (in.stacks && base && base->problem) {
