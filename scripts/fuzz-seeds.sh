@@ -119,6 +119,37 @@ fi
 # Our own recorders seen as plugin files, so the target has seeds without the shared data too.
 seed fuzz_nccl_plugin_run $(files '*.flight' "$fx/format")
 
+# The whole hangdoctor command on a folder of dumps (1-8 files, cut at the separator): every job's
+# first eight ranks joined, and every input that once broke the command
+# (tests/fixtures/torch_fr/fuzz-findings, joined the same way already).
+mkdir -p "$out/fuzz_hangdoctor_dumps"
+while IFS= read -r dir; do
+  mapfile -t ranks < <(find "$dir" -maxdepth 1 -type f \( -name 'comm_lib_trace_rank_*' -o -name '_dump_*' \) | sort -V | head -8)
+  (( ${#ranks[@]} > 0 )) || continue
+  name=${dir#"$root/"}; name=${name#"$data/"}
+  joined fuzz_hangdoctor_dumps "${name//\//_}" "${ranks[@]}"
+done < <(for d in "$fx/torch_fr" "$fx/torch-jobs" "$data/real-gpu/torch-fr" "$data/real-peers/megatron-moe-fr"; do [[ -d $d ]] && find "$d" -type d; done | sort)
+seed fuzz_hangdoctor_dumps $(files 'hang_*' "$fx/torch_fr/fuzz-findings") $(files 'import_*' "$fx/torch_fr/fuzz-findings")
+
+# The whole hangdoctor command on a folder of logs: every log alone, each real job's log, and the
+# real nccl-tests logs cut to their first 64 KiB; the two Gloo ranks' logs as one job of two files.
+seed fuzz_hangdoctor_logs $(files '*.log' "$fx/logs" "$fx/torch-jobs") $(files '*.txt' "$fx/logs/ras")
+mkdir -p "$out/fuzz_hangdoctor_logs"
+for f in $(files '*.log' "$data/real-peers/nccl-logs"); do
+  head -c 65536 "$f" > "$out/fuzz_hangdoctor_logs/real-$(basename "$f")"
+done
+(( ${#torch_logs[@]} == 2 )) && joined fuzz_hangdoctor_logs gloo-two-files.pair "${torch_logs[@]}"
+
+# `rankscope skew` on a run imported from Kineto traces: the traces fuzz_kineto starts from.
+seed fuzz_skew $(files '*.json' "$fx/kineto/nccl-2ranks" "$fx/kineto/critical-path" "$fx/kineto/gloo-threads") \
+  $(files '*.json.gz' "$fx/kineto/torch-cpu-gloo-2ranks")
+joined fuzz_skew nccl-2ranks.pair "$fx/kineto/nccl-2ranks/rank0.json" "$fx/kineto/nccl-2ranks/rank1.json"
+mapfile -t gloo_cpu < <(files '*.json.gz' "$fx/kineto/torch-cpu-gloo-2ranks" | head -2)
+(( ${#gloo_cpu[@]} == 2 )) && joined fuzz_skew torch-cpu-gloo-2ranks.pair "${gloo_cpu[@]}"
+if (( have_data )) && [[ -d $data/real-gpu/kineto-gloo-2ranks ]]; then
+  joined fuzz_skew real-gloo-2ranks.pair "$data/real-gpu/kineto-gloo-2ranks/rank0.json.gz" "$data/real-gpu/kineto-gloo-2ranks/rank1.json.gz"
+fi
+
 for d in "$out"/*/; do
   printf '%-24s %4d seeds\n' "$(basename "$d")" "$(find "$d" -type f | wc -l)"
 done
