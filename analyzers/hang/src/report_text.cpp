@@ -1,6 +1,8 @@
 // report_text.cpp — the human report: verdict line, ranks grouped by state, evidence.
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -10,10 +12,6 @@
 
 namespace rankscope::hang {
 namespace {
-
-bool is_culprit(const Diagnosis& d, int rank) {
-  return std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), rank) != d.culprit_ranks.end();
-}
 
 // What a rank is doing, without per-rank numbers, so identical states group together.
 std::string state_key(const RankReport& r) {
@@ -115,8 +113,13 @@ std::string render_text(const Diagnosis& d) {
 
   // Ranks grouped by identical state, culprits first, in rank order within a group.
   std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;
+  // Culprits looked up in a sorted copy: a log or dump may name a world of 2^20 ranks, most of them
+  // culprits (never joined), and a linear search per rank made the report quadratic (minutes).
+  std::vector<int> culprits = d.culprit_ranks;
+  std::sort(culprits.begin(), culprits.end());
   for (const auto& r : d.ranks) {
-    const std::string key = (is_culprit(d, r.rank) ? "0" : "1") + state_key(r);
+    const bool culprit = std::binary_search(culprits.begin(), culprits.end(), r.rank);
+    const std::string key = (culprit ? "0" : "1") + state_key(r);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
     if (it == groups.end()) groups.push_back({key, {&r}});
     else it->second.push_back(&r);
