@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -113,16 +115,19 @@ std::string render_text(const Diagnosis& d) {
 
   // Ranks grouped by identical state, culprits first, in rank order within a group.
   std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;
+  std::unordered_map<std::string, size_t> group_of;  // key -> its place in `groups`
   // Culprits looked up in a sorted copy: a log or dump may name a world of 2^20 ranks, most of them
   // culprits (never joined), and a linear search per rank made the report quadratic (minutes).
   std::vector<int> culprits = d.culprit_ranks;
   std::sort(culprits.begin(), culprits.end());
   for (const auto& r : d.ranks) {
     const bool culprit = std::binary_search(culprits.begin(), culprits.end(), r.rank);
-    const std::string key = (culprit ? "0" : "1") + state_key(r);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-    if (it == groups.end()) groups.push_back({key, {&r}});
-    else it->second.push_back(&r);
+    std::string key = (culprit ? "0" : "1") + state_key(r);
+    // By key through a map: a state may name its rank ("rank 7 printed nothing in this log"), so
+    // there may be as many groups as ranks, and a search of the groups per rank was quadratic.
+    const auto [at, fresh] = group_of.try_emplace(key, groups.size());
+    if (fresh) groups.push_back({std::move(key), {&r}});
+    else groups[at->second].second.push_back(&r);
   }
   std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first[0] < b.first[0]; });
   out += "\nranks:\n";
