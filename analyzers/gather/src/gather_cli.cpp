@@ -298,7 +298,10 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
-    if ((a == "--json" || a == "--wait" || a == "--stuck-after") && i + 1 < args.size()) rest.push_back(args[++i]);
+    // (hangdoctor_app.cpp's parser is the other list; both go when tools/ owns the command line.)
+    const bool takes_value =
+        a == "--json" || a == "--wait" || a == "--stuck-after" || a == "--nccl-ras" || a == "--torch-debug-server";
+    if (takes_value && i + 1 < args.size()) rest.push_back(args[++i]);
     else if (!a.empty() && a[0] != '-' && !run_dir_at) run_dir_at = rest.size() - 1;
   }
   for (const std::string_view a : args)
