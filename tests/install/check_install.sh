@@ -11,7 +11,8 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for tool in hangdoctor rankscope; do
-  "$prefix/bin/$tool" --help | grep -q "usage" || { echo "installed $tool --help has no usage line"; exit 1; }
+  help=$("$prefix/bin/$tool" --help)  # whole, before grep: grep -q may leave a writer a broken pipe
+  grep -q "usage" <<<"$help" || { echo "installed $tool --help has no usage line"; exit 1; }
 done
 test -f "$prefix/share/rankscope/rankscope_probe.py"
 cmake -S "$here/consumer" -B "$scratch/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
@@ -22,5 +23,6 @@ for user in c_user cpp_user; do
   "$prefix/bin/rankscope" inspect "$scratch/run-$user" >/dev/null
 done
 # The C ABI's program finds the installed library through the RPATH CMake gave it at build time.
-ldd "$scratch/consumer/c_user" | grep -q "$prefix/lib/librankscope-probe.so"
+libs=$(ldd "$scratch/consumer/c_user")
+grep -qF "$prefix/lib/librankscope-probe.so" <<<"$libs" || { echo "c_user does not load the installed probe: $libs"; exit 1; }
 echo "check_install: installed commands, the CMake package, the C++ probe and the C ABI work from $prefix"
