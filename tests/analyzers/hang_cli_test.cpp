@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -145,6 +146,38 @@ TEST(HangCli, AThrowInsideTheAnalysisIsExitTwoAndOneLineNamingTheInput) {
   EXPECT_EQ(err_text, "hangdoctor: " + dir + ": could not be analysed: a number or a name in it lies outside what "
                       "the analysis handles (an internal error; please report it with the input)\n");
   EXPECT_EQ(err_text.find("map::at"), std::string::npos);
+}
+
+// A throw after the text report was written (the JSON's rendering is next): the verdict already
+// printed stays, whole, ahead of the boundary's one line; no JSON file is left half written.
+TEST(HangCli, AThrowAfterTheTextReportKeepsTheReportThenExitsTwo) {
+  auto stuck = make_run(scratch("throws-late"), 4, 5, 2, "stall:rank=2,range=forward/block0/mlp,step=2");
+  const auto json_file = stuck.dir / "diagnosis.json";
+  char* out_buf = nullptr;
+  char* err_buf = nullptr;
+  size_t out_len = 0, err_len = 0;
+  std::FILE* out = open_memstream(&out_buf, &out_len);
+  std::FILE* err = open_memstream(&err_buf, &err_len);
+  FakeProcessTable procs;
+  HangdoctorEnv env{&procs, nullptr, out, err};
+  env.after_text_report = [] { throw std::length_error("vector::reserve"); };
+  const std::string dir = stuck.dir.string(), json = json_file.string();
+  const std::vector<std::string_view> args = {dir, "--json", json};
+  const int code = run_hangdoctor(args, env);
+  std::fclose(out);
+  std::fclose(err);
+  const std::string out_text(out_buf, out_len), err_text(err_buf, err_len);
+  std::free(out_buf);
+  std::free(err_buf);
+  EXPECT_EQ(code, 2);
+  // The same report a run without the throw prints, to its last line.
+  auto unthrown = hangdoctor({dir});
+  EXPECT_EQ(unthrown.code, 1);
+  EXPECT_EQ(out_text, unthrown.out);
+  EXPECT_EQ(out_text.rfind("HANG: rank 2 never entered allreduce #", 0), 0u) << out_text;
+  EXPECT_EQ(err_text, "hangdoctor: " + dir + ": could not be analysed: it asked for more memory than there is "
+                      "(an internal error; please report it with the input)\n");
+  EXPECT_FALSE(std::filesystem::exists(json_file));
 }
 
 int run_binary(const std::string& command) {

@@ -507,6 +507,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     else
       std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
   }
+  if (env.after_text_report) env.after_text_report();
   if (!json_file.empty()) {
     ReportExtras extras;
     if (watched)

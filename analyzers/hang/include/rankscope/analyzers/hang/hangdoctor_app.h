@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -20,6 +21,9 @@ struct HangdoctorEnv {
   StackCollector* stacks = nullptr;    // null: eu-stack / gdb
   std::FILE* out = stdout;
   std::FILE* err = stderr;
+  // Called once the text report of a run directory or of dumps is written, before the JSON is
+  // rendered. Tests throw from it to see the exception boundary keep what was already printed.
+  std::function<void()> after_text_report;
 };
 
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env = {});
