@@ -150,6 +150,45 @@ if (( have_data )) && [[ -d $data/real-gpu/kineto-gloo-2ranks ]]; then
   joined fuzz_skew real-gloo-2ranks.pair "$data/real-gpu/kineto-gloo-2ranks/rank0.json.gz" "$data/real-gpu/kineto-gloo-2ranks/rank1.json.gz"
 fi
 
+# `rankscope diff BASE NEW` on two one-rank runs imported from Kineto traces: each job's two ranks as
+# BASE and NEW, the attention pair (naive against flash), and a trace against itself.
+mkdir -p "$out/fuzz_diff"
+joined fuzz_diff nccl-2ranks.pair "$fx/kineto/nccl-2ranks/rank0.json" "$fx/kineto/nccl-2ranks/rank1.json"
+joined fuzz_diff critical-path.pair "$fx/kineto/critical-path/rank0.json" "$fx/kineto/critical-path/rank1.json"
+joined fuzz_diff critical-path.same "$fx/kineto/critical-path/rank0.json" "$fx/kineto/critical-path/rank0.json"
+(( ${#gloo_cpu[@]} == 2 )) && joined fuzz_diff torch-cpu-gloo-2ranks.pair "${gloo_cpu[@]}"
+mapfile -t attention_base < <(files '*.json*' "$fx/kineto/diff-attention/base" | head -1)
+mapfile -t attention_new < <(files '*.json*' "$fx/kineto/diff-attention/new" | head -1)
+(( ${#attention_base[@]} == 1 && ${#attention_new[@]} == 1 )) &&
+  joined fuzz_diff diff-attention.pair "${attention_base[0]}" "${attention_new[0]}"
+if (( have_data )) && [[ -d $data/real-gpu/kineto-gloo-2ranks ]]; then
+  joined fuzz_diff real-gloo-2ranks.pair "$data/real-gpu/kineto-gloo-2ranks/rank0.json.gz" "$data/real-gpu/kineto-gloo-2ranks/rank1.json.gz"
+fi
+
+# The whole hangdoctor command on a run directory our probe wrote: run.json and the first eight
+# ranks' recorders, for every run directory in the fixtures and the real GPU runs.
+mkdir -p "$out/fuzz_hangdoctor_rundir"
+while IFS= read -r meta; do
+  dir=$(dirname "$meta")
+  mapfile -t recorders < <(find "$dir" -maxdepth 1 -type f -name 'rank*.flight' | sort -V | head -8)
+  (( ${#recorders[@]} > 0 )) || continue
+  name=${dir#"$root/"}; name=${name#"$data/"}
+  joined fuzz_hangdoctor_rundir "${name//\//_}" "$meta" "${recorders[@]}"
+done < <(for d in "$fx" "$data/real-gpu"; do [[ -d $d ]] && find "$d" -name run.json; done | sort)
+
+# The whole hangdoctor command on one job's artifacts together (tests/fuzz/fuzz_hangdoctor_mix.cpp's
+# layout: the log, ranks 0-3's dumps, their stacks; what a run lacks is an empty part).
+mkdir -p "$out/fuzz_hangdoctor_mix"
+for job in "$fx"/torch-jobs/*/; do
+  job=${job%/}
+  [[ -d $job/dumps || -f $job/job.log ]] || continue
+  parts=()
+  [[ -f $job/job.log ]] && parts+=("$job/job.log") || parts+=(/dev/null)
+  for r in 0 1 2 3; do [[ -f $job/dumps/comm_lib_trace_rank_$r ]] && parts+=("$job/dumps/comm_lib_trace_rank_$r") || parts+=(/dev/null); done
+  for r in 0 1 2 3; do [[ -f $job/stacks/rank$r.txt ]] && parts+=("$job/stacks/rank$r.txt") || parts+=(/dev/null); done
+  joined fuzz_hangdoctor_mix "torch-jobs_$(basename "$job")" "${parts[@]}"
+done
+
 for d in "$out"/*/; do
   printf '%-24s %4d seeds\n' "$(basename "$d")" "$(find "$d" -type f | wc -l)"
 done
