@@ -8,7 +8,8 @@
 #   scripts/compare-outputs.sh compare A B [C]      A and B recorded by two builds; C, when given, a second
 #                                                   record by A's build: files that differ between A and
 #                                                   C change from run to run (times, ids), and are
-#                                                   compared with their digits masked
+#                                                   compared with their digits masked; "in 0.01 s", what
+#                                                   a command took, is masked everywhere
 # Exit 0 when B equals A (1 otherwise, with the files that differ and the first lines of each diff).
 #
 # The cases: hangdoctor (text, and --json -) on every Flight Recorder fixture, every real job's
@@ -135,6 +136,8 @@ compare() {
   local a=$1 b=$2 c=${3:-}
   [[ -d $a && -d $b ]] || usage
   local files same=0 masked=0 differ=() f
+  # What a command took ("written to DIR in 0.01 s") changes from run to run in any record.
+  local took='s/ in [0-9]+\.[0-9]+ s\b/ in N s/g'
   mapfile -t files < <(cd "$a" && find . -type f | sort; cd "$b" && find . -type f | sort)
   mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
   for f in "${files[@]}"; do
@@ -142,6 +145,8 @@ compare() {
       differ+=("$f (only in $([[ -f $a/$f ]] && echo A || echo B))")
     elif cmp -s "$a/$f" "$b/$f"; then
       same=$((same + 1))
+    elif cmp -s <(sed -E "$took" "$a/$f") <(sed -E "$took" "$b/$f"); then
+      masked=$((masked + 1))
     elif [[ -n $c && -f $c/$f ]] && ! cmp -s "$a/$f" "$c/$f" &&
       cmp -s <(sed -E 's/[0-9]+/N/g' "$a/$f") <(sed -E 's/[0-9]+/N/g' "$b/$f"); then
       masked=$((masked + 1))
