@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "import_job.h"
+#include "rankscope/trace_core/import_job.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/kineto/kineto_import.h"
@@ -114,8 +114,8 @@ TEST(KinetoMixedJobs, RecordedFarApartIsAnotherRun) {
 
 // --- the rule, one criterion at a time (shared with import-nsys) -----------------------------------
 
-nsys::JobSignature sig(int rank) {
-  nsys::JobSignature s;
+trace_core::JobSignature sig(int rank) {
+  trace_core::JobSignature s;
   s.file = "rank" + std::to_string(rank) + ".json";
   s.rank = rank;
   s.world_size = 8;
@@ -129,30 +129,30 @@ nsys::JobSignature sig(int rank) {
 
 TEST(JobDifferences, EachCriterionAloneAndNothingWhenAbsent) {
   const auto a = sig(0);
-  EXPECT_TRUE(nsys::job_differences(a, sig(1)).empty());
+  EXPECT_TRUE(trace_core::job_differences(a, sig(1)).empty());
 
   auto b = sig(1);
   b.world_size = 16;
-  ASSERT_EQ(nsys::job_differences(a, b).size(), 1u);
-  EXPECT_EQ(nsys::job_differences(a, b)[0], "world size 8 vs 16");
+  ASSERT_EQ(trace_core::job_differences(a, b).size(), 1u);
+  EXPECT_EQ(trace_core::job_differences(a, b)[0], "world size 8 vs 16");
   b.world_size.reset();  // a producer that does not write it is not compared on it
-  EXPECT_TRUE(nsys::job_differences(a, b).empty());
+  EXPECT_TRUE(trace_core::job_differences(a, b).empty());
 
   b = sig(1);
   b.group_count = 3;
-  EXPECT_EQ(nsys::job_differences(a, b), std::vector<std::string>{"2 vs 3 process groups"});
+  EXPECT_EQ(trace_core::job_differences(a, b), std::vector<std::string>{"2 vs 3 process groups"});
 
   b = sig(1);
   b.groups["0"] = "default_pg (cuda:nccl, ranks [0..15])";
   b.groups["7"] = "tp (cuda:nccl, ranks [0, 1])";  // a group only one side names is no difference
-  ASSERT_EQ(nsys::job_differences(a, b).size(), 1u);
-  EXPECT_TRUE(has(nsys::job_differences(a, b)[0], "process group '0'"));
+  ASSERT_EQ(trace_core::job_differences(a, b).size(), 1u);
+  EXPECT_TRUE(has(trace_core::job_differences(a, b)[0], "process group '0'"));
 
   b = sig(1);
   b.devices = {"NVIDIA A100-SXM4-80GB"};
-  EXPECT_EQ(nsys::job_differences(a, b), std::vector<std::string>{"devices NVIDIA H100 80GB HBM3 vs NVIDIA A100-SXM4-80GB"});
+  EXPECT_EQ(trace_core::job_differences(a, b), std::vector<std::string>{"devices NVIDIA H100 80GB HBM3 vs NVIDIA A100-SXM4-80GB"});
   b.devices.clear();  // a CPU-only trace lists no device
-  EXPECT_TRUE(nsys::job_differences(a, b).empty());
+  EXPECT_TRUE(trace_core::job_differences(a, b).empty());
 }
 
 TEST(JobDifferences, ClocksFarApartMeansMoreThanTenMinutesBetweenWindows) {
@@ -161,32 +161,32 @@ TEST(JobDifferences, ClocksFarApartMeansMoreThanTenMinutesBetweenWindows) {
   auto b = sig(1);
   // Overlapping, or a host clock minutes off: one job.
   b.epoch_window_ns = std::make_pair(end - 5, end + 1000);
-  EXPECT_TRUE(nsys::job_differences(a, b).empty());
-  b.epoch_window_ns = std::make_pair(end + nsys::kFarApartNs - 1, end + nsys::kFarApartNs + 1000);
-  EXPECT_TRUE(nsys::job_differences(a, b).empty());
+  EXPECT_TRUE(trace_core::job_differences(a, b).empty());
+  b.epoch_window_ns = std::make_pair(end + trace_core::kFarApartNs - 1, end + trace_core::kFarApartNs + 1000);
+  EXPECT_TRUE(trace_core::job_differences(a, b).empty());
   // Further: another run. Either order.
-  b.epoch_window_ns = std::make_pair(end + nsys::kFarApartNs + 1, end + nsys::kFarApartNs + 1000);
-  ASSERT_EQ(nsys::job_differences(a, b).size(), 1u);
-  EXPECT_TRUE(has(nsys::job_differences(a, b)[0], "recorded 10 min apart")) << nsys::job_differences(a, b)[0];
-  EXPECT_EQ(nsys::job_differences(b, a).size(), 1u);
+  b.epoch_window_ns = std::make_pair(end + trace_core::kFarApartNs + 1, end + trace_core::kFarApartNs + 1000);
+  ASSERT_EQ(trace_core::job_differences(a, b).size(), 1u);
+  EXPECT_TRUE(has(trace_core::job_differences(a, b)[0], "recorded 10 min apart")) << trace_core::job_differences(a, b)[0];
+  EXPECT_EQ(trace_core::job_differences(b, a).size(), 1u);
   b.epoch_window_ns.reset();  // times that are not epoch times are not compared
-  EXPECT_TRUE(nsys::job_differences(a, b).empty());
+  EXPECT_TRUE(trace_core::job_differences(a, b).empty());
 }
 
 TEST(JobDifferences, CheckNamesTheFirstThreeFilesAndCountsTheRest) {
-  std::vector<nsys::JobSignature> files = {sig(0)};
+  std::vector<trace_core::JobSignature> files = {sig(0)};
   for (int r = 1; r <= 5; ++r) {
     files.push_back(sig(r));
     files.back().world_size = 2;
   }
   std::vector<std::string> warnings;
-  const Status refused = nsys::check_one_job(files, false, warnings);
+  const Status refused = trace_core::check_one_job(files, false, warnings);
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(has(refused.user_text(), "rank3.json")) << refused.user_text();
   EXPECT_FALSE(has(refused.user_text(), "rank4.json")) << refused.user_text();
   EXPECT_TRUE(has(refused.user_text(), "2 more files differ from rank0.json")) << refused.user_text();
   EXPECT_TRUE(warnings.empty());
-  ASSERT_TRUE(nsys::check_one_job(files, true, warnings).ok());
+  ASSERT_TRUE(trace_core::check_one_job(files, true, warnings).ok());
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(has(warnings[0], "--allow-mixed"));
 }

@@ -160,7 +160,7 @@ TEST(KinetoPack, CutOrLyingPacksAreCleanErrors) {
   EXPECT_NE(r.status().message().find("past the pool"), std::string::npos) << r.status().message();
   // An enum out of range.
   bad = *t;
-  bad.rows.ops[0].kind = nsys::GpuOpKind(9);
+  bad.rows.ops[0].kind = trace_core::GpuOpKind(9);
   EXPECT_FALSE(decode_trace(encode_trace(bad), "node n3").ok());
   // What no trace reader gives: a world of 2^30 ranks (fuzz_kineto_pack's first finding: the import
   // sized its tables by it, a 1 GiB allocation from a 1.7 kB input), a rank past 2^20, a group's rank

@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#include "import_job.h"
 #include "nsys_fixture.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/sweep.h"
@@ -27,11 +26,20 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/nsys/nsys_import.h"
+#include "rankscope/trace_core/import_job.h"
 
 namespace rankscope::nsys {
 namespace {
 
 namespace fs = std::filesystem;
+// The importers' shared job steps (importers/trace_core), tested here with the nsys import.
+using trace_core::add_saturating;
+using trace_core::distance_saturating;
+using trace_core::int64_saturating;
+using trace_core::median_of;
+using trace_core::provenance_text;
+using trace_core::rank_from_file_name;
+using trace_core::sub_saturating;
 using testing::Expected;
 using testing::FixtureSpec;
 using testing::Flavour;

@@ -7,7 +7,7 @@
 
 namespace rankscope::cli {
 
-int parse_common_import_option(const char* command, Args args, size_t& i, nsys::ImportOptions& options, bool& quiet) {
+int parse_common_import_option(const char* command, Args args, size_t& i, trace_core::ImportOptions& options, bool& quiet) {
   const std::string_view a = args[i];
   if (a == "--no-trace") {
     options.traces = false;
@@ -35,10 +35,10 @@ int parse_common_import_option(const char* command, Args args, size_t& i, nsys::
   return 1;
 }
 
-void print_import_summary(const char* command, const nsys::ImportSummary& summary, const std::string& run_dir) {
+void print_import_summary(const char* command, const trace_core::ImportSummary& summary, const std::string& run_dir) {
   std::printf("rankscope %s: %zu ranks of a world of %d written to %s in %.2f s\n", command, summary.ranks.size(),
               summary.world_size, run_dir.c_str(), summary.seconds);
-  std::fputs(nsys::provenance_text(nsys::provenance_json(summary)).c_str(), stdout);
+  std::fputs(trace_core::provenance_text(trace_core::provenance_json(summary)).c_str(), stdout);
   for (const auto& r : summary.ranks) {
     for (const auto& w : r.warnings) std::printf("rank %d: %s\n", r.rank, w.c_str());
     for (const auto& f : r.flagged) std::printf("rank %d: flagged: %s\n", r.rank, f.c_str());

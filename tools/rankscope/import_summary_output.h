@@ -7,14 +7,14 @@
 
 #include "subcommands.h"
 
-#include "rankscope/nsys/nsys_import.h"
+#include "rankscope/trace_core/import_summary.h"
 
 namespace rankscope::cli {
 
 // Options both imports take (--seq-len, --batch, --threads, --no-trace, --allow-mixed, --quiet/-q); args[i] is
 // the option, and `i` moves past its value. 1: handled; 0: not one of them; -1: a bad value (printed).
-int parse_common_import_option(const char* command, Args args, size_t& i, nsys::ImportOptions& options, bool& quiet);
+int parse_common_import_option(const char* command, Args args, size_t& i, trace_core::ImportOptions& options, bool& quiet);
 
-void print_import_summary(const char* command, const nsys::ImportSummary& summary, const std::string& run_dir);
+void print_import_summary(const char* command, const trace_core::ImportSummary& summary, const std::string& run_dir);
 
 }  // namespace rankscope::cli

@@ -12,7 +12,7 @@
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/nsys/nsys_import.h"
+#include "rankscope/trace_core/import_summary.h"
 #include "report_output.h"
 #include "skew_device_analyses.h"
 #include "subcommands.h"
@@ -168,7 +168,7 @@ int skew_command(Args args) {
   const nlohmann::json source = meta.ok() && meta->extra.contains("source") ? meta->extra["source"] : nlohmann::json();
   // With --json - the JSON owns stdout; the text goes to stderr.
   if (!outputs.quiet) {
-    if (const std::string p = nsys::provenance_text(source); !p.empty()) {
+    if (const std::string p = trace_core::provenance_text(source); !p.empty()) {
       std::fprintf(outputs.json_path == "-" ? stderr : stdout, "%s\n", p.c_str());
     }
     print_text(*report, outputs.json_path == "-");

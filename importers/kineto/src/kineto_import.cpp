@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "import_job.h"
-#include "rank_builder.h"
+#include "rankscope/trace_core/import_job.h"
+#include "rankscope/trace_core/rank_builder.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/format/snapshot_stream.h"
 #include "trace_reader.h"
@@ -60,8 +60,8 @@ std::vector<std::string> not_read_text(const KinetoTrace& t) {
 }
 
 // What tells this trace's job from another's (import_job.h check_one_job).
-nsys::JobSignature job_signature(const KinetoTrace& t, int rank) {
-  nsys::JobSignature j;
+trace_core::JobSignature job_signature(const KinetoTrace& t, int rank) {
+  trace_core::JobSignature j;
   j.file = t.file.string();
   j.rank = rank;
   j.world_size = t.world_size;
@@ -78,7 +78,7 @@ nsys::JobSignature job_signature(const KinetoTrace& t, int rank) {
   // wrote epoch microseconds); a trace whose times are neither is not compared on its clock.
   if (t.min_ts <= t.rows.max_ts) {
     const int64_t base = t.base_time_ns.value_or(0);
-    const int64_t first = nsys::add_saturating(t.min_ts, base), last = nsys::add_saturating(t.rows.max_ts, base);
+    const int64_t first = trace_core::add_saturating(t.min_ts, base), last = trace_core::add_saturating(t.rows.max_ts, base);
     constexpr int64_t kYear2001Ns = 978307200LL * 1000000000;
     if (first > kYear2001Ns) j.epoch_window_ns = {first, last};
   }
@@ -95,7 +95,7 @@ struct RankChoice {
   size_t trace = 0;
   int rank = -1;
   std::string identity;
-  std::vector<std::vector<nsys::NcclKernelTimes>> streams;  // by communicator index (alignment)
+  std::vector<std::vector<trace_core::NcclKernelTimes>> streams;  // by communicator index (alignment)
   std::map<uint32_t, uint32_t> comm_of_stream;              // NCCL stream -> communicator index
 };
 
@@ -131,7 +131,7 @@ namespace {
 // Every trace read (one pass each, in parallel); the first that cannot be read fails them all.
 Result<std::vector<KinetoTrace>> read_traces(const std::vector<fs::path>& files, int threads) {
   std::vector<std::optional<Result<KinetoTrace>>> read(files.size());
-  nsys::parallel_for(files.size(), threads, [&](size_t i) { read[i] = read_trace(files[i]); });
+  trace_core::parallel_for(files.size(), threads, [&](size_t i) { read[i] = read_trace(files[i]); });
   std::vector<KinetoTrace> traces;
   traces.reserve(files.size());
   for (auto& r : read) {
@@ -158,7 +158,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     RankChoice& c = choices[i];
     c.trace = i;
     std::string stem, rule;
-    const auto from_name = nsys::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem, &rule);
+    const auto from_name = trace_core::rank_from_file_name(t.file, {".gz", ".json", ".pt.trace"}, &stem, &rule);
     const bool rank_word = from_name && rule.starts_with("the number after");
     if (t.rank) {
       c.rank = *t.rank;
@@ -185,9 +185,9 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   }
   {  // traces of two different jobs are never merged without a word (before the
      // duplicate-rank check: two jobs' rank 0 is a mixed folder, not one rank twice)
-    std::vector<nsys::JobSignature> jobs;
+    std::vector<trace_core::JobSignature> jobs;
     for (size_t i = 0; i < traces.size(); ++i) jobs.push_back(job_signature(traces[i], choices[i].rank));
-    RS_RETURN_IF_ERROR(nsys::check_one_job(jobs, options.allow_mixed, summary.warnings));
+    RS_RETURN_IF_ERROR(trace_core::check_one_job(jobs, options.allow_mixed, summary.warnings));
   }
   std::vector<size_t> order(choices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -206,16 +206,16 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   // --- communicators: one per NCCL process group (named by its kernels' args), else per NCCL
   // stream ordinal (first kernel first, as nsys imports do), then one per host backend -----------
   std::map<std::string, std::string> named_groups;  // pg name -> description
-  std::vector<std::map<uint32_t, std::vector<nsys::NcclKernelTimes>>> nccl_by_stream(traces.size());
+  std::vector<std::map<uint32_t, std::vector<trace_core::NcclKernelTimes>>> nccl_by_stream(traces.size());
   std::vector<std::vector<uint32_t>> anonymous_streams(traces.size());  // by first kernel
   size_t max_anonymous = 0;
   std::set<std::string> backends;
   for (size_t i = 0; i < traces.size(); ++i) {
     const KinetoTrace& t = traces[i];
     auto& by_stream = nccl_by_stream[i];
-    for (const nsys::GpuOp& op : t.rows.ops) {
-      if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(t.rows.pool[op.short_name])) {
-        by_stream[op.stream].push_back({op.start, op.end, nsys::nccl_op_from_name(t.rows.pool[op.short_name])});
+    for (const trace_core::GpuOp& op : t.rows.ops) {
+      if (op.kind == trace_core::GpuOpKind::kKernel && trace_core::is_nccl_kernel(t.rows.pool[op.short_name])) {
+        by_stream[op.stream].push_back({op.start, op.end, trace_core::nccl_op_from_name(t.rows.pool[op.short_name])});
       }
     }
     std::vector<std::pair<int64_t, uint32_t>> first;
@@ -273,11 +273,11 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     std::sort(t.host_annotations.begin(), t.host_annotations.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     for (size_t b = 0; b < backend_list.size(); ++b) {
       const uint32_t comm = uint32_t(nccl_comms + b);
-      std::vector<nsys::NcclKernelTimes> times;
+      std::vector<trace_core::NcclKernelTimes> times;
       uint64_t seq = 0;
       for (const HostAnnotation& h : t.host_annotations) {
         if (h.backend != backend_list[b]) continue;
-        nsys::HostCollective hc;
+        trace_core::HostCollective hc;
         hc.enqueue = hc.start = h.start;
         hc.end = h.end;
         hc.gtid = h.gtid;
@@ -303,7 +303,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   }
 
   // --- clocks ---------------------------------------------------------------------------------
-  std::vector<nsys::ClockSubject> subjects(order.size());
+  std::vector<trace_core::ClockSubject> subjects(order.size());
   for (size_t j = 0; j < order.size(); ++j) {
     const RankChoice& c = choices[order[j]];
     const KinetoTrace& t = traces[c.trace];
@@ -311,22 +311,22 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     subjects[j].streams = &c.streams;
     subjects[j].to_own_ns = t.base_time_ns.value_or(0);
   }
-  nsys::align_clocks(subjects, comm_names, "all-reduce/all-gather collectives",
+  trace_core::align_clocks(subjects, comm_names, "all-reduce/all-gather collectives",
                      "reference: its own baseTimeNanoseconds");
 
   // --- write ------------------------------------------------------------------------------------
-  RS_ASSIGN_OR_RETURN(format::RunMetadata meta, nsys::start_import_run(run_dir, files, "rankscope import-kineto",
+  RS_ASSIGN_OR_RETURN(format::RunMetadata meta, trace_core::start_import_run(run_dir, files, "rankscope import-kineto",
                                                                      "kineto", options.command_line, world));
   const std::string run_id = meta.run_id;
 
   summary.world_size = world;
   summary.ranks.resize(order.size());
   std::vector<Status> errors(order.size());
-  nsys::parallel_for(order.size(), options.threads, [&](size_t j) {
+  trace_core::parallel_for(order.size(), options.threads, [&](size_t j) {
     const RankChoice& c = choices[order[j]];
     KinetoTrace& t = traces[c.trace];
-    const nsys::ClockSubject& clock = subjects[j];
-    nsys::RankProvenance& prov = summary.ranks[j];
+    const trace_core::ClockSubject& clock = subjects[j];
+    trace_core::RankProvenance& prov = summary.ranks[j];
     prov.rank = c.rank;
     prov.file = t.file.string();
     prov.producer = producer_text(t);
@@ -346,11 +346,9 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     }
     if (t.dropped.total() > 0) prov.warnings.push_back(drop_text(t));
     for (std::string& line : not_read_text(t)) prov.warnings.push_back(std::move(line));
-    nsys::ImportOptions rank_options = options;
+    trace_core::ImportOptions rank_options = options;
     if (rank_options.step_range.empty() && t.profiler_steps > 0) rank_options.step_range = "ProfilerStep";
-    nsys::ExportInfo info;
-    info.file = t.file;
-    nsys::RankPlan plan;
+    trace_core::RankPlan plan;
     plan.rank = c.rank;
     plan.world_size = world;
     plan.process = t.process_key;
@@ -363,15 +361,15 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     plan.comm_members = comm_members;
     plan.comm_of_stream = c.comm_of_stream;
     plan.run_dir = run_dir;
-    errors[j] = nsys::build_rank(info, t.rows, plan, rank_options, prov);
-    t.rows = nsys::ProcessRows{};  // this rank is written: its rows are not needed any more
+    errors[j] = trace_core::build_rank(t.file, t.rows, plan, rank_options, prov);
+    t.rows = trace_core::ProcessRows{};  // this rank is written: its rows are not needed any more
   });
   for (const Status& st : errors) {
     if (!st.ok()) return st;
   }
 
   // --- run.json -----------------------------------------------------------------------------------
-  nsys::fill_job_metadata(meta, comm_names, comm_members, world, options);
+  trace_core::fill_job_metadata(meta, comm_names, comm_members, world, options);
   int64_t created = INT64_MAX;
   for (const KinetoTrace& t : traces) {
     if (t.base_time_ns) created = std::min(created, *t.base_time_ns);
@@ -381,7 +379,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     for (const auto& [k, v] : traces[choices[order[0]].trace].versions) meta.versions["kineto_" + k] = v;
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  meta.extra["source"] = nsys::provenance_json(summary);
+  meta.extra["source"] = trace_core::provenance_json(summary);
   RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
   return summary;
 }
@@ -427,7 +425,7 @@ Result<PackSummary> pack_traces(const std::vector<fs::path>& inputs, std::FILE* 
   // One trace in memory per thread: read, encode, add (the writer is not shared while it writes).
   std::mutex writing;
   std::vector<Status> errors(files.size());
-  nsys::parallel_for(files.size(), threads, [&](size_t i) {
+  trace_core::parallel_for(files.size(), threads, [&](size_t i) {
     auto trace = read_trace(files[i]);
     if (!trace.ok()) {
       errors[i] = trace.status();
@@ -460,7 +458,7 @@ Result<ImportSummary> import_kineto_packed(const std::vector<PackedNode>& nodes,
   }
   if (packs.empty()) return invalid_argument("no node sent a trace");
   std::vector<std::optional<Result<KinetoTrace>>> decoded(packs.size());
-  nsys::parallel_for(packs.size(), options.threads, [&](size_t i) {
+  trace_core::parallel_for(packs.size(), options.threads, [&](size_t i) {
     const auto& [host, file] = packs[i];
     const std::string source = fmt::format("node {}, {}", host, file.filename().string());
     std::ifstream in(file, std::ios::binary);

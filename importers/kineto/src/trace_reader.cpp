@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 using format::CollectiveOp;
-using nsys::GpuOpKind;
+using trace_core::GpuOpKind;
 
 constexpr int kMaxDepth = 256;              // deeper than any trace: hostile input
 constexpr size_t kMaxCapturedValues = 100000;  // distributedInfo of any real job is far smaller
@@ -372,7 +372,7 @@ class Handler : public nlohmann::json_sax<json> {
     out_.rows.max_ts = std::max(out_.rows.max_ts, e);
     out_.min_ts = std::min(out_.min_ts, s);
     if (gpu) {
-      nsys::GpuOp op;
+      trace_core::GpuOp op;
       op.start = s, op.end = e;
       op.correlation = ev_.has_correlation && id_in_range(ev_.correlation) ? uint32_t(ev_.correlation) : 0;
       const double stream = ev_.has_stream ? ev_.stream : ev_.has_tid ? ev_.tid : 0;
@@ -387,7 +387,7 @@ class Handler : public nlohmann::json_sax<json> {
       op.kind = device_kind;
       if (ev_.has_pid && std::isfinite(ev_.pid) && std::abs(ev_.pid) < 1e15) device_pids.insert(int64_t(ev_.pid));
       ++out_.device_ops[std::string(rule->device)];  // "CUDA/ROCm" is told apart at the end (saw_hip)
-      if (op.kind == nsys::GpuOpKind::kKernel && nsys::is_nccl_kernel(ev_.name)) {
+      if (op.kind == trace_core::GpuOpKind::kKernel && trace_core::is_nccl_kernel(ev_.name)) {
         if (!ev_.pg_name.empty()) out_.nccl_stream_groups.try_emplace(op.stream, ProcessGroupInfo{ev_.pg_name, ev_.pg_desc, "nccl", {}});
         const double element = element_bytes(ev_.dtype);
         if (ev_.in_nelems >= 0 && ev_.in_nelems < 1e15 && element > 0) {
@@ -419,12 +419,12 @@ class Handler : public nlohmann::json_sax<json> {
       out_.host_annotations.push_back({s, e, gtid, std::string(backend), collective_op_from_annotation(name.substr(colon + 1))});
       return;
     }
-    nsys::NvtxRow row;
+    trace_core::NvtxRow row;
     row.start = s, row.end = e, row.gtid = gtid;
     row.id = int64_t(out_.rows.nvtx.size());
     row.text = intern(ev_.name);
     row.domain = backend == "nccl" ? kNcclDomain : kAnnotationDomain;
-    row.kind = nsys::NvtxKind::kPushPop;
+    row.kind = trace_core::NvtxKind::kPushPop;
     out_.rows.nvtx.push_back(row);
     if (row.domain == kAnnotationDomain) {
       ++ranges_per_thread[gtid];

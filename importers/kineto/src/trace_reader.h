@@ -1,7 +1,7 @@
 // trace_reader.h — one PyTorch profiler (Kineto) trace read in one streaming pass (internal).
 //
 // Is: a SAX handler (nlohmann's json_sax interface, fed by RapidJSON's reader) over a gzip or plain Chrome-trace JSON file that
-// keeps only what the importer needs, in the nsys importer's row model (export_reader.h) so one
+// keeps only what the importer needs, in the importers' shared row model (trace_core/trace_rows.h) so one
 // rank builder serves both. Categories by event_categories.h (every spelling Kineto has used, every
 // device it writes): `user_annotation` events (record_function ranges, ProfilerStep#N; in traces of
 // 2020-21, the `Operator` events that are user scopes) as ranges, `nccl:*` annotations as the NCCL
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "export_reader.h"
+#include "rankscope/trace_core/trace_rows.h"
 #include "rankscope/format/status.h"
 #include "rankscope/format/vocabulary.h"
 
@@ -76,7 +76,7 @@ struct KinetoTrace {
   std::optional<int64_t> base_time_ns;
   std::vector<std::pair<std::string, std::string>> versions;  // schemaVersion, cupti_version, ...
   // rows, in trace ns; thread ids are (process key | thread ordinal), see process_key
-  nsys::ProcessRows rows;
+  trace_core::ProcessRows rows;
   int64_t min_ts = INT64_MAX;  // earliest event start read (trace ns); rows.max_ts the latest end
   std::vector<HostAnnotation> host_annotations;
   // The process group of each NCCL stream, from its kernels' "Process Group Name"/"Description"

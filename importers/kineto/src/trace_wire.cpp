@@ -162,25 +162,25 @@ E get_enum(Reader& r, uint8_t max, const char* what) {
   return E(v);
 }
 
-void put_rows(Writer& w, const nsys::ProcessRows& rows) {
+void put_rows(Writer& w, const trace_core::ProcessRows& rows) {
   w.count(rows.pool.size());
   for (const std::string& s : rows.pool) w.str(s);
   w.count(rows.nvtx.size());
-  for (const nsys::NvtxRow& n : rows.nvtx) {
+  for (const trace_core::NvtxRow& n : rows.nvtx) {
     w.i64(n.start), w.i64(n.end), w.u64(n.gtid), w.u64(n.end_gtid), w.i64(n.id), w.i64(n.payload);
     w.u32(n.text), w.u32(n.domain), w.u8(uint8_t(n.kind)), w.u8(n.open_end), w.u8(n.has_payload);
   }
   w.count(rows.domains.size());
   for (const auto& [key, name] : rows.domains) w.u64(key.first), w.u32(key.second), w.str(name);
   w.count(rows.runtime.size());
-  for (const nsys::RuntimeRow& c : rows.runtime) w.i64(c.start), w.i64(c.end), w.u64(c.gtid), w.u32(c.correlation), w.u32(c.name);
+  for (const trace_core::RuntimeRow& c : rows.runtime) w.i64(c.start), w.i64(c.end), w.u64(c.gtid), w.u32(c.correlation), w.u32(c.name);
   w.count(rows.ops.size());
-  for (const nsys::GpuOp& o : rows.ops) {
+  for (const trace_core::GpuOp& o : rows.ops) {
     w.i64(o.start), w.i64(o.end), w.u64(o.process), w.u32(o.correlation), w.u32(o.stream), w.u32(o.device);
     w.u32(o.name), w.u32(o.short_name), w.u8(uint8_t(o.kind));
   }
   w.count(rows.host_collectives.size());
-  for (const nsys::HostCollective& h : rows.host_collectives) {
+  for (const trace_core::HostCollective& h : rows.host_collectives) {
     w.i64(h.enqueue), w.i64(h.start), w.i64(h.end), w.u64(h.gtid), w.u32(h.comm), w.u64(h.seq), w.u64(h.bytes);
     w.u8(uint8_t(h.op)), w.u8(uint8_t(h.dtype));
   }
@@ -192,11 +192,11 @@ void put_rows(Writer& w, const nsys::ProcessRows& rows) {
   w.i64(rows.max_ts);
 }
 
-constexpr uint8_t kMaxNvtxKind = uint8_t(nsys::NvtxKind::kMark);
-constexpr uint8_t kMaxGpuOpKind = uint8_t(nsys::GpuOpKind::kMemset);
+constexpr uint8_t kMaxNvtxKind = uint8_t(trace_core::NvtxKind::kMark);
+constexpr uint8_t kMaxGpuOpKind = uint8_t(trace_core::GpuOpKind::kMemset);
 constexpr uint8_t kMaxDataType = uint8_t(format::DataType::kFloat64);
 
-void get_rows(Reader& r, nsys::ProcessRows& rows) {
+void get_rows(Reader& r, trace_core::ProcessRows& rows) {
   rows.pool.resize(r.count(8));
   for (std::string& s : rows.pool) s = r.str();
   if (r.ok() && (rows.pool.empty() || !rows.pool[0].empty())) r.fail("a string pool whose first entry is not the empty string");
@@ -206,10 +206,10 @@ void get_rows(Reader& r, nsys::ProcessRows& rows) {
     return r.ok() ? i : 0;
   };
   rows.nvtx.resize(r.count(59));
-  for (nsys::NvtxRow& n : rows.nvtx) {
+  for (trace_core::NvtxRow& n : rows.nvtx) {
     n.start = r.i64(), n.end = r.i64(), n.gtid = r.u64(), n.end_gtid = r.u64(), n.id = r.i64(), n.payload = r.i64();
     n.text = pooled(r.u32()), n.domain = r.u32();
-    n.kind = get_enum<nsys::NvtxKind>(r, kMaxNvtxKind, "NVTX kind");
+    n.kind = get_enum<trace_core::NvtxKind>(r, kMaxNvtxKind, "NVTX kind");
     n.open_end = r.boolean(), n.has_payload = r.boolean();
     span(r, n.start, n.end);
   }
@@ -219,19 +219,19 @@ void get_rows(Reader& r, nsys::ProcessRows& rows) {
     rows.domains[{process, domain}] = r.str();
   }
   rows.runtime.resize(r.count(32));
-  for (nsys::RuntimeRow& c : rows.runtime) {
+  for (trace_core::RuntimeRow& c : rows.runtime) {
     c.start = r.i64(), c.end = r.i64(), c.gtid = r.u64(), c.correlation = r.u32(), c.name = pooled(r.u32());
     span(r, c.start, c.end);
   }
   rows.ops.resize(r.count(45));
-  for (nsys::GpuOp& o : rows.ops) {
+  for (trace_core::GpuOp& o : rows.ops) {
     o.start = r.i64(), o.end = r.i64(), o.process = r.u64(), o.correlation = r.u32(), o.stream = r.u32(), o.device = r.u32();
     o.name = pooled(r.u32()), o.short_name = pooled(r.u32());
-    o.kind = get_enum<nsys::GpuOpKind>(r, kMaxGpuOpKind, "GPU op kind");
+    o.kind = get_enum<trace_core::GpuOpKind>(r, kMaxGpuOpKind, "GPU op kind");
     span(r, o.start, o.end);
   }
   rows.host_collectives.resize(r.count(54));
-  for (nsys::HostCollective& h : rows.host_collectives) {
+  for (trace_core::HostCollective& h : rows.host_collectives) {
     h.enqueue = r.i64(), h.start = r.i64(), h.end = r.i64(), h.gtid = r.u64(), h.comm = r.u32(), h.seq = r.u64(), h.bytes = r.u64();
     h.op = get_enum<format::CollectiveOp>(r, format::kMaxCollectiveOp, "collective op");
     h.dtype = get_enum<format::DataType>(r, kMaxDataType, "data type");

@@ -2,8 +2,8 @@
 //
 // Is: `rankscope import-kineto TRACE... -o RUN_DIR` (files or folders; .json or .json.gz). Each
 // trace is read in one streaming pass (trace_reader.h: nlohmann's SAX parser over zlib, never the
-// document) into the nsys importer's row model, then written by the same rank builder
-// (importers/nsys/src/rank_builder.h), so skew, scaling, export and the HTML report read it
+// document) into the importers' shared row model, then written by the rank builder every import
+// uses (importers/trace_core), so skew, scaling, export and the HTML report read it
 // unchanged. The rank comes from distributedInfo, else from a number in the file name (never the
 // sorted position); traces of two different jobs (world size, process groups, devices, clocks far
 // apart) are refused unless options.allow_mixed (import_job.h check_one_job); steps from
@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "rankscope/format/status.h"
-#include "rankscope/nsys/nsys_import.h"
+#include "rankscope/trace_core/import_summary.h"
 
 namespace rankscope::kineto {
 
-// Options and summary are the nsys importer's (nvtx_domains is not used; step_range defaults to
+// Options and summary are every trace importer's (nvtx_domains is not used; step_range defaults to
 // ProfilerStep). The summary's kind is "kineto"; provenance_json/provenance_text render it.
-using ImportOptions = nsys::ImportOptions;
-using ImportSummary = nsys::ImportSummary;
+using ImportOptions = trace_core::ImportOptions;
+using ImportSummary = trace_core::ImportSummary;
 
 Result<ImportSummary> import_kineto(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& run_dir,
                                     const ImportOptions& options = {});

@@ -8,7 +8,7 @@
 // collective that repeats once per iteration), and the writing of STEP, TRACE and CLOCK records
 // (TRACE_LAUNCHES: every traced GPU op whose launch was seen, with that call's host times).
 // Time O(events log events), memory O(this rank's rows). Is not: choosing ranks or clocks
-// (nsys_import.cpp).
+// (each importer: importers/nsys, importers/kineto).
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "export_reader.h"
 #include "rankscope/format/event_stream.h"
-#include "rankscope/nsys/nsys_import.h"
+#include "rankscope/format/status.h"
+#include "rankscope/trace_core/import_summary.h"
+#include "rankscope/trace_core/trace_rows.h"
 
-namespace rankscope::nsys {
+namespace rankscope::trace_core {
 
 struct RankPlan {
   int rank = 0;
@@ -41,11 +42,12 @@ struct RankPlan {
 };
 
 // Writes rankNNNNN.events and rankNNNNN.flight; fills the counts, flags and warnings of `prov`.
-Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
+// `file` names the rank's input in errors.
+Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
                   RankProvenance& prov);
 
 // The smallest period P such that the sequence repeats with period P (at most 2% of positions
 // differ, at least two periods); 0 when none.
 size_t repeating_period(const std::vector<uint32_t>& seq);
 
-}  // namespace rankscope::nsys
+}  // namespace rankscope::trace_core

@@ -4,8 +4,8 @@
 // different jobs (world size, process groups, devices, clocks far apart), placing each rank's clock
 // on the reference rank's by matching the end times of the collectives they share, and guarding
 // the run directory an import writes. Why shared: a second importer that placed clocks its own way
-// would make two imports of one job disagree. Is not: reading any file format (export_reader.h,
-// importers/kineto/) or building a rank's event stream (rank_builder.h).
+// would make two imports of one job disagree. Is not: reading any file format (importers/nsys,
+// importers/kineto) or building a rank's event stream (rank_builder.h).
 #pragma once
 
 #include <algorithm>
@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/format/saturating.h"
-#include "export_reader.h"
 #include "rankscope/format/run_metadata.h"
+#include "rankscope/format/saturating.h"
 #include "rankscope/format/status.h"
-#include "rankscope/nsys/nsys_import.h"
+#include "rankscope/trace_core/import_summary.h"
+#include "rankscope/trace_core/trace_rows.h"
 
-namespace rankscope::nsys {
+namespace rankscope::trace_core {
 
 // Runs fn(i) for i in [0, n) on up to `threads` workers (0: one per core).
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
@@ -119,4 +119,4 @@ void fill_job_metadata(format::RunMetadata& meta, const std::vector<std::string>
 // A run id from the inputs' absolute paths: "<prefix>-<fnv1a hex>".
 std::string run_id_of(const std::vector<std::filesystem::path>& inputs, const std::string& prefix);
 
-}  // namespace rankscope::nsys
+}  // namespace rankscope::trace_core

@@ -1,5 +1,5 @@
 // import_job.cpp — see import_job.h.
-#include "import_job.h"
+#include "rankscope/trace_core/import_job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +14,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::nsys {
+namespace rankscope::trace_core {
 namespace {
 
 namespace fs = std::filesystem;
@@ -281,4 +281,4 @@ std::string run_id_of(const std::vector<fs::path>& inputs, const std::string& pr
   return fmt::format("{}-{:08x}", prefix, h);
 }
 
-}  // namespace rankscope::nsys
+}  // namespace rankscope::trace_core

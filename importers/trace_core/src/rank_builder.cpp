@@ -1,5 +1,5 @@
 // rank_builder.cpp — see rank_builder.h.
-#include "rank_builder.h"
+#include "rankscope/trace_core/rank_builder.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "import_job.h"
+#include "rankscope/trace_core/import_job.h"
 #include "rankscope/format/flight_recorder_writer.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::nsys {
+namespace rankscope::trace_core {
 namespace {
 
 using format::CollectiveOp;
@@ -130,7 +130,7 @@ size_t repeating_period(const std::vector<uint32_t>& seq) {
   return 0;
 }
 
-Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
+Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
                   RankProvenance& prov) {
   const auto own = [&](int64_t ts) { return add_saturating(ts, plan.to_own_ns); };
   const auto& pool = rows.pool;
@@ -214,7 +214,7 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
     std::sort(top.rbegin(), top.rend());
     std::string list;
     for (size_t i = 0; i < std::min<size_t>(top.size(), 8); ++i) list += fmt::format("{}'{}' ({})", i ? ", " : "", top[i].second, top[i].first);
-    return invalid_argument(fmt::format("{}: rank {} has no range named '{}'{}{}", info.file.string(), plan.rank, step_name,
+    return invalid_argument(fmt::format("{}: rank {} has no range named '{}'{}{}", file.string(), plan.rank, step_name,
                                         list.empty() ? "" : "; the most frequent ranges are ", list));
   }
 
@@ -729,4 +729,4 @@ Status build_rank(const ExportInfo& info, const ProcessRows& rows, const RankPla
   return {};
 }
 
-}  // namespace rankscope::nsys
+}  // namespace rankscope::trace_core
