@@ -94,6 +94,14 @@ void evidence(std::string& out, const Diagnosis& d, const RankReport& r) {
   }
 }
 
+// Ranks that left nothing to read, with one and the same note (a log claiming a world far larger than
+// the ranks it shows): one block for the group, not one a rank (2^20 claimed ranks were 93 MB of text).
+void missing_evidence(std::string& out, const Diagnosis& d, const std::vector<const RankReport*>& g) {
+  std::vector<int> ranks;
+  for (const auto* r : g) ranks.push_back(r->rank);
+  out += fmt::format("  {} (state {}):\n    {}\n", who(d, ranks), rank_state_name(RankState::kMissing), g.front()->note);
+}
+
 }  // namespace
 
 std::string render_text(const Diagnosis& d) {
@@ -123,8 +131,8 @@ std::string render_text(const Diagnosis& d) {
   for (const auto& r : d.ranks) {
     const bool culprit = std::binary_search(culprits.begin(), culprits.end(), r.rank);
     std::string key = (culprit ? "0" : "1") + state_key(r);
-    // By key through a map: a state may name its rank ("rank 7 printed nothing in this log"), so
-    // there may be as many groups as ranks, and a search of the groups per rank was quadratic.
+    // By key through a map: a state may name its rank (a missing recorder's file name), so there may
+    // be as many groups as ranks, and a search of the groups per rank was quadratic.
     const auto [at, fresh] = group_of.try_emplace(key, groups.size());
     if (fresh) groups.push_back({std::move(key), {&r}});
     else groups[at->second].second.push_back(&r);
@@ -141,10 +149,12 @@ std::string render_text(const Diagnosis& d) {
   // Evidence: every culprit, then one representative of every other group (1024 ranks stay short).
   out += "\nevidence:\n";
   for (const auto& [key, g] : groups) {
-    if (key[0] == '0')
-      for (const auto* r : g) evidence(out, d, *r);
-    else
+    if (key[0] != '0')
       evidence(out, d, *g.front());
+    else if (g.size() > 1 && g.front()->state == RankState::kMissing)
+      missing_evidence(out, d, g);
+    else
+      for (const auto* r : g) evidence(out, d, *r);
   }
   if (!d.problems.empty()) {
     out += "\nproblems:\n";
