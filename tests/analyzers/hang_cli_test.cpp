@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,7 +31,8 @@ struct Outcome {
   std::string out, err;
 };
 
-Outcome hangdoctor(std::vector<std::string> argv) {
+// `after_text_report`: HangdoctorEnv's hook (a test throws from it).
+Outcome hangdoctor(std::vector<std::string> argv, std::function<void()> after_text_report = {}) {
   char* out_buf = nullptr;
   char* err_buf = nullptr;
   size_t out_len = 0, err_len = 0;
@@ -38,6 +40,7 @@ Outcome hangdoctor(std::vector<std::string> argv) {
   std::FILE* err = open_memstream(&err_buf, &err_len);
   FakeProcessTable procs;
   HangdoctorEnv env{&procs, nullptr, out, err};
+  env.after_text_report = std::move(after_text_report);
   std::vector<std::string_view> args(argv.begin(), argv.end());
   Outcome o;
   o.code = run_hangdoctor(args, env);
@@ -153,30 +156,16 @@ TEST(HangCli, AThrowInsideTheAnalysisIsExitTwoAndOneLineNamingTheInput) {
 TEST(HangCli, AThrowAfterTheTextReportKeepsTheReportThenExitsTwo) {
   auto stuck = make_run(scratch("throws-late"), 4, 5, 2, "stall:rank=2,range=forward/block0/mlp,step=2");
   const auto json_file = stuck.dir / "diagnosis.json";
-  char* out_buf = nullptr;
-  char* err_buf = nullptr;
-  size_t out_len = 0, err_len = 0;
-  std::FILE* out = open_memstream(&out_buf, &out_len);
-  std::FILE* err = open_memstream(&err_buf, &err_len);
-  FakeProcessTable procs;
-  HangdoctorEnv env{&procs, nullptr, out, err};
-  env.after_text_report = [] { throw std::length_error("vector::reserve"); };
-  const std::string dir = stuck.dir.string(), json = json_file.string();
-  const std::vector<std::string_view> args = {dir, "--json", json};
-  const int code = run_hangdoctor(args, env);
-  std::fclose(out);
-  std::fclose(err);
-  const std::string out_text(out_buf, out_len), err_text(err_buf, err_len);
-  std::free(out_buf);
-  std::free(err_buf);
-  EXPECT_EQ(code, 2);
+  const std::string dir = stuck.dir.string();
+  auto thrown = hangdoctor({dir, "--json", json_file.string()}, [] { throw std::length_error("vector::reserve"); });
+  EXPECT_EQ(thrown.code, 2);
   // The same report a run without the throw prints, to its last line.
   auto unthrown = hangdoctor({dir});
   EXPECT_EQ(unthrown.code, 1);
-  EXPECT_EQ(out_text, unthrown.out);
-  EXPECT_EQ(out_text.rfind("HANG: rank 2 never entered allreduce #", 0), 0u) << out_text;
-  EXPECT_EQ(err_text, "hangdoctor: " + dir + ": could not be analysed: it asked for more memory than there is "
-                      "(an internal error; please report it with the input)\n");
+  EXPECT_EQ(thrown.out, unthrown.out);
+  EXPECT_EQ(thrown.out.rfind("HANG: rank 2 never entered allreduce #", 0), 0u) << thrown.out;
+  EXPECT_EQ(thrown.err, "hangdoctor: " + dir + ": could not be analysed: it asked for more memory than there is "
+                        "(an internal error; please report it with the input)\n");
   EXPECT_FALSE(std::filesystem::exists(json_file));
 }
 
