@@ -12,7 +12,8 @@ declare -A NPROC=([fsdp2_tp_healthy]=4 [dtensor_scatter]=4 [subgroup_hang]=8 [ra
   [ddp_healthy]=4 [ddp_skip_collective]=4 [ddp_skip_abort]=4 [extra_collective]=4 [dataloader_stall]=4 [wrong_size]=4
   [pipeline_sleep]=4 [debug_server_stall]=4 [pipeline_healthy]=4 [gpipe_sleep]=4 [sigkill_rank]=4 [gil_held]=4
   [ddp_healthy_8]=8 [fsdp2_sleep]=4 [dataloader_healthy]=4 [debug_server_healthy]=4 [fsdp2_healthy]=4
-  [ddp_skip_collective_8]=8 [dataloader_stall_8]=8 [fsdp2_sleep_8]=8 [extra_collective_8]=8 [pipeline_sleep_8]=8)
+  [ddp_skip_collective_8]=8 [dataloader_stall_8]=8 [fsdp2_sleep_8]=8 [extra_collective_8]=8 [pipeline_sleep_8]=8
+  [interleaved_healthy]=4 [interleaved_sleep]=4 [subgroup_healthy]=8 [subgroup_extra]=8 [fsdp2_tp_sleep]=4 [fsdp2_tp_healthy_8]=8 [tp_raise]=4 [pipeline_raise]=4 [fsdp2_dataloader_stall]=4 [ddp_healthy_16]=16 [ddp_skip_collective_16]=16 [sigkill_rank_8]=8 [gil_held_8]=8 [raise_no_dump_8]=8 [wrong_size_8]=8)
 declare -A DUMP_AFTER=([subgroup_hang]=2)
 declare -A TRUTH=(
   [fsdp2_tp_healthy]='{"verdict": "healthy", "culprits": []}'
@@ -40,12 +41,28 @@ declare -A TRUTH=(
   [dataloader_stall_8]='{"verdict": "problem", "culprits": [1], "note": "8 ranks; rank 1 DataLoader worker blocks on one sample"}'
   [fsdp2_sleep_8]='{"verdict": "problem", "culprits": [1], "note": "8 ranks, FSDP2; rank 1 sleeps in stage_forward"}'
   [extra_collective_8]='{"verdict": "problem", "culprits": [3], "note": "8 ranks; rank 3 makes one all_reduce more"}'
-  [pipeline_sleep_8]='{"verdict": "problem", "culprits": [5], "note": "Schedule1F1B over 8 stages; the stage of rank 5 sleeps in stage_forward"}')
+  [pipeline_sleep_8]='{"verdict": "problem", "culprits": [5], "note": "Schedule1F1B over 8 stages; the stage of rank 5 sleeps in stage_forward"}'
+  [interleaved_healthy]='{"verdict": "healthy", "culprits": []}'
+  [interleaved_sleep]='{"verdict": "problem", "culprits": [2], "note": "ScheduleInterleaved1F1B, 2 stages a rank; rank 2 sleeps in stage_forward"}'
+  [subgroup_healthy]='{"verdict": "healthy", "culprits": []}'
+  [subgroup_extra]='{"verdict": "problem", "culprits": [4], "note": "rank 4 makes one all_reduce more on its subgroup [0,2,4,6]"}'
+  [fsdp2_tp_sleep]='{"verdict": "problem", "culprits": [3], "note": "FSDP2 + TP (dp 2 x tp 2); rank 3 sleeps in its forward"}'
+  [fsdp2_tp_healthy_8]='{"verdict": "healthy", "culprits": []}'
+  [tp_raise]='{"verdict": "problem", "culprits": [1], "note": "TP over 4 ranks; rank 1 raises in its forward and exits without a dump"}'
+  [pipeline_raise]='{"verdict": "problem", "culprits": [1], "note": "Schedule1F1B over 4 stages; the stage of rank 1 raises in its forward"}'
+  [fsdp2_dataloader_stall]='{"verdict": "problem", "culprits": [2], "note": "FSDP2; rank 2 DataLoader worker blocks on one sample"}'
+  [ddp_healthy_16]='{"verdict": "healthy", "culprits": []}'
+  [ddp_skip_collective_16]='{"verdict": "problem", "culprits": [2], "note": "16 ranks; rank 2 skips the loss all_reduce at the last step"}'
+  [sigkill_rank_8]='{"verdict": "problem", "culprits": [3], "note": "8 ranks; rank 3 is SIGKILLed at step 2"}'
+  [gil_held_8]='{"verdict": "problem", "culprits": [2], "note": "8 ranks; rank 2 holds the GIL in a regular expression"}'
+  [raise_no_dump_8]='{"verdict": "problem", "culprits": [3], "note": "8 ranks; rank 3 raises in backward and exits without a dump"}'
+  [wrong_size_8]='{"verdict": "problem", "culprits": [1], "note": "8 ranks; rank 1 all_reduces 65 elements where the others reduce 64"}')
 # Scenarios that keep stacks (py-spy on PATH, from the venv).
 declare -A STACKS=([ddp_healthy]=1 [ddp_skip_collective]=1 [ddp_skip_abort]=1 [extra_collective]=1 [dataloader_stall]=1 [wrong_size]=1
   [pipeline_sleep]=1 [pipeline_healthy]=1 [gpipe_sleep]=1 [sigkill_rank]=1 [gil_held]=1 [ddp_healthy_8]=1
   [fsdp2_sleep]=1 [dataloader_healthy]=1 [fsdp2_healthy]=1 [ddp_skip_collective_8]=1 [dataloader_stall_8]=1
-  [fsdp2_sleep_8]=1 [extra_collective_8]=1 [pipeline_sleep_8]=1)
+  [fsdp2_sleep_8]=1 [extra_collective_8]=1 [pipeline_sleep_8]=1
+  [interleaved_healthy]=1 [interleaved_sleep]=1 [subgroup_healthy]=1 [subgroup_extra]=1 [fsdp2_tp_sleep]=1 [fsdp2_tp_healthy_8]=1 [tp_raise]=1 [pipeline_raise]=1 [fsdp2_dataloader_stall]=1 [ddp_healthy_16]=1 [ddp_skip_collective_16]=1 [sigkill_rank_8]=1 [gil_held_8]=1 [raise_no_dump_8]=1 [wrong_size_8]=1)
 SCEN=("$@"); [ ${#SCEN[@]} -eq 0 ] && SCEN=(fsdp2_tp_healthy dtensor_scatter subgroup_hang raise_no_dump)
 for s in "${SCEN[@]}"; do
   work=$(mktemp -d); dir=$OUT/$s

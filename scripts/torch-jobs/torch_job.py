@@ -56,6 +56,18 @@ py-spy must be on PATH):
   fsdp2_healthy       4 ranks, FSDP2 fully_shard, 4 steps, stacks at the end; healthy.
   ddp_skip_collective_8, dataloader_stall_8, fsdp2_sleep_8, extra_collective_8: the same on 8 ranks.
   pipeline_sleep_8    8 ranks, Schedule1F1B over 8 stages: rank 5's stage sleeps. Culprit 5.
+  interleaved_healthy ScheduleInterleaved1F1B, 4 ranks x 2 stages each, 3 steps; healthy.
+  interleaved_sleep   the same; rank 2's first stage sleeps in stage_forward. Culprit 2.
+  subgroup_healthy    8 ranks, subgroups {1,3,5,7} and {0,2,4,6} each all_reduce, then the world; healthy.
+  subgroup_extra      8 ranks: rank 4 makes one all_reduce more on {0,2,4,6}, then every rank meets at
+                      a barrier. Culprit 4.
+  fsdp2_tp_sleep      FSDP2 + TP (dp 2 x tp 2): rank 3 sleeps in its forward. Culprit 3.
+  fsdp2_tp_healthy_8  FSDP2 + TP (dp 4 x tp 2) on 8 ranks; healthy.
+  tp_raise            TP over 4 ranks: rank 1 raises in its forward and exits without a dump. Culprit 1.
+  pipeline_raise      Schedule1F1B over 4 stages: rank 1's stage raises in its forward. Culprit 1.
+  fsdp2_dataloader_stall FSDP2 over a DataLoader: rank 2's worker blocks on one sample. Culprit 2.
+  ddp_healthy_16, ddp_skip_collective_16: DDP on 16 ranks (healthy; rank 2 skips).
+  sigkill_rank_8, gil_held_8, raise_no_dump_8, wrong_size_8: the 4-rank faults on 8 ranks (3, 2, 3, 1).
 """
 import datetime
 import os
@@ -116,6 +128,16 @@ def stacks_later():
         dump("watcher, still blocked")
         take_stacks("watcher, still blocked")
     threading.Thread(target=run, daemon=True).start()
+
+
+def end_healthy():
+    """Every rank takes its stacks at the same point, then dumps once Gloo retired the last barrier
+    (its worker retires an entry after the caller's wait() returned: a dump at once could show it open)."""
+    dist.barrier()
+    take_stacks("done, healthy")
+    dist.barrier()
+    time.sleep(0.5)
+    dump("done, healthy")
 
 
 def fsdp2_tp_healthy():
@@ -239,11 +261,7 @@ def ddp_healthy():
         opt.step()
         opt.zero_grad()
         log(f"step {step} loss {loss.item():.4f}")
-    dist.barrier()
-    take_stacks("done, healthy")
-    dist.barrier()
-    time.sleep(0.5)
-    dump("done, healthy")
+    end_healthy()
 
 
 def ddp_skip_collective(skip_step=3):
@@ -291,10 +309,10 @@ class SlowOnRank1(torch.utils.data.Dataset):
         return torch.randn(16)
 
 
-def dataloader_stall():
-    model = ddp_model()
+def train_over_loader(model, dataset):
+    """Steps over a DataLoader with one worker process until it ends (or blocks)."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = torch.utils.data.DataLoader(SlowOnRank1(), batch_size=8, num_workers=1)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8, num_workers=1)
     stacks_later()
     for step, x in enumerate(loader):
         loss = model(x).pow(2).mean()
@@ -303,6 +321,10 @@ def dataloader_stall():
         opt.zero_grad()
         log(f"step {step}")
     dump("done")
+
+
+def dataloader_stall():
+    train_over_loader(ddp_model(), SlowOnRank1())
 
 
 def wrong_size():
@@ -326,6 +348,17 @@ stage_forward.calls = 0
 stage_forward.sleeper = 2
 
 
+def pipeline_step(sched):
+    """One schedule step: the first stage feeds the input, the last the target."""
+    x = torch.randn(8, 16)
+    if RANK == 0:
+        sched.step(x)
+    elif RANK == WORLD - 1:
+        sched.step(target=torch.randn(8, 16))
+    else:
+        sched.step()
+
+
 class Stage(nn.Module):
     def __init__(self):
         super().__init__()
@@ -342,13 +375,7 @@ def pipeline_sleep():
     sched = Schedule1F1B(stage, n_microbatches=4, loss_fn=lambda y, t: (y - t).pow(2).mean())
     stacks_later()
     for step in range(3):
-        x = torch.randn(8, 16)
-        if RANK == 0:
-            sched.step(x)
-        elif RANK == WORLD - 1:
-            sched.step(target=torch.randn(8, 16))
-        else:
-            sched.step()
+        pipeline_step(sched)
         log(f"step {step}")
     dump("done")
 
@@ -367,23 +394,21 @@ def debug_server_stall():
     dump("done")
 
 
-def pipeline_run(schedule_name, sleeper=-1):
+def pipeline_run(schedule_name, sleeper=-1, stages_per_rank=1):
+    """A pipeline schedule over every rank; with stages_per_rank 2 (interleaved), rank r holds stages
+    r and r + WORLD."""
     from torch.distributed import pipelining
     torch.manual_seed(RANK)
-    stage = pipelining.PipelineStage(Stage(), RANK, WORLD, torch.device("cpu"))
-    sched = getattr(pipelining, schedule_name)(stage, n_microbatches=max(4, WORLD),  # at least one per stage
+    stages = [pipelining.PipelineStage(Stage(), RANK + k * WORLD, stages_per_rank * WORLD, torch.device("cpu"))
+              for k in range(stages_per_rank)]
+    sched = getattr(pipelining, schedule_name)(stages[0] if stages_per_rank == 1 else stages,
+                                               n_microbatches=max(4, WORLD),  # at least one per stage
                                                loss_fn=lambda y, t: (y - t).pow(2).mean())
     stage_forward.sleeper = sleeper
     if sleeper >= 0:
         stacks_later()
     for step in range(3):
-        x = torch.randn(8, 16)
-        if RANK == 0:
-            sched.step(x)
-        elif RANK == WORLD - 1:
-            sched.step(target=torch.randn(8, 16))
-        else:
-            sched.step()
+        pipeline_step(sched)
         log(f"step {step}")
     if sleeper < 0:
         dist.barrier()
@@ -464,11 +489,7 @@ def dataloader_healthy():
         opt.step()
         opt.zero_grad()
         log(f"step {step}")
-    dist.barrier()
-    take_stacks("done, healthy")
-    dist.barrier()
-    time.sleep(0.5)
-    dump("done, healthy")
+    end_healthy()
 
 
 def debug_server_healthy():
@@ -503,11 +524,7 @@ def fsdp2_healthy():
         opt.step()
         opt.zero_grad()
         log(f"step {step}")
-    dist.barrier()
-    take_stacks("done, healthy")
-    dist.barrier()
-    time.sleep(0.5)
-    dump("done, healthy")
+    end_healthy()
 
 
 def ddp_skip_collective_8():
@@ -528,6 +545,193 @@ def extra_collective_8():
 
 def pipeline_sleep_8():
     pipeline_run("Schedule1F1B", sleeper=5)
+
+
+# ---- the corpus's second round: interleaved pipelines, subgroups, TP faults, 16 ranks ----
+
+def interleaved_healthy():
+    pipeline_run("ScheduleInterleaved1F1B", stages_per_rank=2)
+
+
+def interleaved_sleep():
+    pipeline_run("ScheduleInterleaved1F1B", sleeper=2, stages_per_rank=2)
+
+
+def subgroup_healthy():
+    odd = dist.new_group([1, 3, 5, 7], backend="gloo")
+    even = dist.new_group([0, 2, 4, 6], backend="gloo")
+    mine = odd if RANK % 2 else even
+    x = torch.ones(64)
+    for step in range(4):
+        dist.all_reduce(x, group=mine)
+        dist.all_reduce(x)
+        log(f"step {step}")
+    end_healthy()
+
+
+def subgroup_extra():
+    """Rank 4 makes one all_reduce more on its subgroup {0,2,4,6}; then every rank meets at a barrier."""
+    even = dist.new_group([0, 2, 4, 6], backend="gloo")
+    x = torch.ones(64)
+    stacks_later()
+    for step in range(3):
+        if RANK % 2 == 0:
+            dist.all_reduce(x, group=even)
+            if RANK == 4 and step == 1:
+                dist.all_reduce(x, group=even)  # one more than its group
+        dist.all_reduce(x)
+        log(f"step {step}")
+    dist.barrier()
+    dump("done")
+
+
+def tp_model(mesh_tp, first=None):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    torch.manual_seed(0)
+    model = nn.Sequential(first or Stage(), nn.ReLU(), nn.Linear(32, 16))
+    if first is None:
+        model[0].lin = nn.Linear(16, 32)
+    parallelize_module(model, mesh_tp, {"0.lin": ColwiseParallel(), "2": RowwiseParallel()})
+    return model
+
+
+def fsdp2_tp_run(sleeper=-1, steps=3):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("cpu", (WORLD // 2, 2), mesh_dim_names=("dp", "tp"))
+    model = tp_model(mesh["tp"])
+    fully_shard(model, mesh=mesh["dp"])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stage_forward.sleeper = sleeper
+    if sleeper >= 0:
+        stacks_later()
+    for step in range(steps):
+        loss = model(torch.randn(4, 16)).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        log(f"step {step} loss {loss.item():.4f}")
+    dist.barrier()
+    if sleeper < 0:
+        take_stacks("done, healthy")
+        dist.barrier()
+    time.sleep(0.5)
+    dump("done")
+
+
+def fsdp2_tp_sleep():
+    fsdp2_tp_run(sleeper=3, steps=6)
+
+
+def fsdp2_tp_healthy_8():
+    fsdp2_tp_run()
+
+
+def tp_raise():
+    """Tensor parallel over every rank: rank 1 raises in its forward and exits a few seconds later
+    without a dump; the others wait in the row-parallel layer's all_reduce."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    class RaisingStage(Stage):
+        def forward(self, x):
+            if RANK == 1 and tp_raise.calls == 2:
+                log("rank 1 raises in its forward")
+                time.sleep(0.5)
+                raise RuntimeError("rank 1: injected failure in forward")
+            tp_raise.calls += 1
+            return self.lin(x)
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",))
+    first = RaisingStage()
+    first.lin = nn.Linear(16, 32)
+    model = tp_model(mesh, first)
+    if RANK != 1:
+        stacks_later()
+    for step in range(4):
+        try:
+            y = model(torch.randn(4, 16))
+        except RuntimeError:
+            time.sleep(DUMP_AFTER_S + 3)  # still alive a while, then gone; it never dumps
+            raise
+        y.sum().backward()
+        log(f"step {step}")
+    dump("done")
+
+
+tp_raise.calls = 0
+
+
+def pipeline_raise():
+    """Schedule1F1B over 4 stages: rank 1's stage raises in its forward; it exits without a dump."""
+    from torch.distributed import pipelining
+    torch.manual_seed(RANK)
+
+    class RaisingStage(Stage):
+        def forward(self, x):
+            if RANK == 1 and pipeline_raise.calls == 5:
+                log("rank 1 raises in its stage's forward")
+                raise RuntimeError("rank 1: injected failure in the stage's forward")
+            pipeline_raise.calls += 1
+            return self.lin(x)
+
+    stage = pipelining.PipelineStage(RaisingStage(), RANK, WORLD, torch.device("cpu"))
+    sched = pipelining.Schedule1F1B(stage, n_microbatches=4, loss_fn=lambda y, t: (y - t).pow(2).mean())
+    if RANK != 1:
+        stacks_later()
+    for step in range(3):
+        try:
+            pipeline_step(sched)
+        except RuntimeError:
+            time.sleep(DUMP_AFTER_S + 3)
+            raise
+        log(f"step {step}")
+    dump("done")
+
+
+pipeline_raise.calls = 0
+
+
+class SlowOnRank2(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if RANK == 2 and i == 16:
+            time.sleep(3600)
+        return torch.randn(16)
+
+
+def fsdp2_dataloader_stall():
+    """FSDP2 over a DataLoader with a worker: rank 2's worker blocks on one sample."""
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16))
+    fully_shard(model)
+    train_over_loader(model, SlowOnRank2())
+
+
+def ddp_healthy_16():
+    ddp_healthy()
+
+
+def ddp_skip_collective_16():
+    ddp_skip_collective()
+
+
+def sigkill_rank_8():
+    sigkill_rank()
+
+
+def gil_held_8():
+    gil_held()
+
+
+def raise_no_dump_8():
+    raise_no_dump()
+
+
+def wrong_size_8():
+    wrong_size()
 
 
 def main():
