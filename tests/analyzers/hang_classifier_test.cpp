@@ -212,7 +212,7 @@ TEST(HangClassifier, MissingRankFileIsReportedAndTheRestDiagnosed) {
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{1});
   EXPECT_EQ(rank(d, 3).state, RankState::kMissing);
   EXPECT_FALSE(d.problems.empty());
-  EXPECT_NE(d.explanation.find("rank 3 have no readable flight recorder"), std::string::npos) << d.explanation;
+  EXPECT_NE(d.explanation.find("rank 3 has no readable flight recorder"), std::string::npos) << d.explanation;
 }
 
 TEST(HangClassifier, CorruptRankFileIsReportedAndTheRestDiagnosed) {

@@ -110,5 +110,18 @@ TEST(HangTorchJobs, FirstRunsDumpsStayRight) {
   }
 }
 
+// Rank 4 makes one all_reduce more on its subgroup {0,2,4,6}: it waits there while every other rank
+// waits for it on the world group. Each side is "missing" from the other's collective, but only
+// rank 4 is out of step with the majority of both groups: it is the culprit, and the sentence says
+// where it is ahead.
+TEST(HangTorchJobs, OneRankOutOfStepOnTwoGroupsIsTheCulprit) {
+  const fs::path run = corpus() / "subgroup_extra";
+  const HangdoctorRun r = hangdoctor_json((run / "dumps").string());
+  EXPECT_EQ(grade(r, read_truth(run)), "right");
+  const std::string headline = r.report["headline"].get<std::string>();
+  EXPECT_NE(headline.find("which none of ranks 0,2,6 called"), std::string::npos) << headline;
+  EXPECT_NE(headline.find("one call more on that group"), std::string::npos) << headline;
+}
+
 }  // namespace
 }  // namespace rankscope::hang

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -71,6 +72,8 @@ class Classifier {
   void find_nodes();
   std::string progress_on(const std::string& comm) const;
   std::optional<Mismatch> issued_mismatch(const std::string& comm) const;
+  std::vector<int> out_of_step(const WaitGraph& g) const;
+  void say_where_ahead(int culprit);
   // Seconds from `ns` to the reference time. Both are read from the files: a span that does not fit
   // in 64 bits is no time at all, and reads as unknown (0), never as a wrapped or 292-year wait.
   double since(int64_t ns) const { return span_s(ns, d_.reference_ns); }
@@ -436,9 +439,14 @@ void Classifier::blame_stuck() {
     std::sort(absent.begin(), absent.end());
     absent.erase(std::unique(absent.begin(), absent.end()), absent.end());
     d_.culprit_ranks = absent;
-    const auto e = innermost_edge(g, absent);
+    // One rank out of step with every group it shares with the others (one call more on a
+    // subgroup, so it waits there while they wait for it on the next group) is the one to blame:
+    // its peers agree with each other everywhere.
+    if (auto odd = out_of_step(g); !odd.empty()) d_.culprit_ranks = odd;
+    const auto e = innermost_edge(g, d_.culprit_ranks);
     set_collective(e->comm, e->seq);
     d_.mismatch = issued_mismatch(e->comm);
+    if (d_.culprit_ranks.size() == 1 && d_.mismatch) say_where_ahead(d_.culprit_ranks.front());
   } else {
     blame_least_progress();
   }
@@ -460,6 +468,54 @@ std::optional<Mismatch> Classifier::issued_mismatch(const std::string& comm) con
   for (const auto& [r, v] : m.values_by_rank) (is_culprit(r) ? culprit : healthy) = true;
   if (!culprit || !healthy) return std::nullopt;
   return m;
+}
+
+// In a desync where every rank waits for another, the ranks whose issued count on some group of
+// the waits differs from that group's strict majority; empty unless they are fewer than the ranks
+// waited for and every wait has one of them on a side (each wait follows from them).
+std::vector<int> Classifier::out_of_step(const WaitGraph& g) const {
+  std::set<std::string> comms;
+  std::set<int> absent;
+  for (const auto& e : g.edges) comms.insert(e.comm), absent.insert(e.absent);
+  std::set<int> odd;
+  for (const auto& comm : comms) {
+    const GroupView* grp = find_group(groups_, comm);
+    if (!grp) return {};
+    std::map<int64_t, std::vector<int>> by_count;
+    size_t readable = 0;
+    for (int r : grp->ranks)
+      if (r >= 0 && r < int(views_.size()) && views_[r].readable()) by_count[views_[r].issued(comm)].push_back(r), ++readable;
+    const auto majority = std::max_element(by_count.begin(), by_count.end(),
+                                           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    if (majority == by_count.end() || 2 * majority->second.size() <= readable) return {};  // no strict majority
+    for (const auto& [count, ranks] : by_count)
+      if (count != majority->first) odd.insert(ranks.begin(), ranks.end());
+  }
+  if (odd.empty() || odd.size() >= absent.size()) return {};
+  for (const auto& e : g.edges)
+    if (!odd.count(e.waiter) && !odd.count(e.absent)) return {};
+  return {odd.begin(), odd.end()};
+}
+
+// The out-of-step rank waits in a collective of a group none of whose other members issued it.
+void Classifier::say_where_ahead(int culprit) {
+  const RankView& v = views_[culprit];
+  if (!v.readable() || !v.waiting() || v.pending_comm->name == d_.collective->comm) return;
+  const std::string& comm = v.pending_comm->name;
+  const GroupView* grp = find_group(groups_, comm);
+  if (!grp) return;
+  std::vector<int> peers;
+  int64_t most = -1;
+  for (int r : grp->ranks) {
+    if (r == culprit || r < 0 || r >= int(views_.size()) || !views_[r].readable()) continue;
+    if (views_[r].issued(comm) > int64_t(v.pending->seq)) return;  // a peer called it too (issued counts it)
+    peers.push_back(r);
+    most = std::max(most, views_[r].issued(comm));
+  }
+  if (peers.empty()) return;
+  facts_.ahead_on = fmt::format("{} #{} on {}, which none of ranks {} called (they issued {} there)",
+                                format::short_op_name(v.pending->op), v.pending->seq, comm,
+                                compress_ranks(peers), most);
 }
 
 void Classifier::blame_terminal(const WaitGraph& g) {

@@ -190,7 +190,10 @@ JoinedVerdict join_verdicts(const JoinInputs& in) {
       for (const auto& v : in.stacks->ranks)
         if (v.rank == r && !v.own.empty() && d.headline.find(v.own) == std::string::npos)
           where += fmt::format("; rank {} is in {}", r, v.own);
-    d.headline += where;
+    // Inside the headline's sentence: "...: it left one out; rank 4 is in `f` at train.py:88."
+    const bool full_stop = !where.empty() && !d.headline.empty() && d.headline.back() == '.';
+    if (full_stop) d.headline.pop_back();
+    d.headline += where + (full_stop ? "." : "");
   }
   if (d.world_size == 0)
     for (const auto& a : arts) d.world_size = std::max(d.world_size, a.d->world_size);

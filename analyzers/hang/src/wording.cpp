@@ -210,10 +210,13 @@ void word_mismatch(Diagnosis& d, const WordingFacts& f) {
   if (m->field == "issued") {
     const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
     const std::string doing = !r ? "" : r->state == RankState::kFinished ? " and finished"
+                                      : !f.ahead_on.empty() ? " and waits in " + f.ahead_on
                                       : r->waiting ? fmt::format(" and waits in {} #{} on {}", format::short_op_name(r->waiting->op), r->waiting->seq, r->waiting->comm)
                                                    : fmt::format(" and is in {}", r->range);
-    d.headline = fmt::format("DESYNC: {} issued {} collectives on {}{}, while ranks {} wait in {}: it left one out.",
-                             culprit, *value, c.comm, doing, ranks_on_hosts(d, f.waiters), collective_phrase(c));
+    const std::string what = f.ahead_on.empty() ? "it left one out"
+                                                : "it made one call more on that group than its peers did, so it never reached this one";
+    d.headline = fmt::format("DESYNC: {} issued {} collectives on {}{}, while ranks {} wait in {}: {}.",
+                             culprit, *value, c.comm, doing, ranks_on_hosts(d, f.waiters), collective_phrase(c), what);
   } else if (m->field == "range") {
     d.headline = fmt::format("DESYNC: {} called {} #{} on {} from {} where ranks {} called it from {}: it skipped or added a "
                              "collective ({}).",
@@ -403,7 +406,7 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
     idle = std::max(idle, r.idle_s);
   }
   const std::string missing_note =
-      missing.empty() ? "" : fmt::format(" {} have no readable flight recorder.", who(d, missing));
+      missing.empty() ? "" : fmt::format(" {} {} no readable flight recorder.", who(d, missing), missing.size() == 1 ? "has" : "have");
   const std::string culprits = who(d, d.culprit_ranks);
   const std::string waiters = waiters_sentence(d, f);
   switch (d.verdict) {

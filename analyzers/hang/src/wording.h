@@ -27,6 +27,9 @@ struct WordingFacts {
   bool peers_completed = false;
   bool culprits_idle = false;  // every culprit is readable and has no open collective
   std::string stopped_at;
+  // A desync's one out-of-step culprit waits in a collective of another group that no peer called:
+  // "allreduce #3 on pg 1, which none of ranks 0,2,6 called (they issued 2 there)".
+  std::string ahead_on;
 };
 
 std::string human_bytes(uint64_t bytes);   // "3.1 MiB"
