@@ -10,9 +10,7 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  static constexpr std::string_view kValueFlags[] = {"--json",  "--wait",       "--stuck-after",       "--nccl-ras",
-                                                     "--slurm", "--hosts",      "--exec",              "--gather-dir",
-                                                     "--deadline", "--max-parallel", "--remote-rankscope"};
-  const rankscope::format::CommandBoundary boundary{"hangdoctor", rankscope::format::command_input(args, kValueFlags)};
+  const rankscope::format::CommandBoundary boundary{
+      "hangdoctor", rankscope::format::command_input(args, rankscope::gather::hangdoctor_value_flags())};
   return rankscope::format::run_guarded(boundary, [&] { return rankscope::gather::hangdoctor_main(args); });
 }

@@ -9,8 +9,10 @@
 
 #include <stdio.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +79,10 @@ struct GatherFlags {
 };
 
 enum class Parsed { kNotMine, kTaken, kBad };
+
+// The gathering flags hangdoctor, `gather` and `import-kineto` share; each takes a value.
+constexpr std::string_view kGatherValueFlags[] = {"--slurm", "--hosts", "--exec", "--remote-rankscope", "--deadline",
+                                                  "--max-parallel"};
 
 // The flags of gathering; `i` is moved past a value it takes.
 Parsed parse_gather_flag(Args args, size_t& i, GatherFlags& f, std::FILE* err) {
@@ -160,9 +166,15 @@ constexpr const char* kKinetoPackHelp =
 
 }  // namespace
 
+std::vector<std::string_view> hangdoctor_value_flags() {
+  std::vector<std::string_view> flags = format::value_flags(hang::hangdoctor_options());
+  flags.insert(flags.end(), std::begin(kGatherValueFlags), std::end(kGatherValueFlags));
+  flags.push_back("--gather-dir");
+  return flags;
+}
+
 bool is_gather_flag(std::string_view flag, bool* takes_value) {
-  const bool value = flag == "--slurm" || flag == "--hosts" || flag == "--exec" || flag == "--remote-rankscope" ||
-                     flag == "--deadline" || flag == "--max-parallel";
+  const bool value = std::find(std::begin(kGatherValueFlags), std::end(kGatherValueFlags), flag) != std::end(kGatherValueFlags);
   if (takes_value) *takes_value = value;
   return value;
 }
@@ -298,10 +310,7 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
-    // (hangdoctor_app.cpp's parser is the other list; both go when tools/ owns the command line.)
-    const bool takes_value =
-        a == "--json" || a == "--wait" || a == "--stuck-after" || a == "--nccl-ras" || a == "--torch-debug-server";
-    if (takes_value && i + 1 < args.size()) rest.push_back(args[++i]);
+    if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size()) rest.push_back(args[++i]);
     else if (!a.empty() && a[0] != '-' && !run_dir_at) run_dir_at = rest.size() - 1;
   }
   for (const std::string_view a : args)

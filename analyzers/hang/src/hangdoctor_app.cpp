@@ -22,6 +22,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/command_boundary.h"
 #include "rankscope/format/gathered_run.h"
+#include "rankscope/format/option_table.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
 #include "rankscope/stacks/stack_import.h"
@@ -30,38 +31,51 @@
 namespace rankscope::hang {
 namespace {
 
-constexpr const char* kHelp =
-    "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n"
-    "       hangdoctor LOG... [--json FILE] [--quiet]\n\n"
-    "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
-    "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
-    "died, and after the launcher was killed.\n"
-    "PATH is a run directory, or PyTorch Flight Recorder dumps: a directory of them or a file prefix\n"
-    "(e.g. ~/.cache/torch/comm_lib_trace_rank_), the rank taken from each file name's suffix.\n"
-    "LOG is a job's output: torchrun's or Slurm's output file with NCCL_DEBUG=INFO lines and PyTorch's\n"
-    "watchdog lines, in any mix (a file, a directory of *.log/*.out/*.err/*.txt, or - for stdin; several\n"
-    "may be given). From a log: ranks behind on a communicator (with NCCL_DEBUG_SUBSYS=COLL), which ranks\n"
-    "timed out on which SeqNum and which did not, init that never completed, network and CUDA errors with\n"
-    "their hosts and peers, and settings and topology that cost bandwidth. A file may also hold NCCL's RAS\n"
-    "report (ncclras's text or JSON output).\n\n"
-    "  --nccl-ras [HOST:]PORT  ask a live NCCL job's RAS thread (NCCL 2.24+, default port 28028 on\n"
-    "                       localhost) which ranks are behind, missing or dead, and judge its answer\n"
-    "  --torch-debug-server HOST:PORT  ask a running PyTorch debug server (torch.distributed.debug, on this\n"
-    "                       machine) for every rank's stacks, twice 2 s apart; with paths, joined with them\n"
-    "  --json FILE          also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
-    "                       then carries only the JSON (the text goes to stderr)\n"
-    "  --quiet, -q          no text report (with --json)\n"
-    "  --wait SECONDS       follow a live job until it made no progress for SECONDS (or finished),\n"
-    "                       then diagnose; prints the time from the hang to the verdict\n"
-    "  --stacks             gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"
-    "                       into RUN_DIR/evidence/\n"
-    "  --stuck-after SECONDS  without --wait: no progress for this long means stuck (default 10)\n\n"
-    "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
-    "(10 x the p95 of recent durations, or of the longest of the first few; at least 3 s) makes the\n"
-    "job stuck at once; so does, at start-up and in the first steps, a rank that never issued a\n"
-    "collective all its peers wait in, idle past max(3 s, 3 x the job's own step time). The JSON's\n"
-    "detection says which rule fired and what its bound rests on.\n\n"
-    "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
+constexpr format::Option kOptions[] = {
+    {"--nccl-ras", "[HOST:]PORT",
+     "ask a live NCCL job's RAS thread (NCCL 2.24+, default port 28028 on\n"
+     "localhost) which ranks are behind, missing or dead, and judge its answer"},
+    {"--torch-debug-server", "HOST:PORT",
+     "ask a running PyTorch debug server (torch.distributed.debug, on this\n"
+     "machine) for every rank's stacks, twice 2 s apart; with paths, joined with them"},
+    {"--json", "FILE",
+     "also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
+     "then carries only the JSON (the text goes to stderr)"},
+    {"--quiet", "", "no text report (with --json)", "-q"},
+    {"--wait", "SECONDS",
+     "follow a live job until it made no progress for SECONDS (or finished),\n"
+     "then diagnose; prints the time from the hang to the verdict"},
+    {"--stacks", "",
+     "gather native stacks (eu-stack, else gdb) of culprit ranks on this host\n"
+     "into RUN_DIR/evidence/"},
+    {"--stuck-after", "SECONDS", "without --wait: no progress for this long means stuck (default 10)"},
+};
+
+const std::string& help_text() {
+  static const std::string text =
+      "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n"
+      "       hangdoctor LOG... [--json FILE] [--quiet]\n\n"
+      "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
+      "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
+      "died, and after the launcher was killed.\n"
+      "PATH is a run directory, or PyTorch Flight Recorder dumps: a directory of them or a file prefix\n"
+      "(e.g. ~/.cache/torch/comm_lib_trace_rank_), the rank taken from each file name's suffix.\n"
+      "LOG is a job's output: torchrun's or Slurm's output file with NCCL_DEBUG=INFO lines and PyTorch's\n"
+      "watchdog lines, in any mix (a file, a directory of *.log/*.out/*.err/*.txt, or - for stdin; several\n"
+      "may be given). From a log: ranks behind on a communicator (with NCCL_DEBUG_SUBSYS=COLL), which ranks\n"
+      "timed out on which SeqNum and which did not, init that never completed, network and CUDA errors with\n"
+      "their hosts and peers, and settings and topology that cost bandwidth. A file may also hold NCCL's RAS\n"
+      "report (ncclras's text or JSON output).\n\n" +
+      format::options_help(kOptions) +
+      "\n"
+      "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
+      "(10 x the p95 of recent durations, or of the longest of the first few; at least 3 s) makes the\n"
+      "job stuck at once; so does, at start-up and in the first steps, a rank that never issued a\n"
+      "collective all its peers wait in, idle past max(3 s, 3 x the job's own step time). The JSON's\n"
+      "detection says which rule fired and what its bound rests on.\n\n"
+      "exit status: 0 healthy or finished, 1 a problem was found, 2 bad input\n";
+  return text;
+}
 
 class RemoteProcesses final : public ProcessTable {
  public:
@@ -278,13 +292,13 @@ int run_joined(const Parts& parts, const std::string& json_file, bool quiet, Cla
 
 }  // namespace
 
+std::span<const format::Option> hangdoctor_options() { return kOptions; }
+
 // Never an abort: whatever escapes the readers and the classifier (a bug a file found) ends as exit
 // 2 with one line naming the input, like any input hangdoctor cannot read (format/command_boundary.h).
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env) {
-  static constexpr std::string_view kValueFlags[] = {"--json", "--wait", "--stuck-after", "--nccl-ras",
-                                                     "--torch-debug-server"};
-  const format::CommandBoundary boundary{"hangdoctor", format::command_input(args, kValueFlags), "could not be analysed",
-                                         env.out, env.err};
+  const format::CommandBoundary boundary{"hangdoctor", format::command_input(args, format::value_flags(kOptions)),
+                                         "could not be analysed", env.out, env.err};
   return format::run_guarded(boundary, [&] { return run_hangdoctor_unguarded(args, env); });
 }
 
@@ -298,44 +312,37 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
   std::FILE* out = env.out;
   std::FILE* err = env.err;
 
-  std::string dir, json_file, nccl_ras, debug_server;
-  std::vector<std::filesystem::path> more;  // further paths: logs only
+  auto parsed = format::parse_options(kOptions, args);
+  if (!parsed.ok()) {
+    std::fprintf(err, "hangdoctor: %s\n\n%s", parsed.status().message().c_str(), help_text().c_str());
+    return 2;
+  }
+  if (parsed->help) {
+    std::fputs(help_text().c_str(), out);
+    return 0;
+  }
+  const auto text_of = [&](std::string_view flag) { return std::string(parsed->value(flag).value_or("")); };
+  const std::string json_file = text_of("--json"), nccl_ras = text_of("--nccl-ras"),
+                    debug_server = text_of("--torch-debug-server");
+  const bool stacks = parsed->has("--stacks"), quiet = parsed->has("--quiet");
   double wait_s = -1;
-  bool stacks = false;
-  bool quiet = false;
   ClassifyOptions classify;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, out);
-      return 0;
-    } else if (a == "--json" && has_value) {
-      json_file = args[++i];
-    } else if ((a == "--wait" || a == "--stuck-after") && has_value) {
-      double v = 0;
-      if (!parse_seconds(args[++i], v)) {
-        std::fprintf(err, "hangdoctor: %s needs a number of seconds, got '%s'\n", std::string(a).c_str(),
-                     std::string(args[i]).c_str());
-        return 2;
-      }
-      (a == "--wait" ? wait_s : classify.stuck_after_s) = v;
-    } else if (a == "--nccl-ras" && has_value) {
-      nccl_ras = args[++i];
-    } else if (a == "--torch-debug-server" && has_value) {
-      debug_server = args[++i];
-    } else if (a == "--stacks") {
-      stacks = true;
-    } else if (a == "--quiet" || a == "-q") {
-      quiet = true;
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      std::fprintf(err, "hangdoctor: unknown option or missing value: '%s'\n\n%s", std::string(a).c_str(), kHelp);
+  for (std::string_view flag : {"--wait", "--stuck-after"}) {
+    const auto v = parsed->value(flag);
+    if (!v) continue;
+    double seconds = 0;
+    if (!parse_seconds(*v, seconds)) {
+      std::fprintf(err, "hangdoctor: %s needs a number of seconds, got '%s'\n", std::string(flag).c_str(),
+                   std::string(*v).c_str());
       return 2;
-    } else if (dir.empty()) {
-      dir = a;
-    } else {
-      more.emplace_back(a);
     }
+    (flag == "--wait" ? wait_s : classify.stuck_after_s) = seconds;
+  }
+  std::string dir;
+  std::vector<std::filesystem::path> more;  // further paths: logs only
+  for (std::string_view p : parsed->positionals) {
+    if (dir.empty()) dir = p;
+    else more.emplace_back(p);
   }
   if (!nccl_ras.empty()) {
     if (!dir.empty() || wait_s >= 0 || stacks) {
@@ -350,7 +357,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     return report_log_verdict(*r, json_file, quiet, classify, out, err);
   }
   if (dir.empty() && debug_server.empty()) {
-    std::fputs(kHelp, err);
+    std::fputs(help_text().c_str(), err);
     return 2;
   }
 

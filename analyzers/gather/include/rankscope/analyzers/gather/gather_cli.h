@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "rankscope/analyzers/gather/kineto_gather.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
@@ -25,6 +26,9 @@ int gather_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 // hangdoctor: with --slurm or --hosts, gathers first (into --gather-dir or a temporary folder) and
 // diagnoses what was gathered; otherwise run_hangdoctor unchanged.
 int hangdoctor_main(Args args, const hang::HangdoctorEnv& env = {});
+// Every flag of hangdoctor that takes a value, its own and the gathering ones: what the exception
+// boundary of its main skips when it names the input.
+std::vector<std::string_view> hangdoctor_value_flags();
 
 // `rankscope kineto-pack TRACE|DIR... [--threads N]` (run on a node by `import-kineto --slurm`): this
 // node's traces, read here, as a stream on `out` (kineto_import.h pack_traces).

@@ -13,6 +13,7 @@
 
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/analyzers/hang/stack_capture.h"
+#include "rankscope/format/option_table.h"
 
 namespace rankscope::hang {
 
@@ -27,5 +28,9 @@ struct HangdoctorEnv {
 };
 
 int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& env = {});
+
+// hangdoctor's own options (not the gathering ones, gather_cli.h): what run_hangdoctor parses and
+// its --help lists.
+std::span<const format::Option> hangdoctor_options();
 
 }  // namespace rankscope::hang
