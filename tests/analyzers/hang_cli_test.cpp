@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -118,6 +119,27 @@ TEST(HangCli, ExitCodesAndJsonFile) {
 
   auto to_stdout = hangdoctor({stuck.dir.string(), "--json", "-"});
   EXPECT_NE(to_stdout.out.find("\"schema_version\": 2"), std::string::npos);
+}
+
+// --html writes one self-contained page holding the diagnosis, beside or instead of the JSON; a page
+// that cannot be written is exit 2 and one line naming it.
+TEST(HangCli, HtmlPageHoldsTheDiagnosisAndAnUnwritableOneExitsTwo) {
+  auto stuck = make_run(scratch("html"), 4, 5, 2, "stall:rank=2,range=forward/block0/mlp,step=2");
+  const auto page = stuck.dir / "diagnosis.html";
+  auto o = hangdoctor({stuck.dir.string(), "--html", page.string(), "--json", "-", "-q"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(nlohmann::json::parse(o.out).at("culprit_ranks"), nlohmann::json::array({2}));  // --json - still alone
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<title>hangdoctor: HANG, rank 2</title>"), std::string::npos) << html.substr(0, 400);
+  EXPECT_NE(html.find("\"kind\":\"rankscope.hang\""), std::string::npos);
+  EXPECT_NE(html.find("\"culprit_ranks\":[2]"), std::string::npos);
+  EXPECT_EQ(html.find("<script src="), std::string::npos);  // nothing fetched
+
+  auto bad = hangdoctor({stuck.dir.string(), "--html", (stuck.dir / "no-such-dir" / "x.html").string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("no-such-dir/x.html: cannot write"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find(".cpp"), std::string::npos) << bad.err;
 }
 
 // A process table that fails inside the analysis (the classifier asks it about every rank): the

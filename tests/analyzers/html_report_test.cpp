@@ -13,6 +13,7 @@
 
 #include "rankscope/analyzers/critical_path/critical_path.h"
 #include "rankscope/analyzers/diff/run_diff.h"
+#include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/analyzers/kernels/kernels_analyzer.h"
 #include "rankscope/analyzers/kernels/kernels_json.h"
 #include "rankscope/analyzers/startup/startup_json.h"
@@ -142,24 +143,18 @@ int body_attr(const std::string& dom, const std::string& name) {
   return std::stoi(m[1]);
 }
 
-// Renders, opens in Chromium, checks the page drew without errors; the rendered DOM goes to *dom.
-void check_renders(const nlohmann::json& data, const std::string& name, int min_charts, std::string* dom = nullptr) {
+// Opens a written report in Chromium and checks the page drew without errors (at least `min_charts`
+// charts and more than `min_points` points); the rendered DOM goes to *dom.
+void check_page(const fs::path& file, const std::string& name, int min_charts, int min_points, std::string* dom) {
   const std::string chromium = chromium_path();
-  if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium); the browser check is skipped";
-  auto html = reports::render_html_report(data, name);
-  ASSERT_TRUE(html.ok()) << html.status().to_string();
-  const fs::path out_dir = fs::path(RANKSCOPE_BINARY_DIR) / "tests";
-  fs::create_directories(out_dir);
-  const fs::path file = out_dir / (name + ".html");
-  const fs::path png = out_dir / (name + ".png");
+  const fs::path png = file.parent_path() / (name + ".png");
   fs::remove(png);
-  ASSERT_TRUE(reports::write_text_file(file.string(), *html).ok());
   const BrowserRun run = open_in_chromium(chromium, file, png);
   if (dom) *dom = run.dom;
   EXPECT_NE(run.dom.find("data-rankscope-rendered=\"yes\""), std::string::npos) << run.dom.substr(0, 2000);
   EXPECT_EQ(body_attr(run.dom, "data-rankscope-errors"), 0) << run.dom.substr(0, 2000);
   EXPECT_GE(body_attr(run.dom, "data-rankscope-charts"), min_charts);
-  EXPECT_GT(body_attr(run.dom, "data-rankscope-points"), 10);
+  EXPECT_GT(body_attr(run.dom, "data-rankscope-points"), min_points);
   // Chromium prints page console messages as "...:CONSOLE(line)] ..."; uncaught errors say so.
   for (const char* bad : {"Uncaught", "ERROR:CONSOLE", "Failed to load resource"}) {
     EXPECT_EQ(run.log.find(bad), std::string::npos) << bad << " in chromium's log:\n" << run.log;
@@ -168,6 +163,22 @@ void check_renders(const nlohmann::json& data, const std::string& name, int min_
   EXPECT_GT(fs::file_size(png), 10000u);
   EXPECT_EQ(read_file(png).substr(1, 3), "PNG");
   std::printf("report %s, screenshot %s\n", file.c_str(), png.c_str());
+}
+
+fs::path report_dir() {
+  const fs::path out_dir = fs::path(RANKSCOPE_BINARY_DIR) / "tests";
+  fs::create_directories(out_dir);
+  return out_dir;
+}
+
+// Renders, opens in Chromium, checks the page drew without errors; the rendered DOM goes to *dom.
+void check_renders(const nlohmann::json& data, const std::string& name, int min_charts, std::string* dom = nullptr) {
+  if (chromium_path().empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium); the browser check is skipped";
+  auto html = reports::render_html_report(data, name);
+  ASSERT_TRUE(html.ok()) << html.status().to_string();
+  const fs::path file = report_dir() / (name + ".html");
+  ASSERT_TRUE(reports::write_text_file(file.string(), *html).ok());
+  check_page(file, name, min_charts, 10, dom);
 }
 
 TEST(HtmlReport, SkewRendersInChromium) {
@@ -302,6 +313,27 @@ TEST(HtmlReport, DiffRendersInChromium) {
 TEST(HtmlReport, ScalingRendersInChromium) {
   // log-log time vs T, throughput
   check_renders(scaling_json(), "html_report_scaling", 2);
+}
+
+// hangdoctor --html on a real job's folder (dumps, log and stacks joined): the page says what each
+// artifact said, the culprit's evidence on both sides, and where they disagree. It has no charts.
+TEST(HtmlReport, HangdoctorsJoinedVerdictRendersInChromium) {
+  if (chromium_path().empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium); the browser check is skipped";
+  const fs::path file = report_dir() / "html_report_hang.html";
+  fs::remove(file);
+  const std::string run = (fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch-jobs/pipeline_sleep").string();
+  const std::string out = file.string();
+  const std::vector<std::string_view> args = {run, "--html", out, "--quiet"};
+  hang::HangdoctorEnv env;
+  env.out = env.err = std::tmpfile();
+  EXPECT_EQ(hang::run_hangdoctor(args, env), 1);
+  std::fclose(env.out);
+  ASSERT_TRUE(fs::exists(file));
+  std::string dom;
+  check_page(file, "html_report_hang", 0, -1, &dom);
+  for (const char* want : {"What each artifact said", "Evidence for rank 2", "The artifacts disagree: the log says a hang (rank 2)",
+                           "stage_forward", "From the log", "Stacks: read the stacks of 4 ranks"})
+    EXPECT_NE(dom.find(want), std::string::npos) << want;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
+#include "wording.h"
 #include "rankscope/analyzers/hang/joined_verdict.h"
 #include "rankscope/analyzers/hang/log_verdict.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
@@ -23,6 +24,7 @@
 #include "rankscope/format/command_boundary.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/option_table.h"
+#include "rankscope/reports/html_report.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
 #include "rankscope/stacks/stack_import.h"
@@ -41,7 +43,10 @@ constexpr format::Option kOptions[] = {
     {"--json", "FILE",
      "also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
      "then carries only the JSON (the text goes to stderr)"},
-    {"--quiet", "", "no text report (with --json)", "-q"},
+    {"--html", "FILE",
+     "also write the diagnosis as one self-contained HTML page (what each artifact\n"
+     "said, each culprit's evidence, the ranks)"},
+    {"--quiet", "", "no text report (with --json or --html)", "-q"},
     {"--wait", "SECONDS",
      "follow a live job until it made no progress for SECONDS (or finished),\n"
      "then diagnose; prints the time from the hang to the verdict"},
@@ -53,8 +58,9 @@ constexpr format::Option kOptions[] = {
 
 const std::string& help_text() {
   static const std::string text =
-      "usage: hangdoctor PATH [--json FILE] [--quiet] [--wait SECONDS] [--stacks] [--stuck-after SECONDS]\n"
-      "       hangdoctor LOG... [--json FILE] [--quiet]\n\n"
+      "usage: hangdoctor PATH [--json FILE] [--html FILE] [--quiet] [--wait SECONDS] [--stacks]\n"
+      "                       [--stuck-after SECONDS]\n"
+      "       hangdoctor PATH... [--json FILE] [--html FILE] [--quiet]    dumps, logs and stacks, joined\n\n"
       "Says which rank holds a distributed job up, at which collective, and what that rank is doing,\n"
       "from the run directory's flight recorders. Safe on a live stuck job (read-only), after ranks\n"
       "died, and after the launcher was killed.\n"
@@ -65,7 +71,10 @@ const std::string& help_text() {
       "may be given). From a log: ranks behind on a communicator (with NCCL_DEBUG_SUBSYS=COLL), which ranks\n"
       "timed out on which SeqNum and which did not, init that never completed, network and CUDA errors with\n"
       "their hosts and peers, and settings and topology that cost bandwidth. A file may also hold NCCL's RAS\n"
-      "report (ncclras's text or JSON output).\n\n" +
+      "report (ncclras's text or JSON output).\n"
+      "Several PATHs, or one folder holding a mix (Flight Recorder dumps, a log, stacks: py-spy dump or\n"
+      "faulthandler text per rank, a PyTorch debug server's dump_dir), are read together and joined per\n"
+      "rank: one verdict citing what each said (docs/STACKS.md).\n\n" +
       format::options_help(kOptions) +
       "\n"
       "Without flags, a rank whose open collective or step has run past the bound its probe learned\n"
@@ -88,16 +97,37 @@ bool parse_seconds(std::string_view v, double& out) {
   return ec == std::errc() && p == v.data() + v.size() && out >= 0;
 }
 
-// The JSON report to FILE, or to stdout for "-"; false (said on `err`) when it cannot be written.
-bool write_json(const std::string& json_file, const std::string& json, std::FILE* out, std::FILE* err) {
-  if (json_file == "-") {
+// Where the report goes: the text (stdout; stderr when the JSON takes stdout; nowhere with --quiet),
+// the JSON (a file, or stdout for "-") and the HTML page.
+struct Outputs {
+  std::string json_file, html_file;
+  bool quiet = false;
+  std::FILE* text(std::FILE* out, std::FILE* err) const { return quiet ? nullptr : json_file == "-" ? err : out; }
+  bool any_file() const { return !json_file.empty() || !html_file.empty(); }
+};
+
+// The JSON and HTML reports the outputs ask for; false (said on `err`) when one cannot be written.
+bool write_reports(const Outputs& o, const Diagnosis& d, const ReportExtras& extras, std::FILE* out, std::FILE* err) {
+  if (!o.any_file()) return true;
+  const std::string json = render_json_text(d, extras);
+  if (o.json_file == "-") {
     std::fprintf(out, "%s\n", json.c_str());
-    return true;
+  } else if (!o.json_file.empty()) {
+    std::ofstream f(o.json_file);
+    f << json << "\n";
+    if (!f) return std::fprintf(err, "hangdoctor: cannot write %s\n", o.json_file.c_str()), false;
   }
-  std::ofstream f(json_file);
-  f << json << "\n";
-  if (!f) std::fprintf(err, "hangdoctor: cannot write %s\n", json_file.c_str());
-  return bool(f);
+  if (!o.html_file.empty()) {
+    // The page's "kind" says which report it draws; the diagnosis (with its own "kind") goes whole.
+    const nlohmann::json data = {{"kind", "rankscope.hang"}, {"hang", nlohmann::json::parse(json)}};
+    const std::string verdict = d.headline.substr(0, d.headline.find(':'));  // "DESYNC", "HANG", "HEALTHY"
+    const std::string title = fmt::format("hangdoctor: {}{}", verdict,
+                                          d.culprit_ranks.empty() ? "" : ", " + who(d, d.culprit_ranks));
+    auto html = reports::render_html_report(data, title);
+    Status written = html.ok() ? reports::write_text_file(o.html_file, *html) : html.status();
+    if (!written.ok()) return std::fprintf(err, "hangdoctor: %s\n", written.user_text().c_str()), false;
+  }
+  return true;
 }
 
 void report_progress(uint64_t done, uint64_t total) {
@@ -105,35 +135,32 @@ void report_progress(uint64_t done, uint64_t total) {
   else std::fprintf(stderr, "hangdoctor: read %.0f MB\n", double(done) / 1e6);
 }
 
-int report_log_verdict(const logs::LogImport& log, const std::string& json_file, bool quiet,
-                       const ClassifyOptions& classify, std::FILE* out, std::FILE* err);
+int report_log_verdict(const logs::LogImport& log, const Outputs& outputs, const ClassifyOptions& classify,
+                       std::FILE* out, std::FILE* err);
 
-int run_on_logs(const std::vector<std::filesystem::path>& paths, const std::string& json_file, bool quiet,
-                const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
+int run_on_logs(const std::vector<std::filesystem::path>& paths, const Outputs& outputs, const ClassifyOptions& classify,
+                std::FILE* out, std::FILE* err) {
   auto r = logs::import_logs(paths, report_progress);
   if (!r.ok()) {
     std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
     return 2;
   }
-  return report_log_verdict(*r, json_file, quiet, classify, out, err);
+  return report_log_verdict(*r, outputs, classify, out, err);
 }
 
-int report_log_verdict(const logs::LogImport& log, const std::string& json_file, bool quiet,
-                       const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
+int report_log_verdict(const logs::LogImport& log, const Outputs& outputs, const ClassifyOptions& classify,
+                       std::FILE* out, std::FILE* err) {
   const logs::LogImport* r = &log;
   LogVerdict v = diagnose_log(*r, classify);
-  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  std::FILE* text = outputs.text(out, err);
   if (text) {
     std::fprintf(text, "%s\n", r->summary.c_str());
     std::fputs(render_text(v.diagnosis).c_str(), text);
     std::fputs(render_log_findings(v.report).c_str(), text);
   }
-  if (!json_file.empty()) {
-    ReportExtras extras;
-    extras.log = v.report;
-    const std::string json = render_json_text(v.diagnosis, extras);
-    if (!write_json(json_file, json, out, err)) return 2;
-  }
+  ReportExtras extras;
+  extras.log = v.report;
+  if (!write_reports(outputs, v.diagnosis, extras, out, err)) return 2;
   return exit_code(v.diagnosis);
 }
 
@@ -214,7 +241,7 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
   return {};
 }
 
-int run_joined(const Parts& parts, const std::string& json_file, bool quiet, ClassifyOptions classify, std::FILE* out,
+int run_joined(const Parts& parts, const Outputs& outputs, ClassifyOptions classify, std::FILE* out,
                std::FILE* err, const std::string& debug_server = {}) {
   JoinInputs in;
   std::vector<std::string> summaries, unread;
@@ -272,7 +299,7 @@ int run_joined(const Parts& parts, const std::string& json_file, bool quiet, Cla
   }
   for (const auto& u : unread) summaries.push_back("not read: " + u);
   JoinedVerdict v = join_verdicts(in);
-  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  std::FILE* text = outputs.text(out, err);
   if (text) {
     for (const auto& s : summaries) std::fprintf(text, "%s\n", s.c_str());
     std::fputs(render_text(v.diagnosis).c_str(), text);
@@ -280,13 +307,11 @@ int run_joined(const Parts& parts, const std::string& json_file, bool quiet, Cla
     if (in.log) std::fputs(render_log_findings(in.log->report).c_str(), text);
     if (in.stacks) std::fputs(render_stack_text(*in.stacks).c_str(), text);
   }
-  if (!json_file.empty()) {
-    ReportExtras extras;
-    if (in.log) extras.log = in.log->report;
-    if (in.stacks) extras.stacks = stack_json(*in.stacks);
-    extras.joined = v.joined;
-    if (!write_json(json_file, render_json_text(v.diagnosis, extras), out, err)) return 2;
-  }
+  ReportExtras extras;
+  if (in.log) extras.log = in.log->report;
+  if (in.stacks) extras.stacks = stack_json(*in.stacks);
+  extras.joined = v.joined;
+  if (!write_reports(outputs, v.diagnosis, extras, out, err)) return 2;
   return exit_code(v.diagnosis);
 }
 
@@ -322,9 +347,9 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     return 0;
   }
   const auto text_of = [&](std::string_view flag) { return std::string(parsed->value(flag).value_or("")); };
-  const std::string json_file = text_of("--json"), nccl_ras = text_of("--nccl-ras"),
-                    debug_server = text_of("--torch-debug-server");
-  const bool stacks = parsed->has("--stacks"), quiet = parsed->has("--quiet");
+  const std::string nccl_ras = text_of("--nccl-ras"), debug_server = text_of("--torch-debug-server");
+  const Outputs outputs{text_of("--json"), text_of("--html"), parsed->has("--quiet")};
+  const bool stacks = parsed->has("--stacks");
   double wait_s = -1;
   ClassifyOptions classify;
   for (std::string_view flag : {"--wait", "--stuck-after"}) {
@@ -354,7 +379,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
       return 2;
     }
-    return report_log_verdict(*r, json_file, quiet, classify, out, err);
+    return report_log_verdict(*r, outputs, classify, out, err);
   }
   if (dir.empty() && debug_server.empty()) {
     std::fputs(help_text().c_str(), err);
@@ -393,7 +418,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
         parts.logs.insert(parts.logs.end(), more.begin(), more.end());
       }
     }
-    return run_joined(parts, json_file, quiet, classify, out, err, debug_server);
+    return run_joined(parts, outputs, classify, out, err, debug_server);
   }
   // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
   // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
@@ -402,7 +427,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
       return 2;
     }
-    return run_joined(*inputs.parts, json_file, quiet, classify, out, err);
+    return run_joined(*inputs.parts, outputs, classify, out, err);
   }
   if (!more.empty() || is_log(dir)) {
     std::vector<std::filesystem::path> paths{dir};
@@ -416,7 +441,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; a log is read as it is\n");
       return 2;
     }
-    return run_on_logs(paths, json_file, quiet, classify, out, err);
+    return run_on_logs(paths, outputs, classify, out, err);
   }
 
   bool from_torch = false;
@@ -443,7 +468,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
       return 2;
     }
-    if (!quiet) std::fprintf(json_file == "-" ? err : out, "%s\n", r->summary.c_str());
+    if (std::FILE* text = outputs.text(out, err)) std::fprintf(text, "%s\n", r->summary.c_str());
     if (r->entries == 0 && r->status_rows == 0) {
       std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries and no pg_status (dumped with "
                         "includeCollectives=False, or just after a reset): nothing to judge\n", dir.c_str());
@@ -501,7 +526,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     stack_notes = std::move(report.notes);
   }
   // With --json -, stdout carries the JSON alone (for | jq): the text goes to stderr, or nowhere.
-  std::FILE* text = quiet ? nullptr : json_file == "-" ? err : out;
+  std::FILE* text = outputs.text(out, err);
   if (text)
     for (const auto& line : gather_lines) std::fprintf(text, "%s\n", line.c_str());
   if (text) std::fputs(render_text(d).c_str(), text);
@@ -515,17 +540,14 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
       std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
   }
   if (env.after_text_report) env.after_text_report();
-  if (!json_file.empty()) {
-    ReportExtras extras;
-    if (watched)
-      extras.wait = WaitSummary{wait_s, watched->samples, watched->stalled,
-                                watched->stalled ? std::optional(watched->hang_to_verdict_s()) : std::nullopt};
-    if (gathered)
-      extras.gather = GatherSummary{gathered->nodes.size(), gathered->answered(), gathered->seconds,
-                                    gathered->stream_bytes, gather_lines};
-    const std::string json = render_json_text(d, extras);
-    if (!write_json(json_file, json, out, err)) return 2;
-  }
+  ReportExtras extras;
+  if (watched)
+    extras.wait = WaitSummary{wait_s, watched->samples, watched->stalled,
+                              watched->stalled ? std::optional(watched->hang_to_verdict_s()) : std::nullopt};
+  if (gathered)
+    extras.gather = GatherSummary{gathered->nodes.size(), gathered->answered(), gathered->seconds,
+                                  gathered->stream_bytes, gather_lines};
+  if (!write_reports(outputs, d, extras, out, err)) return 2;
   // A node that did not answer is a problem even when the ranks that did look healthy.
   const bool node_unreachable = gathered && gathered->answered() < int(gathered->nodes.size());
   return node_unreachable ? std::max(exit_code(d), 1) : exit_code(d);

@@ -4,7 +4,8 @@
 // are kernel records, time per top-level range,
 // rank x step heatmap, arrival skew at one step's collectives, counters) and of the scaling
 // report (time vs T on log-log axes, tokens/s), of the start-up report (phases per rank), and of
-// the diff report (the waterfall of a step's change, each part in both runs, settings). When
+// the diff report (the waterfall of a step's change, each part in both runs, settings), and
+// hangdoctor's verdict (what each artifact said, each culprit's evidence, the ranks). When
 // done it marks <body> with data-rankscope-rendered="yes" and the number of charts and points
 // drawn, and counts script errors in data-rankscope-errors, so a headless browser can tell that
 // the report rendered.
@@ -57,10 +58,10 @@
     return c;
   }
 
-  function table(title, headers, rows) {
+  function table(title, headers, rows, cls) {
     var sec = document.getElementById('tables');
     sec.appendChild(el('h2', {}, title));
-    var t = el('table');
+    var t = el('table', cls ? { 'class': cls } : {});
     var tr = el('tr');
     headers.forEach(function (h) { tr.appendChild(el('th', {}, h)); });
     t.appendChild(tr);
@@ -608,12 +609,58 @@
     problems(data.problems);
   }
 
+  // hangdoctor's verdict (kind rankscope.hang: its JSON report, schema_version 2). With several
+  // artifacts (dumps, a log, stacks) it shows what each said and, per culprit, the evidence on both
+  // sides; the ranks table holds the culprits first, then up to 64 others.
+  function hang(page) {
+    var data = page.hang;
+    var culprits = data.culprit_ranks || [];
+    document.getElementById('summary').textContent = data.verdict.toUpperCase() + (data.kind ? ' (' + data.kind.replace(/_/g, ' ') + ')' : '') +
+      (data.world_size ? ' — ' + data.world_size + ' ranks' : '') + (culprits.length ? '; culprit ranks ' + culprits.join(',') : '');
+    var ol = document.getElementById('finding-list');
+    ol.appendChild(el('li', { 'class': 'headline' }, data.headline));
+    if (data.explanation) ol.appendChild(el('li', {}, data.explanation));
+    var joined = data.joined;
+    if (joined) {
+      (joined.disagreements || []).forEach(function (d) { ol.appendChild(el('li', { 'class': 'caveat' }, 'The artifacts disagree: ' + d)); });
+      table('What each artifact said', ['artifact', 'verdict', 'culprit ranks', 'its headline'], joined.artifacts.map(function (a) {
+        return [a.artifact, a.verdict + (a.kind ? ' (' + a.kind.replace(/_/g, ' ') + ')' : ''), a.culprit_ranks.join(',') || '–', a.headline];
+      }), 'text');
+      joined.culprits.forEach(function (c) {
+        table('Evidence for rank ' + c.rank, ['artifact', 'blames it', 'what it says of rank ' + c.rank], c.evidence.map(function (e) {
+          return [e.artifact, e.blames ? 'yes' : 'no', e.says];
+        }), 'text');
+      });
+    }
+    var isCulprit = function (r) { return culprits.indexOf(r.rank) >= 0; };
+    var ranks = (data.ranks || []).filter(isCulprit).concat((data.ranks || []).filter(function (r) { return !isCulprit(r); }).slice(0, 64));
+    var where = function (r) {
+      if (r.op) return r.op + ' #' + r.seq + ' on ' + r.comm + (r.waited_s != null ? (data.times_are_lower_bounds ? ' for at least ' : ' for ') +
+        (r.waited_s < 1 ? fmt(r.waited_s * 1000, 0) + ' ms' : fmt(r.waited_s, 1) + ' s') : '');
+      return r.range || '';
+    };
+    table('Ranks' + (data.ranks && data.ranks.length > ranks.length ? ' (culprits, then 64 of the ' + (data.ranks.length - culprits.length) + ' others)' : ''),
+      ['rank', 'culprit', 'state', 'where', 'host', 'note'], ranks.map(function (r) {
+        return [r.rank, isCulprit(r) ? 'yes' : '', r.state, where(r), r.host || '', r.note || ''];
+      }), 'text');
+    if (data.log && data.log.findings && data.log.findings.length)
+      table('From the log', ['ranks', 'kind', 'what it printed', 'where'], data.log.findings.map(function (f) {
+        return [f.ranks.join(','), f.kind.replace(/_/g, ' '), f.text, f.evidence];
+      }), 'text');
+    if (data.stacks && data.stacks.ranks && data.stacks.ranks.length)
+      table('Stacks: ' + data.stacks.summary, ['rank', 'where', 'own frame', 'call', 'snapshots', 'moved'], data.stacks.ranks.slice(0, 128).map(function (r) {
+        return [r.rank, r.where, r.own_frame || '', r.call || '', r.snapshots, r.moved ? 'yes' : 'no'];
+      }), 'text');
+    problems(data.problems);
+  }
+
   try {
     var data = JSON.parse(document.getElementById('rankscope-data').textContent);
     if (data.kind === 'rankscope.skew') skew(data);
     else if (data.kind === 'rankscope.scaling') scaling(data);
     else if (data.kind === 'rankscope.startup') startup(data);
     else if (data.kind === 'rankscope.diff') diff(data);
+    else if (data.kind === 'rankscope.hang') hang(data);
     else throw new Error('unknown report kind ' + data.kind);
     body.setAttribute('data-rankscope-rendered', 'yes');
   } catch (e) {

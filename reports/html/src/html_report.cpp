@@ -69,9 +69,10 @@ Result<std::string> fill_template(std::string_view tmpl, std::initializer_list<S
 
 Result<std::string> render_html_report(const nlohmann::json& data, std::string_view title) {
   const std::string kind = data.is_object() ? data.value("kind", std::string()) : std::string();
-  if (kind != "rankscope.skew" && kind != "rankscope.scaling" && kind != "rankscope.startup" && kind != "rankscope.diff") {
+  if (kind != "rankscope.skew" && kind != "rankscope.scaling" && kind != "rankscope.startup" && kind != "rankscope.diff" &&
+      kind != "rankscope.hang") {
     return invalid_argument(fmt::format("cannot render a report of kind '{}' as HTML (rankscope.skew, rankscope.scaling, "
-                                        "rankscope.startup or rankscope.diff)", kind));
+                                        "rankscope.startup, rankscope.diff or rankscope.hang)", kind));
   }
   const std::string escaped_title = html_escape(title);
   const std::string json = script_safe_json(data);

@@ -20,7 +20,7 @@
 
 namespace rankscope::reports {
 
-// `data` must be an object with a "kind" of rankscope.skew or rankscope.scaling.
+// `data` must be an object with a "kind" named above.
 Result<std::string> render_html_report(const nlohmann::json& data, std::string_view title);
 
 // Writes `html` to `file` (through a temporary file and a rename).
