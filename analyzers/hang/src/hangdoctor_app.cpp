@@ -27,6 +27,7 @@
 #include "rankscope/reports/html_report.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
+#include "rankscope/stacks/local_ranks.h"
 #include "rankscope/stacks/stack_import.h"
 #include "rankscope/torch_fr/fr_import.h"
 
@@ -40,6 +41,9 @@ constexpr format::Option kOptions[] = {
     {"--torch-debug-server", "HOST:PORT",
      "ask a running PyTorch debug server (torch.distributed.debug, on this\n"
      "machine) for every rank's stacks, twice 2 s apart; with paths, joined with them"},
+    {"--py-spy", "",
+     "take the Python stacks of the PyTorch job running on this machine with py-spy\n"
+     "(its ranks found by their RANK environment; twice 1 s apart); with paths, joined"},
     {"--json", "FILE",
      "also write the diagnosis as JSON (schema_version 2); '-' for stdout, which\n"
      "then carries only the JSON (the text goes to stderr)"},
@@ -241,14 +245,29 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
   return {};
 }
 
+// Stacks taken from the live job now: its debug server asked, or its local ranks sampled by py-spy.
+struct LiveStacks {
+  std::string debug_server;
+  bool py_spy = false;
+  bool any() const { return !debug_server.empty() || py_spy; }
+  std::string flag() const { return py_spy ? "--py-spy" : "--torch-debug-server"; }
+};
+
+Result<stacks::StackImport> take_live_stacks(const LiveStacks& live) {
+  if (!live.py_spy) return stacks::query_debug_server(live.debug_server, 2, 2.0, 70.0);  // 2 snapshots 2 s apart
+  auto ranks = stacks::find_local_ranks();
+  if (!ranks.ok()) return ranks.status();
+  return stacks::sample_with_py_spy(*ranks, 2, 1.0);
+}
+
 int run_joined(const Parts& parts, const Outputs& outputs, ClassifyOptions classify, std::FILE* out,
-               std::FILE* err, const std::string& debug_server = {}) {
+               std::FILE* err, const LiveStacks& live = {}) {
   JoinInputs in;
   std::vector<std::string> summaries, unread;
-  if (!debug_server.empty()) {  // a running debug server's stacks, two snapshots 2 s apart
-    auto r = stacks::query_debug_server(debug_server, 2, 2.0, 70.0);
+  if (live.any()) {
+    auto r = take_live_stacks(live);
     if (!r.ok()) {
-      std::fprintf(err, "hangdoctor: --torch-debug-server %s\n", r.status().message().c_str());
+      std::fprintf(err, "hangdoctor: %s: %s\n", live.flag().c_str(), r.status().message().c_str());
       return 2;
     }
     summaries.push_back(r->summary);
@@ -347,7 +366,8 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     return 0;
   }
   const auto text_of = [&](std::string_view flag) { return std::string(parsed->value(flag).value_or("")); };
-  const std::string nccl_ras = text_of("--nccl-ras"), debug_server = text_of("--torch-debug-server");
+  const std::string nccl_ras = text_of("--nccl-ras");
+  const LiveStacks live{text_of("--torch-debug-server"), parsed->has("--py-spy")};
   const Outputs outputs{text_of("--json"), text_of("--html"), parsed->has("--quiet")};
   const bool stacks = parsed->has("--stacks");
   double wait_s = -1;
@@ -381,7 +401,11 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     }
     return report_log_verdict(*r, outputs, classify, out, err);
   }
-  if (dir.empty() && debug_server.empty()) {
+  if (live.py_spy && !live.debug_server.empty()) {
+    std::fprintf(err, "hangdoctor: --py-spy and --torch-debug-server both take the stacks; give one\n");
+    return 2;
+  }
+  if (dir.empty() && !live.any()) {
     std::fputs(help_text().c_str(), err);
     return 2;
   }
@@ -401,10 +425,11 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
     return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
   };
-  // A running debug server's stacks, with whatever paths were given beside.
-  if (!debug_server.empty()) {
+  // A running job's stacks (its debug server, or py-spy on its local ranks), with whatever paths were
+  // given beside.
+  if (live.any()) {
     if (wait_s >= 0 || stacks) {
-      std::fprintf(err, "hangdoctor: --torch-debug-server asks a live job; it takes no --wait or --stacks\n");
+      std::fprintf(err, "hangdoctor: %s asks a live job; it takes no --wait or --stacks\n", live.flag().c_str());
       return 2;
     }
     Parts parts;
@@ -418,7 +443,7 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
         parts.logs.insert(parts.logs.end(), more.begin(), more.end());
       }
     }
-    return run_joined(parts, outputs, classify, out, err, debug_server);
+    return run_joined(parts, outputs, classify, out, err, live);
   }
   // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
   // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
