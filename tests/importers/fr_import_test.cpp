@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "fr_fixture_set.h"
+#include "fr_hangdoctor_run.h"
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/report.h"
@@ -124,6 +125,18 @@ TEST(FrImport, CulpritDumpMissingIsInferredFromPeers) {
   ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
   EXPECT_EQ(d.collective->comm, "tp1");
   EXPECT_EQ(d.collective->seq, 6u);
+}
+
+// A healthy Gloo job dumped between a barrier's return and its worker retiring the entry: rank 1
+// shows the final barrier open while ranks 0, 2 and 3 retired it. A collective completes on every
+// member or none: healthy, and the entry read as completed is named.
+TEST(FrImport, GlooEntryStillOpenWhereEveryPeerRetiredItIsALateRetirementNotAHang) {
+  const auto r = testing::hangdoctor_json((fixtures() / "gloo_late_retirement").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report.at("verdict"), "healthy") << r.report.at("headline");
+  const std::string problems = r.report.at("problems").dump();
+  EXPECT_NE(problems.find("rank 1's gloo:barrier #11 on default_pg (group 0) was still open in its dump while every other "
+                          "member had retired it"), std::string::npos) << problems;
 }
 
 TEST(FrImport, GroupsCreatedInDifferentOrdersAlignByName) {

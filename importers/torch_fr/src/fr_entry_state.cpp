@@ -5,7 +5,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace rankscope::torch_fr {
 namespace {
@@ -119,6 +122,37 @@ bool reopen_failed_retirements(std::map<int, FrDump>& dumps, const std::map<std:
     }
   }
   return reopened;
+}
+
+std::vector<std::string> close_late_retirements(std::map<int, FrDump>& dumps, const std::map<std::string, FrGroup>& groups) {
+  std::vector<std::string> notes;
+  for (const auto& [name, group] : groups) {
+    // Per collective seq of this group: how many members retired it as completed, and who holds it open.
+    std::map<int64_t, int> retired;
+    std::map<int64_t, std::vector<std::pair<int, FrEntry*>>> open;  // (rank, entry)
+    size_t whole_members = 0;
+    for (int member : group.ranks) {
+      auto it = dumps.find(member);
+      if (it == dumps.end() || it->second.partial) continue;
+      ++whole_members;
+      for (FrEntry& e : it->second.entries) {
+        if (e.group != name || e.is_p2p || e.signal != CompletionSignal::kRetired) continue;
+        if (e.completed) ++retired[e.collective_seq];
+        else if (!e.aborted) open[e.collective_seq].emplace_back(member, &e);
+      }
+    }
+    for (auto& [seq, entries] : open) {
+      if (entries.size() != 1 || whole_members < 2 || size_t(retired[seq]) + 1 != whole_members) continue;
+      const auto [rank, entry] = entries.front();
+      FrEntry& e = *entry;
+      e.completed = true;
+      notes.push_back(fmt::format("rank {}'s {} #{} on {} was still open in its dump while every other member "
+                                  "had retired it: Gloo retires an entry after the call returned (a dump taken in "
+                                  "between); read as completed", rank, e.profiling_name, seq,
+                                  group.desc.empty() ? "group " + name : fmt::format("{} (group {})", group.desc, name)));
+    }
+  }
+  return notes;
 }
 
 bool is_user_frame(std::string_view filename) {

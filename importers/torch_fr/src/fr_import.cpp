@@ -284,8 +284,10 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   }
   JobGroups job_groups = resolve_groups(dumps, world, &grouped);
   const std::map<std::string, FrGroup>& groups = job_groups.by_name;
-  // (Only Gloo's entries can be reopened; that changes what their times say.)
+  // (Only Gloo's entries can be reopened or closed across ranks; that changes what their times say.)
   const bool reopened = retired_completed && reopen_failed_retirements(dumps, groups);
+  const std::vector<std::string> late_retirements =
+      retired_completed ? close_late_retirements(dumps, groups) : std::vector<std::string>{};
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
   std::map<std::string, std::string> comm_name, short_name;
@@ -306,7 +308,8 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
   for (const auto& [name, g] : groups) meta.groups.push_back({comm_name[name], g.ranks});
   std::set<std::string> p2p_groups;
 
-  const DumpTime when = bound_dump_time(dumps, comm_name, reopened ? nullptr : &times);
+  const bool states_changed = reopened || !late_retirements.empty();  // the per-rank times are stale
+  const DumpTime when = bound_dump_time(dumps, comm_name, states_changed ? nullptr : &times);
 
   // Each rank's groups with its place in each, in the groups' name order (the order its
   // communicators take): one pass over the groups, not a search of every group per rank.
@@ -429,6 +432,7 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
 
   out.run.dir = path;
   out.run.problems = job_groups.notes;
+  out.run.problems.insert(out.run.problems.end(), late_retirements.begin(), late_retirements.end());
   out.run.world_size = world;
   out.run.ranks.resize(size_t(world));
   size_t built_at = 0;  // `built` is in rank order, as `dumps`
