@@ -160,7 +160,8 @@ def fsdp2_tp_healthy():
         log(f"step {step} loss {loss.item():.4f}")
     dist.barrier()
     # Gloo's worker retires an entry after the caller's wait() returned: a dump taken at once can
-    # show the barrier still open on this rank (a race hangdoctor does not yet tell from a hang).
+    # show the barrier still open on this rank (hangdoctor reads that as a late retirement; the fixtures
+    # stay clear of it).
     time.sleep(0.5)
     dump("done, healthy")
 
@@ -178,7 +179,8 @@ def dtensor_scatter():
     log(f"local {tuple(d.to_local().shape)} replicated {tuple(r.to_local().shape)} sharded {tuple(s.to_local().shape)}")
     dist.barrier()
     # Gloo's worker retires an entry after the caller's wait() returned: a dump taken at once can
-    # show the barrier still open on this rank (a race hangdoctor does not yet tell from a hang).
+    # show the barrier still open on this rank (hangdoctor reads that as a late retirement; the fixtures
+    # stay clear of it).
     time.sleep(0.5)
     dump("done, healthy")
 
