@@ -117,56 +117,130 @@ void innermost_sweep(const std::vector<Range>& ranges, const std::vector<uint32_
   }
 }
 
-}  // namespace
+// A collective as the rank's stream records it: from an NCCL kernel (one communicator per stream) or a
+// host-only collective (Gloo and other CPU backends).
+struct Coll {
+  uint32_t op_index;  // the NCCL kernel, kNone for a host collective
+  uint32_t comm;   // stream ordinal
+  uint64_t seq;
+  int64_t enqueue; // session ts
+  CollectiveOp op;
+  format::DataType dtype;
+  uint64_t launch_gtid;
+  uint32_t range;  // innermost kept range (index) or kNone
+  int64_t start = 0, end = 0;  // data movement (the kernel, or the host call)
+  uint32_t signature = 0;      // pool index of the kernel's short name (0 for host collectives)
+  uint64_t bytes = 0;
+};
 
-size_t repeating_period(const std::vector<uint32_t>& seq) {
-  const size_t n = seq.size();
-  for (size_t p = 1; p <= std::min<size_t>(n / 2, 4096); ++p) {
-    const size_t budget = (n - p) / 50;  // 2% may differ (a checkpoint step, a capture edge)
-    size_t bad = 0;
-    for (size_t i = 0; i + p < n && bad <= budget; ++i) bad += seq[i] != seq[i + p];
-    if (bad <= budget) return p;
+// A step: between two step frames, or two repeats of the step's first collective.
+struct Step {
+  int64_t number, begin, end;  // session ts
+  uint32_t frame = kNone;      // range index of the step frame
+};
+
+// One rank's rows turned into its event stream and flight recorder. build_rank runs the phases in
+// order (run()); each reads what the ones before it left in these members.
+struct RankBuild {
+  RankBuild(const std::filesystem::path& file, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
+            RankProvenance& prov)
+      : file(file), rows(rows), plan(plan), options(options), prov(prov), pool(rows.pool) {}
+
+  Status run() {
+    choose_domains();
+    RS_RETURN_IF_ERROR(collect_ranges());
+    name_ranges();
+    order_ranges_by_thread();
+    join_launches();
+    project_launches_onto_ranges();
+    collect_collectives();
+    find_steps();
+    flag_odd_ranges();
+    bucket_by_step();
+    RS_RETURN_IF_ERROR(write_event_stream());
+    return write_flight_recorder();
   }
-  return 0;
+
+  void choose_domains();
+  Status collect_ranges();
+  void name_ranges();
+  void order_ranges_by_thread();
+  void join_launches();
+  void project_launches_onto_ranges();
+  void collect_collectives();
+  void find_steps();
+  void steps_from_repeating_collectives();
+  void flag_odd_ranges();
+  void bucket_by_step();
+  Status write_event_stream();
+  Status write_flight_recorder();
+
+  int64_t own(int64_t ts) const { return add_saturating(ts, plan.to_own_ns); }
+  std::string dname(uint32_t id) const;
+  bool kept_domain(uint32_t id) const;
+  int step_containing(int64_t t) const;
+  int step_at_or_after(int64_t t) const;
+  int64_t capture_end() const;
+
+  const std::filesystem::path& file;
+  const ProcessRows& rows;
+  const RankPlan& plan;
+  const ImportOptions& options;
+  RankProvenance& prov;
+  const std::vector<std::string>& pool;
+
+  std::map<uint32_t, std::string> domain_name;  // by domainId, this process
+  std::vector<std::string> selected;            // --nvtx-domains ("default": the unnamed domain)
+  bool ours_present = false;                    // this process put ranges in our domain
+  std::string step_name;
+  std::vector<Range> ranges, nccl;              // kept ranges (step frames among them), NCCL's own
+  uint64_t main_tid = 0;                        // the thread of the step frames (or of most work)
+  Names names;
+  std::map<uint64_t, std::vector<uint32_t>> ranges_by_thread, nccl_by_thread;
+  std::vector<uint32_t> op_ids;                 // this process's GPU ops, by (correlation, start)
+  std::vector<Launch> launches;
+  std::vector<uint32_t> launch_of_op, host_launch;
+  std::map<uint64_t, std::vector<uint32_t>> launches_by_thread;
+  std::vector<Coll> colls;
+  std::vector<Step> steps;
+  std::vector<int64_t> begins, ends;            // of the steps
+  std::vector<std::vector<uint32_t>> step_ranges, step_colls, step_ops;
+};
+
+// --- domains and which ones are kept ---------------------------------------------------------
+std::string RankBuild::dname(uint32_t id) const {
+  if (id == 0) return "";
+  auto it = domain_name.find(id);
+  return it != domain_name.end() ? it->second : fmt::format("domain{}", id);
 }
 
-Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
-                  RankProvenance& prov) {
-  const auto own = [&](int64_t ts) { return add_saturating(ts, plan.to_own_ns); };
-  const auto& pool = rows.pool;
+bool RankBuild::kept_domain(uint32_t id) const {
+  const std::string n = dname(id);
+  if (!selected.empty()) return std::find(selected.begin(), selected.end(), n) != selected.end();
+  if (ours_present) return n == "rankscope";
+  return n != "NCCL";
+}
 
-  // --- domains and which ones are kept ---------------------------------------------------------
-  std::map<uint32_t, std::string> domain_name;  // by domainId, this process
+void RankBuild::choose_domains() {
   for (const auto& [key, name] : rows.domains) {
     if (key.first == plan.process) domain_name[key.second] = name;
   }
-  auto dname = [&](uint32_t id) -> std::string {
-    if (id == 0) return "";
-    auto it = domain_name.find(id);
-    return it != domain_name.end() ? it->second : fmt::format("domain{}", id);
-  };
-  std::vector<std::string> selected = options.nvtx_domains;
+  selected = options.nvtx_domains;
   for (auto& s : selected) {
     if (s == "default") s.clear();
   }
   // Our domain is chosen by default when this process put ranges in it (not merely created it).
-  bool ours_present = false;
   for (const NvtxRow& r : rows.nvtx) {
     if (r.kind != NvtxKind::kMark && process_key(r.gtid) == plan.process && r.domain != 0 && dname(r.domain) == "rankscope") {
       ours_present = true;
       break;
     }
   }
-  auto kept_domain = [&](uint32_t id) {
-    const std::string n = dname(id);
-    if (!selected.empty()) return std::find(selected.begin(), selected.end(), n) != selected.end();
-    if (ours_present) return n == "rankscope";
-    return n != "NCCL";
-  };
+}
 
-  // --- ranges ----------------------------------------------------------------------------------
-  const std::string step_name = options.step_range.empty() ? "step" : options.step_range;
-  std::vector<Range> ranges, nccl;
+// --- ranges: this process's, NCCL's apart; the step frames of the thread that has most ---------
+Status RankBuild::collect_ranges() {
+  step_name = options.step_range.empty() ? "step" : options.step_range;
   std::vector<Range> step_candidates;
   for (uint32_t i = 0; i < rows.nvtx.size(); ++i) {
     const NvtxRow& r = rows.nvtx[i];
@@ -198,7 +272,6 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     if (kept_domain(r.domain)) ranges.push_back(x);
   }
   // The step frames: those of the thread that has most of them.
-  uint64_t main_tid = 0;
   if (!step_candidates.empty()) {
     std::map<uint64_t, size_t> per_thread;
     for (const Range& s : step_candidates) ++per_thread[s.gtid];
@@ -217,44 +290,45 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     return invalid_argument(fmt::format("{}: rank {} has no range named '{}'{}{}", file.string(), plan.rank, step_name,
                                         list.empty() ? "" : "; the most frequent ranges are ", list));
   }
+  return {};
+}
 
-  // Names: our domain's names as they are; other domains by their nesting path below the step
-  // frame, prefixed with the domain ("Megatron:forward/layer3"); start/end ranges stay flat.
-  Names names;
-  {
-    std::vector<uint32_t> order(ranges.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      const Range &x = ranges[a], &y = ranges[b];
-      return std::tie(x.gtid, x.domain, x.start, y.end) < std::tie(y.gtid, y.domain, y.start, x.end);
-    });
-    std::vector<uint32_t> stack;
-    uint64_t cur_tid = 0;
-    uint32_t cur_domain = kNone;
-    for (uint32_t i : order) {
-      Range& r = ranges[i];
-      if (r.gtid != cur_tid || r.domain != cur_domain) stack.clear(), cur_tid = r.gtid, cur_domain = r.domain;
-      const std::string d = dname(r.domain);
-      const std::string& text = pool[rows.nvtx[r.row].text];
-      if (r.step) {
-        r.name = names.id("step");
-      } else if (d == "rankscope") {
-        r.name = names.id(text);
-      } else if (!r.push_pop) {
-        r.name = names.id(d.empty() ? text : d + ":" + text);
-      } else {
-        while (!stack.empty() && ranges[stack.back()].end < r.end) stack.pop_back();
-        const bool under = !stack.empty() && !ranges[stack.back()].step;
-        const std::string prefix = under ? names.list[ranges[stack.back()].name] + "/" : (d.empty() ? "" : d + ":");
-        r.name = names.id(prefix + text);
-      }
-      if (r.push_pop && !r.step && d != "rankscope") stack.push_back(i);
-      else if (r.step) stack.push_back(i);
+// Names: our domain's names as they are; other domains by their nesting path below the step
+// frame, prefixed with the domain ("Megatron:forward/layer3"); start/end ranges stay flat.
+void RankBuild::name_ranges() {
+  std::vector<uint32_t> order(ranges.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Range &x = ranges[a], &y = ranges[b];
+    return std::tie(x.gtid, x.domain, x.start, y.end) < std::tie(y.gtid, y.domain, y.start, x.end);
+  });
+  std::vector<uint32_t> stack;
+  uint64_t cur_tid = 0;
+  uint32_t cur_domain = kNone;
+  for (uint32_t i : order) {
+    Range& r = ranges[i];
+    if (r.gtid != cur_tid || r.domain != cur_domain) stack.clear(), cur_tid = r.gtid, cur_domain = r.domain;
+    const std::string d = dname(r.domain);
+    const std::string& text = pool[rows.nvtx[r.row].text];
+    if (r.step) {
+      r.name = names.id("step");
+    } else if (d == "rankscope") {
+      r.name = names.id(text);
+    } else if (!r.push_pop) {
+      r.name = names.id(d.empty() ? text : d + ":" + text);
+    } else {
+      while (!stack.empty() && ranges[stack.back()].end < r.end) stack.pop_back();
+      const bool under = !stack.empty() && !ranges[stack.back()].step;
+      const std::string prefix = under ? names.list[ranges[stack.back()].name] + "/" : (d.empty() ? "" : d + ":");
+      r.name = names.id(prefix + text);
     }
+    if (r.push_pop && !r.step && d != "rankscope") stack.push_back(i);
+    else if (r.step) stack.push_back(i);
   }
+}
 
-  // Per thread: ranges by (start, longer first), with their depth across domains.
-  std::map<uint64_t, std::vector<uint32_t>> ranges_by_thread, nccl_by_thread;
+// Per thread: ranges by (start, longer first), with their depth across domains.
+void RankBuild::order_ranges_by_thread() {
   auto by_start = [](const std::vector<Range>& v) {
     return [&v](uint32_t a, uint32_t b) { return std::tie(v[a].start, v[b].end) < std::tie(v[b].start, v[a].end); };
   };
@@ -274,8 +348,10 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     }
   }
   for (auto& [tid, ids] : nccl_by_thread) std::sort(ids.begin(), ids.end(), by_start(nccl));
+}
 
-  // --- launches: runtime calls joined to their GPU ops on (correlation id, process) ---------------
+// --- launches: runtime calls joined to their GPU ops on (correlation id, process) ---------------
+void RankBuild::join_launches() {
   std::vector<uint32_t> rt;  // this process's runtime calls: correlation ids are unique only within a process
   for (uint32_t i = 0; i < rows.runtime.size(); ++i) {
     if (process_key(rows.runtime[i].gtid) == plan.process) rt.push_back(i);
@@ -284,15 +360,13 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     const RuntimeRow &x = rows.runtime[a], &y = rows.runtime[b];
     return std::tie(x.correlation, x.start) < std::tie(y.correlation, y.start);
   });
-  std::vector<uint32_t> op_ids;
   for (uint32_t i = 0; i < rows.ops.size(); ++i) {
     if (rows.ops[i].process == plan.process) op_ids.push_back(i);
   }
   std::sort(op_ids.begin(), op_ids.end(), [&](uint32_t a, uint32_t b) {
     return std::tie(rows.ops[a].correlation, rows.ops[a].start) < std::tie(rows.ops[b].correlation, rows.ops[b].start);
   });
-  std::vector<Launch> launches;
-  std::vector<uint32_t> launch_of_op(rows.ops.size(), kNone);
+  launch_of_op.assign(rows.ops.size(), kNone);
   {
     std::unordered_map<uint32_t, uint32_t> launch_of_runtime;
     size_t j = 0;
@@ -329,7 +403,7 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
   }
   // Host-only collectives ride the projection sweep as launches without GPU ops, so each gets the
   // innermost range open on its thread when it was called.
-  std::vector<uint32_t> host_launch(rows.host_collectives.size());
+  host_launch.resize(rows.host_collectives.size());
   for (uint32_t h = 0; h < rows.host_collectives.size(); ++h) {
     const HostCollective& hc = rows.host_collectives[h];
     Launch l;
@@ -338,10 +412,11 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     host_launch[h] = uint32_t(launches.size());
     launches.push_back(l);
   }
-  std::map<uint64_t, std::vector<uint32_t>> launches_by_thread;
   for (uint32_t i = 0; i < launches.size(); ++i) launches_by_thread[launches[i].gtid].push_back(i);
+}
 
-  // --- projection: one sorted sweep per thread ------------------------------------------------
+// --- projection: one sorted sweep per thread ------------------------------------------------
+void RankBuild::project_launches_onto_ranges() {
   for (auto& [tid, ids] : launches_by_thread) {
     std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return launches[a].start < launches[b].start; });
     std::vector<int64_t> lo(ids.size()), hi(ids.size()), starts(ids.size());
@@ -373,22 +448,10 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
       innermost_sweep(nccl, nit->second, launches, ids, [&](uint32_t li, uint32_t ri) { launches[li].nccl_range = ri; });
     }
   }
+}
 
-  // --- collectives from NCCL kernels, one communicator per stream -------------------------------
-  struct Coll {
-    uint32_t op_index;  // the NCCL kernel, kNone for a host collective
-    uint32_t comm;   // stream ordinal
-    uint64_t seq;
-    int64_t enqueue; // session ts
-    CollectiveOp op;
-    format::DataType dtype;
-    uint64_t launch_gtid;
-    uint32_t range;  // innermost kept range (index) or kNone
-    int64_t start = 0, end = 0;  // data movement (the kernel, or the host call)
-    uint32_t signature = 0;      // pool index of the kernel's short name (0 for host collectives)
-    uint64_t bytes = 0;
-  };
-  std::vector<Coll> colls;
+// --- collectives from NCCL kernels, one communicator per stream, and host-only ones -------------
+void RankBuild::collect_collectives() {
   {
     std::map<uint32_t, std::vector<uint32_t>> by_stream;
     for (uint32_t oi : op_ids) {
@@ -432,13 +495,10 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
                          hc.start, hc.end, 0, hc.bytes});
   }
   prov.collectives = int64_t(colls.size());
+}
 
-  // --- steps -----------------------------------------------------------------------------------
-  struct Step {
-    int64_t number, begin, end;  // session ts
-    uint32_t frame = kNone;      // range index of the step frame
-  };
-  std::vector<Step> steps;
+// --- steps: the step frames, else a collective that repeats once per iteration, else the capture --
+void RankBuild::find_steps() {
   for (uint32_t i = 0; i < ranges.size(); ++i) {
     if (ranges[i].step) steps.push_back({ranges[i].step_number, ranges[i].start, ranges[i].end, i});
   }
@@ -453,40 +513,7 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     prov.steps_from = fmt::format("range '{}'{}{}", step_name, d.empty() ? " (default domain)" : " (domain " + d + ")",
                                   numbered ? ", numbered by its payload or name" : ", numbered from 1 in time order");
   } else {
-    std::vector<uint32_t> order(colls.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return colls[a].enqueue < colls[b].enqueue; });
-    std::map<std::tuple<uint32_t, uint8_t, uint32_t>, uint32_t> sig_ids;
-    std::vector<uint32_t> seq;
-    for (uint32_t i : order) {
-      const Coll& c = colls[i];
-      seq.push_back(sig_ids.try_emplace({c.comm, uint8_t(c.op), c.signature}, uint32_t(sig_ids.size())).first->second);
-    }
-    const size_t period = repeating_period(seq);
-    std::optional<uint32_t> marker;
-    if (period > 0) {
-      std::map<uint32_t, int> in_first;
-      for (size_t i = 0; i < period; ++i) ++in_first[seq[i]];
-      for (size_t i = 0; i < period && !marker; ++i) {
-        if (in_first[seq[i]] == 1) marker = seq[i];
-      }
-    }
-    if (marker) {
-      std::vector<int64_t> at;
-      std::map<uint64_t, size_t> threads;
-      for (size_t i = 0; i < seq.size(); ++i) {
-        if (seq[i] != *marker) continue;
-        at.push_back(colls[order[i]].enqueue);
-        ++threads[colls[order[i]].launch_gtid];
-      }
-      main_tid = std::max_element(threads.begin(), threads.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
-      for (size_t i = 0; i + 1 < at.size(); ++i) steps.push_back({int64_t(i) + 1, at[i], at[i + 1] - 1, kNone});
-      const Coll& m = colls[order[std::find(seq.begin(), seq.end(), *marker) - seq.begin()]];
-      prov.steps_from = fmt::format(
-          "collective: no range named '{}', so each step runs from one {} on {} to the next ({} collectives repeat per "
-          "iteration; the part before the first is left out); pass --step-range NAME to use a range",
-          step_name, format::short_op_name(m.op), m.comm < plan.comm_names.size() ? plan.comm_names[m.comm] : "nccl?", period);
-    }
+    steps_from_repeating_collectives();
   }
   if (steps.empty()) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -505,21 +532,61 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
       main_tid = std::max_element(per_thread.begin(), per_thread.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   }
   prov.steps = int64_t(steps.size());
-
-  std::vector<int64_t> begins, ends;
   for (const Step& s : steps) begins.push_back(s.begin), ends.push_back(s.end);
-  // Ranges belong to the step their start falls in; collectives and kernels issued between two
-  // steps to the next one (as the probe records them).
-  auto step_containing = [&](int64_t t) -> int {
-    const int i = int(std::upper_bound(begins.begin(), begins.end(), t) - begins.begin()) - 1;
-    return i >= 0 && t <= ends[size_t(i)] ? i : -1;
-  };
-  auto step_at_or_after = [&](int64_t t) -> int {
-    const int i = int(std::lower_bound(ends.begin(), ends.end(), t) - ends.begin());
-    return i < int(steps.size()) ? i : -1;
-  };
+}
 
-  // --- flags ------------------------------------------------------------------------------------
+// No step frame: each step runs from one collective that occurs once per iteration to the next.
+void RankBuild::steps_from_repeating_collectives() {
+  std::vector<uint32_t> order(colls.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return colls[a].enqueue < colls[b].enqueue; });
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t>, uint32_t> sig_ids;
+  std::vector<uint32_t> seq;
+  for (uint32_t i : order) {
+    const Coll& c = colls[i];
+    seq.push_back(sig_ids.try_emplace({c.comm, uint8_t(c.op), c.signature}, uint32_t(sig_ids.size())).first->second);
+  }
+  const size_t period = repeating_period(seq);
+  std::optional<uint32_t> marker;
+  if (period > 0) {
+    std::map<uint32_t, int> in_first;
+    for (size_t i = 0; i < period; ++i) ++in_first[seq[i]];
+    for (size_t i = 0; i < period && !marker; ++i) {
+      if (in_first[seq[i]] == 1) marker = seq[i];
+    }
+  }
+  if (marker) {
+    std::vector<int64_t> at;
+    std::map<uint64_t, size_t> threads;
+    for (size_t i = 0; i < seq.size(); ++i) {
+      if (seq[i] != *marker) continue;
+      at.push_back(colls[order[i]].enqueue);
+      ++threads[colls[order[i]].launch_gtid];
+    }
+    main_tid = std::max_element(threads.begin(), threads.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    for (size_t i = 0; i + 1 < at.size(); ++i) steps.push_back({int64_t(i) + 1, at[i], at[i + 1] - 1, kNone});
+    const Coll& m = colls[order[std::find(seq.begin(), seq.end(), *marker) - seq.begin()]];
+    prov.steps_from = fmt::format(
+        "collective: no range named '{}', so each step runs from one {} on {} to the next ({} collectives repeat per "
+        "iteration; the part before the first is left out); pass --step-range NAME to use a range",
+        step_name, format::short_op_name(m.op), m.comm < plan.comm_names.size() ? plan.comm_names[m.comm] : "nccl?", period);
+  }
+}
+
+// Ranges belong to the step their start falls in; collectives and kernels issued between two
+// steps to the next one (as the probe records them).
+int RankBuild::step_containing(int64_t t) const {
+  const int i = int(std::upper_bound(begins.begin(), begins.end(), t) - begins.begin()) - 1;
+  return i >= 0 && t <= ends[size_t(i)] ? i : -1;
+}
+
+int RankBuild::step_at_or_after(int64_t t) const {
+  const int i = int(std::lower_bound(ends.begin(), ends.end(), t) - ends.begin());
+  return i < int(steps.size()) ? i : -1;
+}
+
+// --- flags: ranges the import could not place whole --------------------------------------------
+void RankBuild::flag_odd_ranges() {
   auto flag = [&](const Range& r, const char* what) {
     if (prov.flagged.size() < kMaxFlagged)
       prov.flagged.push_back(fmt::format("{} '{}' ({}, thread {})", what, names.list[r.name], dname(r.domain).empty() ? "default domain" : dname(r.domain), tid_of(r.gtid)));
@@ -530,8 +597,56 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     if (r.cross_thread) ++prov.cross_thread, flag(r, "ends on another thread (not projected):");
   }
   prov.ranges = int64_t(ranges.size());
+}
 
-  // --- write the event stream -------------------------------------------------------------------
+// Everything by step: ranges by where they start, collectives and kernels by the step at or after
+// their call; collectives before the first step belong to no step (start-up, NCCL warm-up).
+void RankBuild::bucket_by_step() {
+  step_ranges.assign(steps.size(), {});
+  step_colls.assign(steps.size(), {});
+  step_ops.assign(steps.size(), {});
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].frame != kNone) step_ranges[k].push_back(steps[k].frame);
+  }
+  for (uint32_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].step) continue;
+    if (const int s = step_containing(ranges[i].start); s >= 0) step_ranges[size_t(s)].push_back(i);
+  }
+  for (uint32_t i = 0; i < colls.size(); ++i) {
+    const int s = step_at_or_after(colls[i].enqueue);
+    if (s >= 0) step_colls[size_t(s)].push_back(i);
+  }
+  if (options.traces) {
+    for (uint32_t oi : op_ids) {
+      const uint32_t li = launch_of_op[oi];
+      const int s = step_at_or_after(li != kNone ? launches[li].start : rows.ops[oi].start);
+      if (s >= 0) step_ops[size_t(s)].push_back(oi);
+    }
+  }
+  // Collectives before the first step belong to no step (start-up, NCCL warm-up).
+  if (!steps.empty()) {
+    const size_t k = 0;
+    auto& v = step_colls[k];
+    v.erase(std::remove_if(v.begin(), v.end(), [&](uint32_t i) { return colls[i].enqueue < begins[0]; }), v.end());
+    if (options.traces) {
+      auto& o = step_ops[k];
+      o.erase(std::remove_if(o.begin(), o.end(), [&](uint32_t oi) {
+                const uint32_t li = launch_of_op[oi];
+                return (li != kNone ? launches[li].start : rows.ops[oi].start) < begins[0];
+              }), o.end());
+    }
+  }
+}
+
+int64_t RankBuild::capture_end() const {
+  int64_t last = steps.empty() ? 0 : steps.back().end;
+  for (const Launch& l : launches) last = std::max(last, l.gpu_end);
+  for (const Range& r : ranges) last = std::max(last, r.end);
+  return last;
+}
+
+// --- the event stream: per step its ranges, collectives and (with --traces) kernels -----------
+Status RankBuild::write_event_stream() {
   format::EventStreamHeader header;
   header.rank = plan.rank;
   header.world_size = plan.world_size;
@@ -573,40 +688,6 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     }
     return it->second;
   };
-
-  // Bucket everything by step.
-  std::vector<std::vector<uint32_t>> step_ranges(steps.size()), step_colls(steps.size()), step_ops(steps.size());
-  for (size_t k = 0; k < steps.size(); ++k) {
-    if (steps[k].frame != kNone) step_ranges[k].push_back(steps[k].frame);
-  }
-  for (uint32_t i = 0; i < ranges.size(); ++i) {
-    if (ranges[i].step) continue;
-    if (const int s = step_containing(ranges[i].start); s >= 0) step_ranges[size_t(s)].push_back(i);
-  }
-  for (uint32_t i = 0; i < colls.size(); ++i) {
-    const int s = step_at_or_after(colls[i].enqueue);
-    if (s >= 0) step_colls[size_t(s)].push_back(i);
-  }
-  if (options.traces) {
-    for (uint32_t oi : op_ids) {
-      const uint32_t li = launch_of_op[oi];
-      const int s = step_at_or_after(li != kNone ? launches[li].start : rows.ops[oi].start);
-      if (s >= 0) step_ops[size_t(s)].push_back(oi);
-    }
-  }
-  // Collectives before the first step belong to no step (start-up, NCCL warm-up).
-  if (!steps.empty()) {
-    const size_t k = 0;
-    auto& v = step_colls[k];
-    v.erase(std::remove_if(v.begin(), v.end(), [&](uint32_t i) { return colls[i].enqueue < begins[0]; }), v.end());
-    if (options.traces) {
-      auto& o = step_ops[k];
-      o.erase(std::remove_if(o.begin(), o.end(), [&](uint32_t oi) {
-                const uint32_t li = launch_of_op[oi];
-                return (li != kNone ? launches[li].start : rows.ops[oi].start) < begins[0];
-              }), o.end());
-    }
-  }
 
   std::vector<int64_t> agg_stamp(names.list.size(), -1);
   std::vector<format::RangeAggregate> agg(names.list.size());
@@ -674,15 +755,15 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
     }
     RS_RETURN_IF_ERROR(writer->flush());
   }
-  int64_t last = steps.empty() ? 0 : steps.back().end;
-  for (const Launch& l : launches) last = std::max(last, l.gpu_end);
-  for (const Range& r : ranges) last = std::max(last, r.end);
-  writer->write_end(own(last));
+  writer->write_end(own(capture_end()));
   RS_RETURN_IF_ERROR(writer->flush());
   writer.reset();
   prov.kernels = int64_t(op_ids.size());
+  return {};
+}
 
-  // --- the flight recorder: the rank's state when the capture ended ----------------------------
+// --- the flight recorder: the rank's state when the capture ended ----------------------------
+Status RankBuild::write_flight_recorder() {
   format::FlightIdentity id;
   id.rank = plan.rank;
   id.world_size = plan.world_size;
@@ -725,8 +806,26 @@ Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, co
   }
   if (!open.empty()) flight->set_phase(names.list[open.front()->name]);
   flight->set_process_state(format::ProcessState::kFinished);
-  flight->heartbeat(own(last));
+  flight->heartbeat(own(capture_end()));
   return {};
+}
+
+}  // namespace
+
+size_t repeating_period(const std::vector<uint32_t>& seq) {
+  const size_t n = seq.size();
+  for (size_t p = 1; p <= std::min<size_t>(n / 2, 4096); ++p) {
+    const size_t budget = (n - p) / 50;  // 2% may differ (a checkpoint step, a capture edge)
+    size_t bad = 0;
+    for (size_t i = 0; i + p < n && bad <= budget; ++i) bad += seq[i] != seq[i + p];
+    if (bad <= budget) return p;
+  }
+  return 0;
+}
+
+Status build_rank(const std::filesystem::path& file, const ProcessRows& rows, const RankPlan& plan, const ImportOptions& options,
+                  RankProvenance& prov) {
+  return RankBuild(file, rows, plan, options, prov).run();
 }
 
 }  // namespace rankscope::trace_core
