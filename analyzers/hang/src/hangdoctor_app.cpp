@@ -348,30 +348,33 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
 
 namespace {
 
-int run_hangdoctor_unguarded(std::span<const std::string_view> args, const HangdoctorEnv& env) {
-  SystemProcessTable system_processes;
-  ExternalStackCollector external_stacks;
-  ProcessTable& processes = env.processes ? *env.processes : system_processes;
-  StackCollector& collector = env.stacks ? *env.stacks : external_stacks;
-  std::FILE* out = env.out;
-  std::FILE* err = env.err;
+// What the command line asked for, read against kOptions and checked.
+struct Request {
+  bool help = false;
+  std::string dir;                          // the first path
+  std::vector<std::filesystem::path> more;  // further paths: logs only
+  Outputs outputs;
+  LiveStacks live;
+  std::string nccl_ras;
+  bool stacks = false;
+  double wait_s = -1;  // --wait: follow the job; -1 without
+  ClassifyOptions classify;
+};
 
+// The request, or nullopt once what is wrong with the arguments is said on `err` (exit 2).
+std::optional<Request> read_request(std::span<const std::string_view> args, std::FILE* err) {
   auto parsed = format::parse_options(kOptions, args);
   if (!parsed.ok()) {
     std::fprintf(err, "hangdoctor: %s\n\n%s", parsed.status().message().c_str(), help_text().c_str());
-    return 2;
+    return std::nullopt;
   }
-  if (parsed->help) {
-    std::fputs(help_text().c_str(), out);
-    return 0;
-  }
+  Request req;
+  req.help = parsed->help;
   const auto text_of = [&](std::string_view flag) { return std::string(parsed->value(flag).value_or("")); };
-  const std::string nccl_ras = text_of("--nccl-ras");
-  const LiveStacks live{text_of("--torch-debug-server"), parsed->has("--py-spy")};
-  const Outputs outputs{text_of("--json"), text_of("--html"), parsed->has("--quiet")};
-  const bool stacks = parsed->has("--stacks");
-  double wait_s = -1;
-  ClassifyOptions classify;
+  req.nccl_ras = text_of("--nccl-ras");
+  req.live = LiveStacks{text_of("--torch-debug-server"), parsed->has("--py-spy")};
+  req.outputs = Outputs{text_of("--json"), text_of("--html"), parsed->has("--quiet")};
+  req.stacks = parsed->has("--stacks");
   for (std::string_view flag : {"--wait", "--stuck-after"}) {
     const auto v = parsed->value(flag);
     if (!v) continue;
@@ -379,111 +382,108 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     if (!parse_seconds(*v, seconds)) {
       std::fprintf(err, "hangdoctor: %s needs a number of seconds, got '%s'\n", std::string(flag).c_str(),
                    std::string(*v).c_str());
-      return 2;
+      return std::nullopt;
     }
-    (flag == "--wait" ? wait_s : classify.stuck_after_s) = seconds;
+    (flag == "--wait" ? req.wait_s : req.classify.stuck_after_s) = seconds;
   }
-  std::string dir;
-  std::vector<std::filesystem::path> more;  // further paths: logs only
   for (std::string_view p : parsed->positionals) {
-    if (dir.empty()) dir = p;
-    else more.emplace_back(p);
+    if (req.dir.empty()) req.dir = p;
+    else req.more.emplace_back(p);
   }
-  if (!nccl_ras.empty()) {
-    if (!dir.empty() || wait_s >= 0 || stacks) {
-      std::fprintf(err, "hangdoctor: --nccl-ras asks a live job; it takes no path, --wait or --stacks\n");
-      return 2;
-    }
-    auto r = logs::query_and_import_nccl_ras(nccl_ras, 5.0);  // RAS gathers for up to 5 s itself
-    if (!r.ok()) {
-      std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
-      return 2;
-    }
-    return report_log_verdict(*r, outputs, classify, out, err);
-  }
-  if (live.py_spy && !live.debug_server.empty()) {
-    std::fprintf(err, "hangdoctor: --py-spy and --torch-debug-server both take the stacks; give one\n");
+  return req;
+}
+
+// A job's log: a file that holds NCCL or PyTorch lines, several of them, a folder of them, or stdin.
+bool is_log(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (p == "-") return true;
+  if (std::filesystem::is_directory(p, ec))
+    return !std::filesystem::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
+           [&] {
+             for (const auto& e : std::filesystem::directory_iterator(p, ec))
+               if (e.is_regular_file(ec) && logs::looks_like_log(e.path())) return true;
+             return false;
+           }();
+  // Any other file is read as a log (a Flight Recorder dump is recognised first): what holds no
+  // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
+  return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
+}
+
+// --nccl-ras: a live NCCL job's RAS thread asked, its answer judged as a log.
+int run_on_nccl_ras(const Request& req, std::FILE* out, std::FILE* err) {
+  if (!req.dir.empty() || req.wait_s >= 0 || req.stacks) {
+    std::fprintf(err, "hangdoctor: --nccl-ras asks a live job; it takes no path, --wait or --stacks\n");
     return 2;
   }
-  if (dir.empty() && !live.any()) {
-    std::fputs(help_text().c_str(), err);
+  auto r = logs::query_and_import_nccl_ras(req.nccl_ras, 5.0);  // RAS gathers for up to 5 s itself
+  if (!r.ok()) {
+    std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
     return 2;
   }
+  return report_log_verdict(*r, req.outputs, req.classify, out, err);
+}
 
-  // A job's log: a file that holds NCCL or PyTorch lines, several of them, a folder of them, or stdin.
-  const auto is_log = [](const std::filesystem::path& p) {
-    std::error_code ec;
-    if (p == "-") return true;
-    if (std::filesystem::is_directory(p, ec))
-      return !std::filesystem::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
-             [&] {
-               for (const auto& e : std::filesystem::directory_iterator(p, ec))
-                 if (e.is_regular_file(ec) && logs::looks_like_log(e.path())) return true;
-               return false;
-             }();
-    // Any other file is read as a log (a Flight Recorder dump is recognised first): what holds no
-    // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
-    return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
-  };
-  // A running job's stacks (its debug server, or py-spy on its local ranks), with whatever paths were
-  // given beside.
-  if (live.any()) {
-    if (wait_s >= 0 || stacks) {
-      std::fprintf(err, "hangdoctor: %s asks a live job; it takes no --wait or --stacks\n", live.flag().c_str());
-      return 2;
-    }
-    Parts parts;
-    if (!dir.empty()) {
-      if (auto sorted = sort_inputs(dir, more, is_log); sorted.joined()) {
-        parts = *sorted.parts;
-      } else if (more.empty() && torch_fr::looks_like_fr_dumps(dir)) {
-        parts.dumps = dir;
-      } else {
-        parts.logs.emplace_back(dir);
-        parts.logs.insert(parts.logs.end(), more.begin(), more.end());
-      }
-    }
-    return run_joined(parts, outputs, classify, out, err, live);
+// A running job's stacks (its debug server, or py-spy on its local ranks), with whatever paths were
+// given beside.
+int run_on_live_job(const Request& req, std::FILE* out, std::FILE* err) {
+  if (req.wait_s >= 0 || req.stacks) {
+    std::fprintf(err, "hangdoctor: %s asks a live job; it takes no --wait or --stacks\n", req.live.flag().c_str());
+    return 2;
   }
-  // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
-  // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
-  if (auto inputs = sort_inputs(dir, more, is_log); inputs.joined()) {
-    if (wait_s >= 0 || stacks) {
-      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
-      return 2;
+  Parts parts;
+  if (!req.dir.empty()) {
+    if (auto sorted = sort_inputs(req.dir, req.more, is_log); sorted.joined()) {
+      parts = *sorted.parts;
+    } else if (req.more.empty() && torch_fr::looks_like_fr_dumps(req.dir)) {
+      parts.dumps = req.dir;
+    } else {
+      parts.logs.emplace_back(req.dir);
+      parts.logs.insert(parts.logs.end(), req.more.begin(), req.more.end());
     }
-    return run_joined(*inputs.parts, outputs, classify, out, err);
   }
-  if (!more.empty() || is_log(dir)) {
-    std::vector<std::filesystem::path> paths{dir};
-    paths.insert(paths.end(), more.begin(), more.end());
-    if (!more.empty() && !is_log(dir)) {
-      std::fprintf(err, "hangdoctor: several paths are read as logs only, and %s holds no NCCL or PyTorch log line\n",
-                   dir.c_str());
-      return 2;
-    }
-    if (wait_s >= 0 || stacks) {
-      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; a log is read as it is\n");
-      return 2;
-    }
-    return run_on_logs(paths, outputs, classify, out, err);
-  }
+  return run_joined(parts, req.outputs, req.classify, out, err, req.live);
+}
 
+// One or several logs, read as logs only.
+int run_on_log_paths(const Request& req, std::FILE* out, std::FILE* err) {
+  std::vector<std::filesystem::path> paths{req.dir};
+  paths.insert(paths.end(), req.more.begin(), req.more.end());
+  if (!req.more.empty() && !is_log(req.dir)) {
+    std::fprintf(err, "hangdoctor: several paths are read as logs only, and %s holds no NCCL or PyTorch log line\n",
+                 req.dir.c_str());
+    return 2;
+  }
+  if (req.wait_s >= 0 || req.stacks) {
+    std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; a log is read as it is\n");
+    return 2;
+  }
+  return run_on_logs(paths, req.outputs, req.classify, out, err);
+}
+
+// A run directory (followed with --wait) or one folder of Flight Recorder dumps, opened.
+struct OpenedRun {
+  format::RunDirectory run;
   bool from_torch = false;
   std::optional<WatchResult> watched;
-  format::RunDirectory run;
-  if (wait_s >= 0) {
+};
+
+// The run, or nullopt once why it cannot be read is said on `err` (exit 2). Sets what the classifier
+// must know of how it was taken (no progress observed, the time basis).
+std::optional<OpenedRun> open_run(const Request& req, ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
+  OpenedRun o;
+  const std::string& dir = req.dir;
+  if (req.wait_s >= 0) {
     WatchOptions wo;
-    wo.quiet_s = wait_s;
-    wo.poll_s = std::min(0.25, std::max(0.02, wait_s / 10));
+    wo.quiet_s = req.wait_s;
+    wo.poll_s = std::min(0.25, std::max(0.02, req.wait_s / 10));
     auto w = watch_until_stalled(dir, wo);
     if (!w.ok()) {
       std::fprintf(err, "hangdoctor: %s (hint: is RUN_DIR the job's --run-dir?)\n", w.status().message().c_str());
-      return 2;
+      return std::nullopt;
     }
-    watched = std::move(*w);
-    run = std::move(watched->run);
-    classify.no_progress_observed = watched->stalled;
+    o.watched = std::move(*w);
+    o.run = std::move(o.watched->run);
+    classify.no_progress_observed = o.watched->stalled;
   } else if (!std::filesystem::exists(std::filesystem::path(dir) / "run.json") && torch_fr::looks_like_fr_dumps(dir)) {
     // PyTorch Flight Recorder dumps. With a collective pending they are the watchdog's (or a look at
     // a stuck job): no progress is a given. With none pending they were taken on demand from a job
@@ -491,91 +491,147 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
     auto r = torch_fr::import_fr_dumps(dir);
     if (!r.ok()) {
       std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
-      return 2;
+      return std::nullopt;
     }
-    if (std::FILE* text = outputs.text(out, err)) std::fprintf(text, "%s\n", r->summary.c_str());
+    if (std::FILE* text = req.outputs.text(out, err)) std::fprintf(text, "%s\n", r->summary.c_str());
     if (r->entries == 0 && r->status_rows == 0) {
       std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries and no pg_status (dumped with "
                         "includeCollectives=False, or just after a reset): nothing to judge\n", dir.c_str());
-      return 2;
+      return std::nullopt;
     }
-    run = std::move(r->run);
+    o.run = std::move(r->run);
     classify.no_progress_observed = r->pending;
     classify.time_basis = r->time_basis;
-    from_torch = true;
+    o.from_torch = true;
   } else {
     auto r = format::open_run_directory(dir);
     if (!r.ok()) {
       std::fprintf(err, "hangdoctor: %s (hint: pass the directory the job wrote with --run-dir, holding run.json and "
                         "rankNNNNN.flight files)\n",
                    r.status().message().c_str());
-      return 2;
+      return std::nullopt;
     }
-    run = std::move(*r);
+    o.run = std::move(*r);
   }
-  if (run.ranks_readable() == 0) {
+  if (o.run.ranks_readable() == 0) {
     std::fprintf(err, "hangdoctor: %s: no rank's flight recorder is readable, nothing can be said\n", dir.c_str());
-    for (const auto& p : run.problems) std::fprintf(err, "  - %s\n", p.c_str());
-    return 2;
+    for (const auto& p : o.run.problems) std::fprintf(err, "  - %s\n", p.c_str());
+    return std::nullopt;
   }
+  return o;
+}
 
-  // A gathered run (rankscope gather, hangdoctor --slurm): process states come from the nodes'
-  // snapshots, the gather's own findings (nodes that did not answer) lead the report.
-  std::optional<format::GatherRecord> gathered;
-  std::optional<SnapshotProcessTable> snapshot_processes;
-  std::vector<std::string> gather_lines;
-  if (!from_torch && format::is_gathered_run(dir)) {
-    auto record = format::read_gather_record(dir);
-    auto table = SnapshotProcessTable::load(dir);
-    if (record.ok()) {
-      gathered = std::move(*record);
-      gather_lines.push_back(gather_headline(*gathered));
-      for (auto& line : gather_findings(*gathered)) gather_lines.push_back(std::move(line));
-    } else {
-      gather_lines.push_back(fmt::format("gathered run: {}", record.status().message()));
-    }
-    if (table.ok()) snapshot_processes = std::move(*table);
-    if (snapshot_processes)
-      for (const auto& p : snapshot_processes->problems()) gather_lines.push_back("gather: " + p);
+// A gathered run (rankscope gather, hangdoctor --slurm): process states come from the nodes'
+// snapshots, the gather's own findings (nodes that did not answer) lead the report.
+struct GatherContext {
+  std::optional<format::GatherRecord> record;
+  std::optional<SnapshotProcessTable> processes;
+  std::vector<std::string> lines;
+};
+
+GatherContext read_gather_context(const std::string& dir) {
+  GatherContext g;
+  auto record = format::read_gather_record(dir);
+  auto table = SnapshotProcessTable::load(dir);
+  if (record.ok()) {
+    g.record = std::move(*record);
+    g.lines.push_back(gather_headline(*g.record));
+    for (auto& line : gather_findings(*g.record)) g.lines.push_back(std::move(line));
+  } else {
+    g.lines.push_back(fmt::format("gathered run: {}", record.status().message()));
   }
+  if (table.ok()) g.processes = std::move(*table);
+  if (g.processes)
+    for (const auto& p : g.processes->problems()) g.lines.push_back("gather: " + p);
+  return g;
+}
+
+// A run directory or dumps: diagnosed, stacks taken with --stacks, reported.
+int run_on_run_directory(const Request& req, const HangdoctorEnv& env) {
+  SystemProcessTable system_processes;
+  ExternalStackCollector external_stacks;
+  ProcessTable& processes = env.processes ? *env.processes : system_processes;
+  StackCollector& collector = env.stacks ? *env.stacks : external_stacks;
+  std::FILE* out = env.out;
+  std::FILE* err = env.err;
+  ClassifyOptions classify = req.classify;
+  auto opened = open_run(req, classify, out, err);
+  if (!opened) return 2;
+  const bool from_torch = opened->from_torch;
+  const std::optional<WatchResult>& watched = opened->watched;
+  GatherContext gather;
+  if (!from_torch && format::is_gathered_run(req.dir)) gather = read_gather_context(req.dir);
   RemoteProcesses remote;  // dumps are copied off their nodes: no process of theirs is here
   ProcessTable& judged_by = from_torch ? static_cast<ProcessTable&>(remote)
-                            : snapshot_processes ? static_cast<ProcessTable&>(*snapshot_processes)
-                                                 : processes;
-  Diagnosis d = diagnose(run, judged_by, classify);
+                            : gather.processes ? static_cast<ProcessTable&>(*gather.processes)
+                                               : processes;
+  Diagnosis d = diagnose(opened->run, judged_by, classify);
   std::vector<std::string> stack_notes;
-  if (stacks && snapshot_processes) {
+  if (req.stacks && gather.processes) {
     stack_notes.push_back("a gathered run's stacks are taken on the nodes (rankscope gather --stacks): see evidence/");
-  } else if (stacks && !from_torch && d.verdict != Verdict::kFinished) {
-    auto report = capture_stacks(d, dir, processes, collector);
+  } else if (req.stacks && !from_torch && d.verdict != Verdict::kFinished) {
+    auto report = capture_stacks(d, req.dir, processes, collector);
     stack_notes = std::move(report.notes);
   }
   // With --json -, stdout carries the JSON alone (for | jq): the text goes to stderr, or nowhere.
-  std::FILE* text = outputs.text(out, err);
+  std::FILE* text = req.outputs.text(out, err);
   if (text)
-    for (const auto& line : gather_lines) std::fprintf(text, "%s\n", line.c_str());
+    for (const auto& line : gather.lines) std::fprintf(text, "%s\n", line.c_str());
   if (text) std::fputs(render_text(d).c_str(), text);
   for (const auto& n : stack_notes)
     if (text) std::fprintf(text, "stacks: %s\n", n.c_str());
   if (watched && text) {
     if (watched->stalled)
       std::fprintf(text, "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: %.2f s\n",
-                   watched->samples, wait_s, watched->hang_to_verdict_s());
+                   watched->samples, req.wait_s, watched->hang_to_verdict_s());
     else
       std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
   }
   if (env.after_text_report) env.after_text_report();
   ReportExtras extras;
   if (watched)
-    extras.wait = WaitSummary{wait_s, watched->samples, watched->stalled,
+    extras.wait = WaitSummary{req.wait_s, watched->samples, watched->stalled,
                               watched->stalled ? std::optional(watched->hang_to_verdict_s()) : std::nullopt};
+  const std::optional<format::GatherRecord>& gathered = gather.record;
   if (gathered)
     extras.gather = GatherSummary{gathered->nodes.size(), gathered->answered(), gathered->seconds,
-                                  gathered->stream_bytes, gather_lines};
-  if (!write_reports(outputs, d, extras, out, err)) return 2;
+                                  gathered->stream_bytes, gather.lines};
+  if (!write_reports(req.outputs, d, extras, out, err)) return 2;
   // A node that did not answer is a problem even when the ranks that did look healthy.
   const bool node_unreachable = gathered && gathered->answered() < int(gathered->nodes.size());
   return node_unreachable ? std::max(exit_code(d), 1) : exit_code(d);
+}
+
+int run_hangdoctor_unguarded(std::span<const std::string_view> args, const HangdoctorEnv& env) {
+  std::FILE* out = env.out;
+  std::FILE* err = env.err;
+  const auto req = read_request(args, err);
+  if (!req) return 2;
+  if (req->help) {
+    std::fputs(help_text().c_str(), out);
+    return 0;
+  }
+  if (!req->nccl_ras.empty()) return run_on_nccl_ras(*req, out, err);
+  if (req->live.py_spy && !req->live.debug_server.empty()) {
+    std::fprintf(err, "hangdoctor: --py-spy and --torch-debug-server both take the stacks; give one\n");
+    return 2;
+  }
+  if (req->dir.empty() && !req->live.any()) {
+    std::fputs(help_text().c_str(), err);
+    return 2;
+  }
+  if (req->live.any()) return run_on_live_job(*req, out, err);
+  // Dumps, logs and stacks together (several paths of different kinds, or one folder holding a
+  // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
+  if (auto inputs = sort_inputs(req->dir, req->more, is_log); inputs.joined()) {
+    if (req->wait_s >= 0 || req->stacks) {
+      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
+      return 2;
+    }
+    return run_joined(*inputs.parts, req->outputs, req->classify, out, err);
+  }
+  if (!req->more.empty() || is_log(req->dir)) return run_on_log_paths(*req, out, err);
+  return run_on_run_directory(*req, env);
 }
 
 }  // namespace
