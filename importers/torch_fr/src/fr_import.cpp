@@ -171,34 +171,81 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
   return c;
 }
 
-}  // namespace
 
-bool looks_like_fr_dumps(const fs::path& path) { return !discover_dumps(path).files.empty(); }
+// What each dump's reader thread works out from its entries alone, while they are in the cache
+// (2000 entries a rank, 1024 ranks: each pass over all of them on one core was a walk through
+// ~380 MB): its entries by group (fr_entry_groups.h), its times (fr_dump_time.h), its backends.
+struct RankSummary {
+  std::vector<GroupEntries> groups;
+  RankTimes times;
+  bool retired_completed = false;       // reopen_failed_retirements has something to look at
+  bool event_backend = false;           // an entry completes by its state
+  std::vector<std::string_view> backends;  // pooled, in the order the entries first name them
+};
 
-Result<FrImport> import_fr_dumps(const fs::path& path) {
-  const DiscoveredDumps found = discover_dumps(path);
+// A rank's place in one group, in the groups' name order (the order its communicators take).
+struct Membership {
+  const std::string* name;
+  const FrGroup* group;
+  int rank_in_group;
+  const std::string* comm_name;
+  bool members_known;
+};
+
+// One rank's snapshot, built on its own thread; what is shared is merged after, in rank order.
+struct RankOut {
+  format::FlightRecorderSnapshot snapshot;
+  std::vector<std::pair<std::string, std::pair<int, int>>> pair_groups;  // (name, ranks) of its pair communicators
+  bool status_pending = false;
+};
+
+// The job's dumps into one run directory, in the phases import_fr_dumps runs in order; each reads
+// what the ones before it left in these members.
+struct JobImport {
+  const fs::path& path;
+  DiscoveredDumps found;
+  FrImport out;
+  std::map<int, FrDump> dumps;
+  std::map<int, Status> unreadable;
+  std::vector<RankSummary> summaries;
+  std::map<int, RankSummary*> summary_of;
+  int world = 0;
+  GroupedEntries grouped;
+  std::map<int, RankTimes> times;
+  JobGroups job_groups;
+  std::vector<std::string> late_retirements;
+  std::map<std::string, std::string> comm_name, short_name;
+  std::map<int, std::map<std::string, GroupProgress>> progress;
+  std::vector<PairComm> pairs;
+  std::map<int, std::vector<std::pair<const PairComm*, const PairSide*>>> pairs_of;
+  format::RunMetadata meta;
+  DumpTime when;
+  std::vector<std::vector<Membership>> member_of;
+  std::vector<const std::pair<const int, FrDump>*> in_order;
+  std::vector<RankOut> built;
+
+  explicit JobImport(const fs::path& p) : path(p), found(discover_dumps(p)) {}
+  Status read_dumps();
+  Status bound_world();
+  void resolve_job_groups();
+  void place_members();
+  void build_snapshot(size_t k);
+  void build_snapshots();
+  void assemble_run();
+  void write_summary();
+};
+
+// The dumps read and unpickled (one version for all), or why none can be.
+Status JobImport::read_dumps() {
   const std::vector<DumpFile>& files = found.files;
   if (files.empty()) {
     return not_found(fmt::format("{}: no Flight Recorder dumps (files named <prefix><rank>, e.g. comm_lib_trace_rank_0)",
                                  path.string()));
   }
-  FrImport out;
-  std::map<int, FrDump> dumps;
-  std::map<int, Status> unreadable;
-  // Each dump is read and unpickled on its own: spread the files over the cores. What the passes
-  // below need from each dump's entries alone is worked out there too, while they are in the cache
-  // (2000 entries a rank, 1024 ranks: each pass over all of them on one core was a walk through
-  // ~380 MB): its pg_status by group name (fr_pg_status.h), its entries by group
-  // (fr_entry_groups.h; made four times a rank before), its times (fr_dump_time.h), its backends.
-  struct RankSummary {
-    std::vector<GroupEntries> groups;
-    RankTimes times;
-    bool retired_completed = false;       // reopen_failed_retirements has something to look at
-    bool event_backend = false;           // an entry completes by its state
-    std::vector<std::string_view> backends;  // pooled, in the order the entries first name them
-  };
+  // Each dump is read and unpickled on its own: spread the files over the cores, with what the
+  // passes below need from each dump alone (RankSummary).
   std::vector<std::optional<Result<FrDump>>> parsed(files.size());
-  std::vector<RankSummary> summaries(files.size());
+  summaries.resize(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     std::vector<uint8_t> buffer;  // one a thread, its capacity kept from file to file
@@ -227,7 +274,6 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
     work();
   }
-  std::map<int, RankSummary*> summary_of;
   for (size_t i = 0; i < files.size(); ++i) {
     auto& d = *parsed[i];
     if (!d.ok()) {
@@ -252,11 +298,16 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     }
   }
   out.version = dumps.begin()->second.version;
+  return {};
+}
 
+// Groups of the whole job, by name; descs that repeat get ":<name>" so names stay unique.
+// A corrupt dump can name any rank ("ranks": [0, 16777216]): the world it implies is bounded as
+// run.json's is, before anything is sized by it.
+Status JobImport::bound_world() {
   // Groups of the whole job, by name; descs that repeat get ":<name>" so names stay unique.
   // A corrupt dump can name any rank ("ranks": [0, 16777216]): the world it implies is bounded as
   // run.json's is, before anything is sized by it.
-  int world = 0;
   auto claim = [&](int rank, int largest, const std::string& what) -> Status {
     if (largest < 0 || largest >= format::kMaxWorldSize)
       return corrupt(fmt::format("rank {}'s dump: {} names rank {}, past the {} ranks a job can have (a corrupt dump)",
@@ -274,53 +325,48 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
         if (Status s = claim(rank, ranks.back(), "an unnamed group"); !s.ok()) return s;
   }
   for (const auto& [rank, st] : unreadable) world = std::max(world, rank + 1);
-  GroupedEntries grouped;
-  std::map<int, RankTimes> times;
+  return {};
+}
+
+// The job's groups, the cross-rank entry rules, names, progress, send/recv pairs and the dumps' time.
+void JobImport::resolve_job_groups() {
   bool retired_completed = false;
   for (const auto& [rank, s] : summary_of) {
     grouped.emplace_hint(grouped.end(), rank, std::move(s->groups));
     times.emplace_hint(times.end(), rank, s->times);
     retired_completed = retired_completed || s->retired_completed;
   }
-  JobGroups job_groups = resolve_groups(dumps, world, &grouped);
+  job_groups = resolve_groups(dumps, world, &grouped);
   const std::map<std::string, FrGroup>& groups = job_groups.by_name;
   // (Only Gloo's entries can be reopened or closed across ranks; that changes what their times say.)
   const bool reopened = retired_completed && reopen_failed_retirements(dumps, groups);
-  const std::vector<std::string> late_retirements =
+  late_retirements =
       retired_completed ? close_late_retirements(dumps, groups) : std::vector<std::string>{};
   std::map<std::string, int> desc_count;
   for (const auto& [name, g] : groups) ++desc_count[g.desc];
-  std::map<std::string, std::string> comm_name, short_name;
   for (const auto& [name, g] : groups) {
     comm_name[name] = group_comm_name(g, desc_count[g.desc] == 1);
     short_name[name] = group_short_name(g, desc_count[g.desc] == 1);
   }
-  const auto progress = group_progress(dumps, &grouped);
+  progress = group_progress(dumps, &grouped);
   // Send/recv pairs, and each rank's pair communicators (fr_p2p.h).
-  std::map<int, std::vector<std::pair<const PairComm*, const PairSide*>>> pairs_of;
-  const std::vector<PairComm> pairs = pair_p2p(dumps, groups, progress, &grouped);
+  pairs = pair_p2p(dumps, groups, progress, &grouped);
   for (const PairComm& p : pairs)
     for (const auto& [rank, side] : p.sides) pairs_of[rank].emplace_back(&p, &side);
 
-  format::RunMetadata meta;
   meta.program = "pytorch (Flight Recorder " + out.version + ")";
   meta.world_size = world;
   for (const auto& [name, g] : groups) meta.groups.push_back({comm_name[name], g.ranks});
-  std::set<std::string> p2p_groups;
 
   const bool states_changed = reopened || !late_retirements.empty();  // the per-rank times are stale
-  const DumpTime when = bound_dump_time(dumps, comm_name, states_changed ? nullptr : &times);
+  when = bound_dump_time(dumps, comm_name, states_changed ? nullptr : &times);
+}
 
-  // Each rank's groups with its place in each, in the groups' name order (the order its
-  // communicators take): one pass over the groups, not a search of every group per rank.
-  struct Membership {
-    const std::string* name;
-    const FrGroup* group;
-    int rank_in_group;
-    const std::string* comm_name;
-    bool members_known;
-  };
-  std::vector<std::vector<Membership>> member_of(static_cast<size_t>(world));
+// Each rank's groups with its place in each, in the groups' name order (the order its
+// communicators take): one pass over the groups, not a search of every group per rank.
+void JobImport::place_members() {
+  const std::map<std::string, FrGroup>& groups = job_groups.by_name;
+  member_of.resize(static_cast<size_t>(world));
   for (const auto& [name, g] : groups) {
     const std::string* cname = &comm_name[name];
     const bool known = !job_groups.members_guessed.count(name);
@@ -332,93 +378,96 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
       mine.push_back({&name, &g, int(i), cname, known});
     }
   }
+}
 
-  // Each rank's snapshot is its own work (its dump, the job-wide tables read only): built over the
-  // cores. What is shared (the metadata's pair communicators, the counts) is merged after, in rank
-  // order, so the result does not depend on the threads.
-  struct RankOut {
-    format::FlightRecorderSnapshot snapshot;
-    std::vector<std::pair<std::string, std::pair<int, int>>> pair_groups;  // (name, ranks) of its pair communicators
-    bool status_pending = false;
-  };
-  std::vector<const std::pair<const int, FrDump>*> in_order;
+// One rank's snapshot: its own dump, the job-wide tables read only.
+void JobImport::build_snapshot(size_t k) {
+  const int r = in_order[k]->first;
+  const FrDump& d = in_order[k]->second;
+  RankOut& o = built[k];
+  std::vector<GroupEntries>& by_group = grouped.at(r);  // its own element: no other thread touches it
+  // A row with work enqueued past what completed is pending, unless the rank's own entries show
+  // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
+  // every entry completed).
+  for (const auto& [id, st] : d.status_by_pg_id) {
+    if (st.last_enqueued <= st.last_completed) continue;
+    int64_t completed = st.last_completed;
+    auto name = d.pg_id_names.find(id);
+    auto take = [&](const FrEntry& e) {
+      if (e.completed) completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
+    };
+    if (name == d.pg_id_names.end()) {
+      for (const FrEntry& e : d.entries) take(e);
+    } else if (const GroupEntries* mine = find_group(by_group, name->second)) {
+      for (const FrEntry* e : mine->entries) take(*e);
+    }
+    o.status_pending = o.status_pending || st.last_enqueued > completed;
+  }
+  format::FlightRecorderSnapshot& s = o.snapshot;
+  s.schema_version = format::kFlightSchemaVersion;
+  s.rank = r;
+  s.world_size = world;
+  s.run_id = "pytorch-fr";
+  // Every dump is written at the same incident; its time is only bounded from below (fr_dump_time.h).
+  s.live.heartbeat_ns = when.now_ns;
+  s.start_ns = when.earliest_ns;  // a rank with no entries is idle for at most the dumps' span
+  s.live.process_state = format::ProcessState::kRunning;
+  s.live.clock_uncertainty_ns = -1;
+  std::string_view last_site;
+  const std::map<std::string, GroupProgress>* rank_progress = nullptr;
+  if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
+  static const std::vector<const FrEntry*> kNone;
+  if (size_t(r) < member_of.size()) {
+    for (const Membership& m : member_of[size_t(r)]) {
+      const GroupEntries* mine = find_group(by_group, *m.name);
+      s.comms.push_back(collective_comm(mine ? mine->entries : kNone, *m.comm_name, *m.group, m.rank_in_group,
+                                        rank_progress ? find_or_null(*rank_progress, *m.name) : nullptr,
+                                        m.members_known, &last_site));
+    }
+  }
+  if (auto it = pairs_of.find(r); it != pairs_of.end()) {
+    for (const auto& [pair, side] : it->second) {
+      const std::string& group_name = short_name.at(pair->group);
+      std::string pname =
+          pair->src < 0 ? fmt::format("{} p2p {}-{}", group_name, pair->lo, pair->hi)
+                        : fmt::format("{} p2p {}->{}", group_name, pair->src, pair->src == pair->lo ? pair->hi : pair->lo);
+      s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
+      o.pair_groups.push_back({std::move(pname), {pair->lo, pair->hi}});
+    }
+  }
+  for (auto& c : s.comms) c.index = int(&c - s.comms.data());
+  format::ThreadSnapshot main;
+  main.name = "main";
+  if (!last_site.empty()) {
+    main.stack.push_back({format::intern_name(last_site), 0});
+    main.depth = 1;
+  }
+  s.threads.push_back(std::move(main));
+  if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
+  std::vector<GroupEntries>().swap(by_group);  // the last pass that reads it: its memory goes as snapshots grow
+}
+
+// Each rank's snapshot is its own work: built over the cores. What is shared (the metadata's pair
+// communicators, the counts) is merged after, in rank order, so the result does not depend on the
+// threads.
+void JobImport::build_snapshots() {
   for (const auto& rd : dumps) in_order.push_back(&rd);
-  std::vector<RankOut> built(in_order.size());
-  auto build = [&](size_t k) {
-    const int r = in_order[k]->first;
-    const FrDump& d = in_order[k]->second;
-    RankOut& o = built[k];
-    std::vector<GroupEntries>& by_group = grouped.at(r);  // its own element: no other thread touches it
-    // A row with work enqueued past what completed is pending, unless the rank's own entries show
-    // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
-    // every entry completed).
-    for (const auto& [id, st] : d.status_by_pg_id) {
-      if (st.last_enqueued <= st.last_completed) continue;
-      int64_t completed = st.last_completed;
-      auto name = d.pg_id_names.find(id);
-      auto take = [&](const FrEntry& e) {
-        if (e.completed) completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
-      };
-      if (name == d.pg_id_names.end()) {
-        for (const FrEntry& e : d.entries) take(e);
-      } else if (const GroupEntries* mine = find_group(by_group, name->second)) {
-        for (const FrEntry* e : mine->entries) take(*e);
-      }
-      o.status_pending = o.status_pending || st.last_enqueued > completed;
-    }
-    format::FlightRecorderSnapshot& s = o.snapshot;
-    s.schema_version = format::kFlightSchemaVersion;
-    s.rank = r;
-    s.world_size = world;
-    s.run_id = "pytorch-fr";
-    // Every dump is written at the same incident; its time is only bounded from below (fr_dump_time.h).
-    s.live.heartbeat_ns = when.now_ns;
-    s.start_ns = when.earliest_ns;  // a rank with no entries is idle for at most the dumps' span
-    s.live.process_state = format::ProcessState::kRunning;
-    s.live.clock_uncertainty_ns = -1;
-    std::string_view last_site;
-    const std::map<std::string, GroupProgress>* rank_progress = nullptr;
-    if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
-    static const std::vector<const FrEntry*> kNone;
-    if (size_t(r) < member_of.size()) {
-      for (const Membership& m : member_of[size_t(r)]) {
-        const GroupEntries* mine = find_group(by_group, *m.name);
-        s.comms.push_back(collective_comm(mine ? mine->entries : kNone, *m.comm_name, *m.group, m.rank_in_group,
-                                          rank_progress ? find_or_null(*rank_progress, *m.name) : nullptr,
-                                          m.members_known, &last_site));
-      }
-    }
-    if (auto it = pairs_of.find(r); it != pairs_of.end()) {
-      for (const auto& [pair, side] : it->second) {
-        const std::string& group_name = short_name.at(pair->group);
-        std::string pname =
-            pair->src < 0 ? fmt::format("{} p2p {}-{}", group_name, pair->lo, pair->hi)
-                          : fmt::format("{} p2p {}->{}", group_name, pair->src, pair->src == pair->lo ? pair->hi : pair->lo);
-        s.comms.push_back(pair_comm(*pair, *side, r, pname, &last_site));
-        o.pair_groups.push_back({std::move(pname), {pair->lo, pair->hi}});
-      }
-    }
-    for (auto& c : s.comms) c.index = int(&c - s.comms.data());
-    format::ThreadSnapshot main;
-    main.name = "main";
-    if (!last_site.empty()) {
-      main.stack.push_back({format::intern_name(last_site), 0});
-      main.depth = 1;
-    }
-    s.threads.push_back(std::move(main));
-    if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
-    std::vector<GroupEntries>().swap(by_group);  // the last pass that reads it: its memory goes as snapshots grow
-  };
+  built.resize(in_order.size());
   {
     std::atomic<size_t> next_rank{0};
     auto work = [&] {
-      for (size_t k = next_rank++; k < in_order.size(); k = next_rank++) build(k);
+      for (size_t k = next_rank++; k < in_order.size(); k = next_rank++) build_snapshot(k);
     };
     std::vector<std::jthread> pool;
     const size_t n = std::min<size_t>({in_order.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
     for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
     work();
   }
+}
+
+// The run directory: every rank's snapshot or why it has none, and whether anything is pending.
+void JobImport::assemble_run() {
+  std::set<std::string> p2p_groups;
   for (size_t k = 0; k < in_order.size(); ++k) {
     out.status_rows += in_order[k]->second.status_by_pg_id.size();
     out.status_pending = out.status_pending || built[k].status_pending;
@@ -468,6 +517,10 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
     rf.flight = std::move(o.snapshot);
   }
   out.run.metadata = std::move(meta);
+}
+
+// The one line that says what was read.
+void JobImport::write_summary() {
   std::string backends;
   for (const auto& b : out.backends) backends += (backends.empty() ? "" : "+") + b;
   const std::string timing = !out.event_backend ? "no start or end events (Gloo: 'retired' marks completion, a failed "
@@ -482,7 +535,22 @@ Result<FrImport> import_fr_dumps(const fs::path& path) {
                             (out.partial.empty() ? "" : ", ended early " + ranks_phrase(out.partial)) +
                                 (out.missing.empty() ? "" : " (what a missing rank did is inferred from its peers' dumps)"),
                             timing);
-  return out;
+}
+
+}  // namespace
+
+bool looks_like_fr_dumps(const fs::path& path) { return !discover_dumps(path).files.empty(); }
+
+Result<FrImport> import_fr_dumps(const fs::path& path) {
+  JobImport job(path);
+  RS_RETURN_IF_ERROR(job.read_dumps());
+  RS_RETURN_IF_ERROR(job.bound_world());
+  job.resolve_job_groups();
+  job.place_members();
+  job.build_snapshots();
+  job.assemble_run();
+  job.write_summary();
+  return std::move(job.out);
 }
 
 }  // namespace rankscope::torch_fr
