@@ -33,7 +33,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" -LE 'bench|slurm'
 # `ctest --test-dir build -L bench`.
 ctest --test-dir build --output-on-failure -L bench -LE bench_large
 
-# Multi-node (issue 25): hangdoctor --slurm on a real four-node Slurm on this machine
+# Multi-node: hangdoctor --slurm on a real four-node Slurm on this machine
 # (scripts/slurm-cluster.sh: munged, slurmctld, slurmd n1..n4 in their own mount+UTS namespaces; the
 # ctest fixture slurm_cluster starts and stops it, the trap stops it if this script is interrupted).
 if slurm_why=$(scripts/slurm-cluster.sh can-run); then
@@ -46,7 +46,7 @@ fi
 
 # The flight recorder's seqlocks and the probe's lock-free paths under -O3, what users of
 # CMAKE_BUILD_TYPE=Release get: the optimiser may reorder or tear a racing read that -O2 happens to
-# leave alone (issue 22 found torn range names only here).
+# leave alone (torn range names were found only here).
 stage "Release (-O3) build: format and probe tests"
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRANKSCOPE_WITH_CUDA=OFF "${unity[@]}" >/dev/null
 cmake --build build-release -j"$jobs" --target format_tests probe_tests
@@ -54,7 +54,7 @@ build-release/tests/format_tests
 build-release/tests/format_tests --gtest_filter='FlightRecorder*' --gtest_repeat=20
 build-release/tests/probe_tests
 
-# libFuzzer smoke (issue 36, docs/FUZZING.md): every reader's fuzz target for a fixed number of
+# libFuzzer smoke (docs/FUZZING.md): every reader's fuzz target for a fixed number of
 # executions on seeds from the real files; any crash, leak, timeout or out-of-memory fails. Needs clang.
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]] && command -v clang++-14 >/dev/null; then
   stage "libFuzzer smoke (clang, every reader)"

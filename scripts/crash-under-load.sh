@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# crash-under-load.sh — issue 36's race check by hand: a DP=4 gpt2-train job whose rank 2 kills
+# crash-under-load.sh — a race check by hand: a DP=4 gpt2-train job whose rank 2 kills
 # itself at step 3 (`--inject crash:rank=2,step=3`), diagnosed with `hangdoctor --wait 4` while two
 # `yes` loops keep both cores busy; RUNS times. Every verdict must be `rank_dead` for rank 2: a
 # process that has exited is dead whatever its heartbeat says, even when the verdict comes while its

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """make_kineto_gloo_threads.py — records a real two-rank Gloo job whose collectives overlap in time.
 
-Is: the maker of tests/fixtures/kineto/gloo-threads/ (the skew analyzer's fixture for issue 33
-fault 2: time classes are unions, never sums). Two CPU processes join a Gloo world and a second
+Is: the maker of tests/fixtures/kineto/gloo-threads/ (the skew analyzer's fixture for time classes
+that are unions, never sums). Two CPU processes join a Gloo world and a second
 Gloo process group of the same two ranks; in every profiled step each rank runs two all-reduces
 at the same time, one per group, from two threads, so Kineto records two `gloo:all_reduce`
 annotations on two threads that overlap. Rank 1 sleeps in `data` (DELAY_MS) so rank 0 waits at

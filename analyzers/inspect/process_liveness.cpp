@@ -32,7 +32,7 @@ namespace {
 // A process that has exited but was not yet reaped by its parent (a zombie, 'Z', or dying, 'X')
 // still answers kill(pid, 0): its /proc/PID/stat state (the letter after the last ')', since the
 // command name may hold one) says it is gone. A launcher reaps its ranks a moment after they die,
-// so a verdict taken in that moment would otherwise read a dead rank as alive (issue 36).
+// so a verdict taken in that moment would otherwise read a dead rank as alive.
 bool has_exited(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;

@@ -1,4 +1,4 @@
-// critical_path_bench.cpp — `rankscope critical-path` on a synthetic run (issue 33: 64 ranks x 10
+// critical_path_bench.cpp — `rankscope critical-path` on a synthetic run (budget: 64 ranks x 10
 // steps in under 5 s on 2 cores). The run is written first through the format library (not
 // timed): per rank and traced step, four host ranges, OPS kernels on two streams with their
 // launches, and an all-reduce every 50 kernels whose NCCL kernel starts on each rank when that

@@ -1,4 +1,4 @@
-// diff_bench.cpp — `rankscope diff` of two 64-rank runs of 100 steps (issue 34: under 2 s on 2 cores).
+// diff_bench.cpp — `rankscope diff` of two 64-rank runs of 100 steps (budget: under 2 s on 2 cores).
 // The runs are synthetic (analyzers/synth: TP 8, the NEW one with a 20 ms delay on one rank),
 // written first (not timed). Usage: diff_bench [RANKS [STEPS]]. Prints numbers; asserts nothing.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// gather_bench.cpp — snapshot + gather + verdict at scale (issue 25 budget: 4096 ranks on 4 nodes
+// gather_bench.cpp — snapshot + gather + verdict at scale (budget: 4096 ranks on 4 nodes
 // in < 5 s and < 50 MB moved). Writes a synthetic run (one rank stalled), splits its recorders over
 // NODES per-"host" folders, then times what `hangdoctor RUN --hosts FILE --exec …` does through a
 // fake launcher (`sh node.sh HOST cmd…` runs the real `rankscope snapshot` in that host's folder),

@@ -1,4 +1,4 @@
-// kernels_bench.cpp — `rankscope kernels` (all five analyses) on a synthetic 64-rank run (issue 33).
+// kernels_bench.cpp — `rankscope kernels` (all five analyses) on a synthetic 64-rank run.
 // The run is written first through the format library (not timed): per rank, STEPS traced steps of
 // OPS GPU ops each on four streams (compute kernels, an NCCL kernel per 50 ops overlapping them,
 // memcpys), every op with its launch record. Usage: kernels_bench [RANKS [STEPS [OPS]]]. Prints wall

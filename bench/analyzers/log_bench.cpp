@@ -1,4 +1,4 @@
-// log_bench.cpp — hangdoctor on the logs of a 1024-rank job (issue 32 point 5: 1 GB read in under
+// log_bench.cpp — hangdoctor on the logs of a 1024-rank job (budget: 1 GB read in under
 // 5 s on 2 cores, memory bounded by ranks x communicators, not by bytes).
 //
 // The logs are written first (not timed), in the shapes NCCL 2.23+ and PyTorch 2.5 print

@@ -1,5 +1,5 @@
 // nsys_import_bench.cpp — `rankscope import-nsys` on 64 ranks x 1,000 steps of fixture exports
-// (issue 16 budget: under 60 s and within 2 GB). Writes the exports with the test fixture writer
+// (budget: under 60 s and within 2 GB). Writes the exports with the test fixture writer
 // (the acceptance step: 2 blocks, TP all-reduces, an all-to-all, adversarial rows), then runs the
 // real CLI in a child process and reports its wall time and peak RSS (wait4), then times `rankscope
 // skew` on the result the same way. Prints numbers; fails only when a command fails.

@@ -1,4 +1,4 @@
-// torch_fr_bench.cpp — hangdoctor on 1024 ranks of PyTorch Flight Recorder dumps (issue 13 budget:
+// torch_fr_bench.cpp — hangdoctor on 1024 ranks of PyTorch Flight Recorder dumps (budget:
 // < 2 s on a 2-core machine). Writes the dumps with the test fixture writer (TP 8 x DP 128, rank 5
 // never enqueues its last TP all-reduce, 2 entries per step, 100 steps unless told), then times `hangdoctor DIR --json
 // FILE` in-process: discovery, unpickling every dump, import, classification, text and JSON.

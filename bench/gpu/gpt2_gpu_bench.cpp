@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
                                : largest_batch(ops, *config, args.seq, n_params * sizeof(float), variant);
   const int T = args.seq;
 
-  // The trainer's up-front estimate (issue 23), printed beside what was measured so a GPU run
+  // The trainer's up-front estimate, printed beside what was measured so a GPU run
   // checks the CUDA backend's workspace_bytes() too.
   const auto estimate = gpt2::estimate_training_memory(options_for(*config, B, T, variant), ops);
   auto model_r = GPT2::create(options_for(*config, B, T, variant), ops, nullptr);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # make_speed_table.py — one markdown table (trainer, ms/step, tokens/s, MFU, peak memory) from the
-# logs of gpt2_gpu_bench, bench/gpu/torch_gpt2.py and llm.c's train_gpt2cu, as issue 23 asks.
+# logs of gpt2_gpu_bench, bench/gpu/torch_gpt2.py and llm.c's train_gpt2cu.
 #
 # Is: a parser of those three programs' printed lines, and the table. Lines it does not know are
 # skipped, so whole step logs can be passed. Is not: a benchmark; it measures nothing.

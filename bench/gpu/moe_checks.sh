@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# moe_checks.sh — issue 24's GPU checks (MoE on the GPU), in one script for a device-machine session.
+# moe_checks.sh — the GPU checks of MoE, in one script for a device-machine session.
 #
 # Run from the repository root on a machine with one GPU, after the build (BUILD_DIR, default
 # build-gpu; this script builds only its own targets if they are missing) and with mpirun on PATH.
@@ -24,7 +24,7 @@
 #             expert time per token
 # Every stage writes $OUT/moe-<stage>.txt; a line "MOE-CHECK <stage> PASS|FAIL ..." per verdict.
 #
-# The incident's size (issue 24): d12, T=1024, E=8 experts top-2, EP=4 = 4 ranks sharing one GPU,
+# The incident's size: d12, T=1024, E=8 experts top-2, EP=4 = 4 ranks sharing one GPU,
 # so each rank holds L=2 experts. Per rank B*T tokens route 2*B*T slots; over the 4 ranks that is
 # 8*B*T slots, and a rank's 2 experts receive 2*B*T rows when routing is balanced. The seed incident
 # saw 43,903..62,515 rows per rank (1.42:1). With B=24: 2*24*1024 = 49,152 rows per rank balanced,

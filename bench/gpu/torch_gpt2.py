@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# torch_gpt2.py — the PyTorch side of the GPU comparison (issue 23): a GPT-2 124M of our own, same
+# torch_gpt2.py — the PyTorch side of the GPU comparison: a GPT-2 124M of our own, same
 # B, T, bf16 autocast, fused AdamW, timed eager and under torch.compile, one line per mode in
 # gpt2_gpu_bench's format so bench/gpu/make_speed_table.py puts them in one table.
 #

@@ -1,7 +1,7 @@
 // kineto_import_bench.cpp — `rankscope import-kineto` on synthetic PyTorch profiler traces:
 // RANKS traces of about MB megabytes each, plain JSON and gzip, written into a temp folder by this
 // bench (never committed). Prints seconds and the importer's peak RSS (wait4's ru_maxrss of the
-// child). Budget (issue 26): 64 ranks x 100 MB in under 60 s and 1 GB on 2 cores; issue 33: with
+// child). Budget: 64 ranks x 100 MB in under 60 s and 1 GB on 2 cores; with
 // every analysis on (then `rankscope skew`, which adds HTA's analyses and the critical path) under
 // 40 s and 1 GB. Asserts nothing about speed; exits non-zero only when an import or the report fails.
 //
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
                 r.peak_mb, r.rc);
     if (r.rc != 0) rc = 1;
   }
-  // Issue 33's budget: the import with every analysis on (skew's report holds HTA's analyses and
+  // The second budget: the import with every analysis on (skew's report holds HTA's analyses and
   // the critical path of the traced steps) under 40 s and 1 GB for 64 ranks x 100 MB.
   const Run skew = run({rankscope, "skew", (dir / "run-plain").string(), "--json", (dir / "skew.json").string(), "-q"});
   std::printf("  skew (+ kernels, critical path): %.2f s wall, %.2f s CPU, peak RSS %.0f MB (rc %d)\n", skew.seconds,

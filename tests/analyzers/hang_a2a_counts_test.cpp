@@ -135,7 +135,7 @@ TEST(HangA2aCounts, BeyondTheExactBoundTheSketchLocatesThePair) {
   EXPECT_EQ(m.receiver, 17);
   EXPECT_FALSE(m.sent);
   EXPECT_EQ(m.difference, -5 * 128);
-  // 64 ranks on 8 synthetic hosts: both ranks are named with their host (issue 25).
+  // 64 ranks on 8 synthetic hosts: both ranks are named with their host.
   EXPECT_NE(d.headline.find("rank 31 on synth-node3 sends 5 rows fewer to rank 17 on synth-node2"), std::string::npos)
       << d.headline;
 }

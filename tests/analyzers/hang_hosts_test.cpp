@@ -1,4 +1,4 @@
-// hang_hosts_test.cpp — host-aware verdicts (issue 25 point 3): a synthetic 16-rank job on four fake
+// hang_hosts_test.cpp — host-aware verdicts: a synthetic 16-rank job on four fake
 // hosts (synth-node0..3, four ranks each, TP 4 inside a host, DP across hosts) and a fake process
 // table that answers for every host, as the gathered per-host process states do. One lagging rank
 // on the third host, a SIGKILLed rank on the second, a SIGSTOPped rank on the fourth: each named

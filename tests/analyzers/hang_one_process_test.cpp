@@ -1,4 +1,4 @@
-// hang_one_process_test.cpp — a job with no peer to lag behind (issue 15 point 4): one process
+// hang_one_process_test.cpp — a job with no peer to lag behind: one process
 // stuck in a compute range is stuck_in_compute, in a data range host_stall, never lagging_rank;
 // the sentence says where, for how long, and under which activation-recompute setting.
 #include <gtest/gtest.h>

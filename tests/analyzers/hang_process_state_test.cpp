@@ -1,4 +1,4 @@
-// hang_process_state_test.cpp — frozen ranks (issue 15 point 3): a rank whose heartbeat stopped
+// hang_process_state_test.cpp — frozen ranks: a rank whose heartbeat stopped
 // while the others beat, whose process exists on this host but has no thread that can run.
 // The /proc reader on a fake /proc tree and on a real SIGSTOPped child; the classifier with a fake
 // process table and with the real one; the wording when the process is on another host.
@@ -100,7 +100,7 @@ TEST(ProcessState, ARealStoppedProcessReadsStopped) {
   EXPECT_EQ(procs.status("some-other-host", child.pid()).state, OsRunState::kUnknown);
 }
 
-// Issue 36: a rank that died a moment ago and was not reaped yet (a zombie) answers kill(pid, 0);
+// A rank that died a moment ago and was not reaped yet (a zombie) answers kill(pid, 0);
 // it is gone all the same, so a crash is not read as a lagging rank with a fresh heartbeat.
 TEST(ProcessState, AnExitedProcessNotYetReapedIsGone) {
   const pid_t child = ::fork();

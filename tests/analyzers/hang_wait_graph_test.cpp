@@ -1,4 +1,4 @@
-// hang_wait_graph_test.cpp — the wait graph across communicators (issue 31) on our own recorders,
+// hang_wait_graph_test.cpp — the wait graph across communicators on our own recorders,
 // written the way the GPU trainer writes them (no GPU needed): the classifier that reads PyTorch's
 // dumps reads these, and a rank whose device stopped reporting completions is named the same way.
 //   tp0 = [0, 1]; allreduce #0 completed on both. Allreduce #1: rank 0 completed it, rank 1 enqueued it

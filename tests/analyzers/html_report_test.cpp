@@ -214,7 +214,7 @@ TEST(HtmlReport, SkewOfAGpuRunRendersInChromium) {
   EXPECT_NE(dom.find("GPU time of the traced steps"), std::string::npos);
 }
 
-// Issue 33: skew's report of a Kineto import with HTA's analyses and the critical path beside it,
+// Skew's report of a Kineto import with HTA's analyses and the critical path beside it,
 // as `rankscope skew` assembles it (tools/rankscope/skew_device_analyses.cpp): overlap and idle
 // by cause per rank, the critical path by rank and what lies on it.
 TEST(HtmlReport, SkewWithGpuAnalysesAndTheCriticalPathRendersInChromium) {

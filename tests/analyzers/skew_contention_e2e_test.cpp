@@ -1,4 +1,4 @@
-// skew_contention_e2e_test.cpp — a real straggler nobody injected (issue 15, point 1): two ranks
+// skew_contention_e2e_test.cpp — a real straggler nobody injected: two ranks
 // pinned one per core (`mpirun --bind-to core`), and a busy process pinned to rank 1's core, so
 // rank 1 gets about half a core for every range it runs. `rankscope skew` must call that a
 // uniform slowdown (the rank's host, not its code) with a factor near 2, not a range-specific

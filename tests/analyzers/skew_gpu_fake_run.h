@@ -33,7 +33,7 @@ struct GpuFakeRunFacts {
   static constexpr double kKernelMs[2] = {100, 100};  // every kernel's time summed
   static constexpr double kOutsideMs = 10;            // the GEMM launched outside every range
   // backward/block*/attn: two blocks, two streams; the time some kernel of it runs (50-80 | 50-86),
-  // a union: the nested dbias kernel adds nothing (issue 33; the kernels summed are 40 | 46).
+  // a union: the nested dbias kernel adds nothing (the kernels summed are 40 | 46).
   static constexpr double kBackwardAttnMs[2] = {30, 36};
   static constexpr double kHostTransferMinMs = 80;    // what host time books on grad_sync's all-reduce
 };

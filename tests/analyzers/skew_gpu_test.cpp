@@ -1,4 +1,4 @@
-// skew_gpu_test.cpp — the skew report's breakdown from the device timeline (issue 22): on a GPU the
+// skew_gpu_test.cpp — the skew report's breakdown from the device timeline: on a GPU the
 // host returns from a range at launch, so where kernel records exist compute, transfer (NCCL
 // kernels) and idle (GPU waiting for the host) come from the kernels, with the kernel time per range
 // and the kernel time launched outside every range; host time stays where there are none.

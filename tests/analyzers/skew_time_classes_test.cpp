@@ -1,4 +1,4 @@
-// skew_time_classes_test.cpp — the skew report's time classes (issue 33, faults 2, 3 and 7).
+// skew_time_classes_test.cpp — the skew report's time classes (faults 2, 3 and 7).
 //
 // Fault 2: time classes are unions, never sums: two host collectives at the same time (two threads,
 // two groups) count once, and a rank's compute + wait + transfer + idle is its step. Fault 7: idle

@@ -1,4 +1,4 @@
-// critical_path_test.cpp — issue 33: the critical path of a step across ranks.
+// critical_path_test.cpp — the critical path of a step across ranks.
 //
 // The walk (analyzers/critical_path/src/path_walk.h) on timelines built by hand, whose paths are
 // known by construction: a host-only job whose slow data loader on rank 1 holds everybody's

@@ -260,7 +260,7 @@ TEST_F(RunDiff, ALongerSequenceOnTheTrainerNamesAttentionWithItsFactor) {
   expect_parts_add_up(*r);
 }
 
-// Two settings of the real trainer whose effect the report explains (issue 34's pairs): naive
+// Two settings of the real trainer whose effect the report explains: naive
 // against flash attention, and activation recompute off against on (gpt2-train, tiny, CPU). Timing
 // on a shared machine is noisy, so what is asserted is what the report says: the setting, the
 // sentence of what it does, and the ranges it predicts measured in both runs.

@@ -1,5 +1,5 @@
-// run_diff_trainer_test.cpp — `rankscope diff` on pairs of real gpt2-train jobs under mpirun (issue
-// 34's pairs that need ranks: a delay injected on one rank, TP 1 against TP 2, and one job at two
+// run_diff_trainer_test.cpp — `rankscope diff` on pairs of real gpt2-train jobs under mpirun (the
+// pairs that need ranks: a delay injected on one rank, TP 1 against TP 2, and one job at two
 // world sizes). Label mpi. Timing on a shared 2-core machine is noisy, so what is asserted is what
 // the report says: the rank named and its cost within wide bounds, the settings, the communication
 // added, the roles; the parts add up to the mean step's change exactly.

@@ -1,4 +1,4 @@
-// e2e_diagnosis_test.cpp — hangdoctor one level deeper, on real gpt2-train processes (issue 15):
+// e2e_diagnosis_test.cpp — hangdoctor one level deeper, on real gpt2-train processes:
 //   - a rank SIGSTOPped mid-run is "frozen (stopped): no thread runs", not "alive, running";
 //   - one process stuck in backward/block1/mlp under activation recompute is stuck_in_compute,
 //     with where, how long and the recompute setting in the sentence;

@@ -1,4 +1,4 @@
-// e2e_early_hang_test.cpp — early hangs get a verdict with no flags (issue 22): a tiny TP2
+// e2e_early_hang_test.cpp — early hangs get a verdict with no flags: a tiny TP2
 // gpt2-train job under mpirun stalls rank 1 at start-up (step 0, init/model), at the first step, at
 // the second and at a later one; hangdoctor with no --stuck-after is polled every 0.25 s until it
 // says hang. Before this, a stall before ten learned samples waited for --stuck-after's 10 s.
@@ -6,9 +6,10 @@
 // What is asserted is what the user reads: the verdict, the culprit, the kind, where the culprit
 // stands (its step and range), a fast-path detection (the probe's learned bound or the peers' wait:
 // either is right, and which poll sees its bound first depends on the build type and the machine's
-// load, issue 36), and a bound under 5 s computed from this job's own durations (its stated basis). The wall time from the stall's start (rank 1's range begin, from its
-// recorder) to the verdict is printed for the report and asserted only against the design budget
-// of 10 s: the machine these tests run on is shared and loaded.
+// load), and a bound under 5 s computed from this job's own durations (its stated basis). The wall
+// time from the stall's start (rank 1's range begin, from its recorder) to the verdict is printed
+// for the report and asserted only against the design budget of 10 s: the machine these tests run
+// on is shared and loaded.
 #include <gtest/gtest.h>
 
 #include "hang_job.h"

@@ -1,4 +1,4 @@
-// e2e_moe_test.cpp — issue 12's end-to-end acceptance of the MoE incidents on real gpt2-train jobs
+// e2e_moe_test.cpp — the end-to-end acceptance of the MoE incidents on real gpt2-train jobs
 // (tiny, CPU, under mpirun; label mpi), diagnosed by hangdoctor and `rankscope skew`:
 //  - a2a-miscount: rank 1 expects one row too many back from rank 0 in the combine all_to_all_v;
 //    the job stops, and hangdoctor says a2a_count_mismatch with the pair and both counts, read

@@ -1,4 +1,4 @@
-// e2e_startup_test.cpp — issue 17's acceptance on real gpt2-train jobs under mpirun (TP2xDP2):
+// e2e_startup_test.cpp — start-up diagnoses on real gpt2-train jobs under mpirun (TP2xDP2):
 //   - a stall in init/model on rank 2: hangdoctor names rank 2, its start-up phase and the
 //     collective rank 3 waits in;
 //   - a 3 s delay in init/data on rank 1: `rankscope startup` names rank 1 and init/data, with the

@@ -1,5 +1,5 @@
 // status_test.cpp — a Status's breadcrumb is for developers: users see the message alone unless
-// they ask (RANKSCOPE_DEBUG), and a CLI error carries no source location (issue 33 point 9).
+// they ask (RANKSCOPE_DEBUG), and a CLI error carries no source location.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -118,7 +118,7 @@ TEST_P(CudaGemmGeluTest, FusedForwardMatchesComposedAndCpu) {
   if (!bf16()) {
     EXPECT_TRUE(all_close(fused_pre.host(), pre_c, atol1(), rtol1())) << "pre_gelu vs CPU";
   } else {
-    // Issue 23 (-0.1396 where the CPU says -0.1328): with N(0,1) biases, pre = acc + bias often
+    // On the GPU, -0.1396 where the CPU says -0.1328: with N(0,1) biases, pre = acc + bias often
     // cancels, so bf16 rounding inside the epilogue (of acc, or of the bias to the output type)
     // is an error relative to |acc| + |bias|, not to |pre|. Bound per element: one half-ulp of
     // each operand and of the result; a misread bias (fp32 read as bf16) would exceed it by far.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_bundle_test.sh — ctest gpu_checks.check_bundle: the GPU runner's `--dry-run --check-bundle DIR`
 # on a tiny fake bundle (empty files in the bundle's layout, made in a temporary folder), without a
-# GPU. Asserts: the runner needs what issues 23 and 24 name (the layout tests, the MoE test and
+# GPU. Asserts: the runner needs what the GPU acceptance names (the layout tests, the MoE test and
 # bench, the attention bench, both check scripts); every script it needs exists in the source tree
 # (gpu-bundle.sh copies them from there); a complete layout passes; a missing file and a binary
 # that is not executable each fail, naming the step and the file; the H200-only incident plan fits.

@@ -1,4 +1,4 @@
-// fr_backend_rules_test.cpp — issue 22: Flight Recorder dumps read by the rules PyTorch writes them
+// fr_backend_rules_test.cpp — Flight Recorder dumps read by the rules PyTorch writes them
 // with, on checked-in fixtures shaped like the H100 dumps (one GPU, 8 s timeout) and the two-rank
 // Gloo job: an on-demand dump of a healthy job is healthy (exit 0); a timeout dump with timing on
 // is the GPU behind its host, with timing off a collective that never completed (started or not

@@ -38,7 +38,7 @@ inline std::map<std::string, std::vector<uint8_t>> fixture_set() {
   auto& r3 = files["truncated/comm_lib_trace_rank_3"];
   r3.resize(r3.size() * 2 / 3);
   files["truncated/comm_lib_trace_rank_1"].resize(9);
-  // Issue 22: the backends' own rules, on the shapes of the H100 dumps.
+  // The backends' own rules, on the shapes of the H100 dumps.
   add("nccl_healthy_timing", one_gpu_job(false, true));
   add("nccl_healthy_no_timing", one_gpu_job(false, false));
   add("nccl_timeout_timing", one_gpu_job(true, true));

@@ -1,5 +1,5 @@
 // fr_fixture_writer.h — test utility: writes PyTorch Flight Recorder dumps (pickle the way PyTorch
-// writes it, or the JSON form) for the acceptance scenarios of issue 13, from a short description
+// writes it, or the JSON form) for the acceptance scenarios (fr_scenarios.h), from a short description
 // of each rank's groups and entries. Is not: PyTorch; the key sets follow the format history in the
 // research notes (2.3: no thread_*, no comm lib version; 2.6-2.7: nccl_version; 2.10: comm_lib_version).
 #pragma once

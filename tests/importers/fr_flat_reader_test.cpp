@@ -1,6 +1,6 @@
 // fr_flat_reader_test.cpp — the fast path for PyTorch's pickles (importers/torch_fr/src/fr_flat_pickle.h)
 // gives the same dump as the generic unpickler, field by field, on every dump file the tests hold:
-// PyTorch's own (real-megatron-moe, gloo16, the issue-13 fixtures) and the generated Megatron jobs;
+// PyTorch's own (real-megatron-moe, gloo16, the fr_scenarios.h fixtures) and the generated Megatron jobs;
 // and it hands what it does not read (a cut file, torch.jit's list builders) to the generic reader.
 #include <gtest/gtest.h>
 
@@ -103,7 +103,7 @@ TEST(FrFlatReader, GivesTheGenericReadersDumpOnEveryFixtureFile) {
     entries += expect_same(bytes, e.path().string());
     ++files;
   }
-  EXPECT_GT(files, 200u);  // real-megatron-moe (32), gloo16 (~200), the issue-13 fixtures
+  EXPECT_GT(files, 200u);  // real-megatron-moe (32), gloo16 (~200), the fr_scenarios.h fixtures
   EXPECT_GT(entries, 1000u);
 }
 

@@ -1,4 +1,4 @@
-// fr_gloo_megatron_test.cpp — issue 31 on dumps the real producer wrote: PyTorch 2.15 with Gloo,
+// fr_gloo_megatron_test.cpp — many process groups on dumps the real producer wrote: PyTorch 2.15 with Gloo,
 // 16 CPU ranks, Megatron-LM's own process groups (megatron-core's parallel_state), a 1F1B pipeline,
 // uneven MoE all_to_all_single, and one fault per folder (tests/fixtures/torch_fr/gloo16, made by
 // scripts/fr-fixtures/gloo_megatron_job.py; its README says what each folder shows and where Gloo's

@@ -91,7 +91,7 @@ TEST(FrImport, TpDpLaggingRankJson) {
   EXPECT_EQ(d.collective->seq, 6u);
 }
 
-// Issue 36: a dump whose group names rank 16777216 asked for 11.8 GB; now a clear error.
+// A dump whose group names rank 16777216 asked for 11.8 GB; now a clear error.
 TEST(FrImport, AGroupNamingAnImpossibleRankIsAClearError) {
   const fs::path dir = fs::temp_directory_path() / ("rs_fr_huge_rank_" + std::to_string(::getpid()));
   fs::remove_all(dir);

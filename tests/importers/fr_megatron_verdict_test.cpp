@@ -1,4 +1,4 @@
-// fr_megatron_verdict_test.cpp — issue 31's acceptance on Megatron-LM-shaped dumps of our own
+// fr_megatron_verdict_test.cpp — verdicts on Megatron-LM-shaped dumps of our own
 // (tests/importers/fr_megatron_job.h: Megatron's groups, a 1F1B pipeline, MoE with uneven all_to_all,
 // only active entries, timing off): for each fault, hangdoctor names the faulted ranks and only them,
 // exits 1, and never calls uneven all_to_all a desync; healthy dumps of the same job exit 0. The

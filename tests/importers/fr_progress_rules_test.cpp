@@ -1,4 +1,4 @@
-// fr_progress_rules_test.cpp — the importer's rules for many process groups (issue 31), one by one:
+// fr_progress_rules_test.cpp — the importer's rules for many process groups, one by one:
 // pg_status rows named by the groups' creation order (fr_pg_status.h), and dump files named per host
 // (fr_discovery.h), and a dump's entries sorted by group (fr_entry_groups.h). The whole job is checked on the real dumps (fr_real_dumps_test.cpp) and on
 // Megatron-shaped ones (fr_megatron_verdict_test.cpp).

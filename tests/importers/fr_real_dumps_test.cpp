@@ -1,4 +1,4 @@
-// fr_real_dumps_test.cpp — issue 22 on PyTorch's own dumps from an H100 (PyTorch 2.11, NCCL 2.28.9,
+// fr_real_dumps_test.cpp — PyTorch's own dumps from an H100 (PyTorch 2.11, NCCL 2.28.9,
 // format 2.10; shared/data/real-gpu/torch-fr, written by shared/gpu/torch_nccl_check.py): the
 // on-demand dump of a healthy job reads healthy, the watchdog's dump of an all_reduce queued behind
 // a spinning kernel (timing on, timeout 8 s) reads the GPU behind its host for at least 8 s. Skips
@@ -57,7 +57,7 @@ TEST(FrRealDumps, TimeoutDumpIsTheGpuBehindItsHostForAtLeastTheTimeout) {
       << j["headline"];
 }
 
-// Issue 31: other people's dumps of a 16-GPU Megatron-LM MoE job (TP4 PP2 DP2, EP8; format 2.9, NCCL
+// Other people's dumps of a 16-GPU Megatron-LM MoE job (TP4 PP2 DP2, EP8; format 2.9, NCCL
 // 2.27.3, only active entries, timing off), copied from NVIDIA/nvidia-resiliency-ext's
 // tests/attribution/unit/fr_traces (Apache-2.0) into tests/fixtures/torch_fr/real-megatron-moe.
 // Each folder's fault_injection.log names ranks 9 and 14.

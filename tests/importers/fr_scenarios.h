@@ -1,4 +1,4 @@
-// fr_scenarios.h — the acceptance scenarios of issue 13 as RankSpecs: who did what in each job.
+// fr_scenarios.h — the Flight Recorder acceptance scenarios as RankSpecs: who did what in each job.
 // Used by make_fr_fixtures (which writes tests/fixtures/torch_fr/<scenario>/), by the tests that
 // check the writer still reproduces those bytes, and by the 1024-rank benchmark.
 #pragma once
@@ -82,7 +82,7 @@ inline std::vector<RankSpec> p2p_job() {
   return ranks;
 }
 
-// One rank on one GPU, as the H100 run of issue 22 (shared/gpu/torch_nccl_check.py): 20 all_reduces
+// One rank on one GPU, as the H100 run (shared/gpu/torch_nccl_check.py): 20 all_reduces
 // of 1 Mi floats on the default group, process-group timeout 8 s.
 //   - `timeout` false: a dump taken on demand once all 20 completed, before the watchdog's next pass
 //     (nothing retired, pg_status saw no completion yet);

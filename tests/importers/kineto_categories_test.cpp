@@ -1,4 +1,4 @@
-// kineto_categories_test.cpp — issue 33 fault 5: every category spelling Kineto has written is
+// kineto_categories_test.cpp — every category spelling Kineto has written is
 // read. Fixtures (tests/fixtures/kineto, make_fixtures.py; SOURCES.md names the Kineto commits):
 // the 2020-21 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset` trace and the 2021 mixed one, each
 // one rank of 2 steps of 10 ms whose device work is known by construction (forward 2 ms, backward

@@ -1,4 +1,4 @@
-// kineto_comm_kernels_test.cpp — issue 33 fault 8: communication that is not NCCL (DeepEP's
+// kineto_comm_kernels_test.cpp — communication that is not NCCL (DeepEP's
 // dispatch/combine, a custom exchange kernel named with --comm-kernel) is transfer time, not
 // compute, in skew's device breakdown and the Chrome export.
 //

@@ -1,4 +1,4 @@
-// kineto_devices_test.cpp — issue 33 fault 6: devices other than CUDA. MTIA (`mtia_runtime`
+// kineto_devices_test.cpp — devices other than CUDA. MTIA (`mtia_runtime`
 // launches, `mtia_ccp_events` on the device) and XPU (`xpu_runtime`, kernels on SYCL queues) are
 // read as the device timeline; what cannot be placed (MTIA stream syncs, Insight records, a category
 // no Kineto wrote) is reported with its count and time, and never shown as device time. Fixtures

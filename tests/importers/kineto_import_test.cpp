@@ -1,4 +1,4 @@
-// kineto_import_test.cpp — issue 26: PyTorch profiler (Kineto) traces imported as a run directory.
+// kineto_import_test.cpp — PyTorch profiler (Kineto) traces imported as a run directory.
 //
 // Fixtures (tests/fixtures/kineto/, written by make_fixtures.py there): a two-rank NCCL job with
 // two process groups (named on the NCCL kernels' args) whose rank 1 loads data 6 ms longer; a trace without distributedInfo; a
@@ -236,7 +236,7 @@ TEST(KinetoImport, NotATraceAndMissingInputsAreClearErrors) {
   fs::remove_all(dir);
 }
 
-// Issue 33 point 9: random bytes, an empty traceEvents and a trace cut before its first event each
+// Random bytes, an empty traceEvents and a trace cut before its first event each
 // get their own sentence (they all used to read as "likely killed while writing").
 TEST(KinetoImport, RandomBytesAnEmptyTraceAndACutTraceAreToldApart) {
   const fs::path dir = fresh_dir("told_apart");

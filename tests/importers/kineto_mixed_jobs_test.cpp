@@ -1,4 +1,4 @@
-// kineto_mixed_jobs_test.cpp — issue 33 fault 1: traces of two different jobs are never merged
+// kineto_mixed_jobs_test.cpp — traces of two different jobs are never merged
 // without a word. The fixture pair (tests/fixtures/kineto/mixed-jobs, make_fixtures.py) has the shape
 // of HTA's trace_diff control/test traces the issue merged: rank 3 of 8 on A100s and rank 1 of 2
 // on V100s, recorded 8.5 days apart. Then each criterion of the rule alone (import_job.h

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kineto_on_nodes_cli_test.sh — issue 33: `rankscope import-kineto DIR --hosts FILE --exec T -o RUN`
+# kineto_on_nodes_cli_test.sh — `rankscope import-kineto DIR --hosts FILE --exec T -o RUN`
 # on this one machine, each "host" a folder (the --exec template cds into it, so DIR means a
 # different disk on each, as on a cluster): h1 and h2 hold one trace each of the NCCL pair, h3 none
 # (a node that ran no profiled rank), h4 cannot be reached. Expected: exit 1 (a node failed), h4

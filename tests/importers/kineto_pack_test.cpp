@@ -1,4 +1,4 @@
-// kineto_pack_test.cpp — issue 33: traces imported where they were written. A node reads its own
+// kineto_pack_test.cpp — traces imported where they were written. A node reads its own
 // traces and sends what the import keeps (kineto_import.h pack_traces, trace_wire.h); the head imports
 // the nodes' packs as one job (import_kineto_packed). Asserted: the run directory equals a local
 // import of the same files (rank files byte for byte but the run id, which names the inputs' paths;

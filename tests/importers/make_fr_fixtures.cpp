@@ -1,4 +1,4 @@
-// make_fr_fixtures.cpp — writes the checked-in Flight Recorder fixtures of issue 13 under
+// make_fr_fixtures.cpp — writes the checked-in Flight Recorder fixtures under
 // DIR/<scenario>/comm_lib_trace_rank_<r> (usage: make_fr_fixtures DIR). The tests check that this
 // writer still reproduces the checked-in bytes, so regenerate with it, never by hand.
 //

@@ -1,4 +1,4 @@
-// nsys_import_test.cpp — issue 16's acceptance on SQLite exports our fixture writer makes in three
+// nsys_import_test.cpp — the acceptance on SQLite exports our fixture writer makes in three
 // schema flavours (2024: ENUM tables, no eventId; 2026: eventId, extra columns, ENUM ids that only
 // the ENUM table explains; none: no ENUM tables), each with shuffled rows, an unterminated range, a
 // range from before the capture, a start/end range ended on another thread, a second process whose
@@ -529,7 +529,7 @@ TEST(NsysImport, CliImportThenSkewWithProvenance) {
   fs::remove_all(dir);
 }
 
-// Issue 33: ranks from file names other tools write (HTA's naming, steps and times beside the rank).
+// Ranks from file names other tools write (HTA's naming, steps and times beside the rank).
 TEST(RankFromFileName, TheNumberAfterRankOrWorkerWins) {
   const std::vector<const char*> kineto = {".gz", ".json", ".pt.trace"};
   std::string stem, rule;

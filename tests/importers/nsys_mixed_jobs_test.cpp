@@ -1,4 +1,4 @@
-// nsys_mixed_jobs_test.cpp — issue 33 fault 1 on the nsys import: exports of two different jobs
+// nsys_mixed_jobs_test.cpp — the nsys import: exports of two different jobs
 // (another world size; the same shape recorded hours apart) are refused, naming the files and what
 // differs, unless allow_mixed; the rule is the Kineto import's (import_job.h check_one_job). Exports
 // written by the simulated-job fixture writer (nsys_fixture.h).

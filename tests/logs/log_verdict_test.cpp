@@ -1,4 +1,4 @@
-// log_verdict_test.cpp — hangdoctor on a job's log (issue 32).
+// log_verdict_test.cpp — hangdoctor on a job's log.
 //
 // Our own scenarios are written by log_test_support.h in the line shapes NCCL 2.23+ and PyTorch 2.x
 // print (docs/log-formats/): a lagging rank and a mismatch on COLL lines, an init hang, an IB error

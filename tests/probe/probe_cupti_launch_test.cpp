@@ -33,7 +33,7 @@ constexpr CUpti_CallbackDomain kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
 
 TEST(ProbeCuptiLaunch, LaunchApisOfBothDomainsAreWatched) {
   using cupti::launches_kernels;
-  // What cuBLASLt, cuDNN and Triton call (issue 22: the nvjet GEMMs came through cuLaunchKernelEx).
+  // What cuBLASLt, cuDNN and Triton call (the nvjet GEMMs came through cuLaunchKernelEx).
   EXPECT_TRUE(launches_kernels(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   EXPECT_TRUE(launches_kernels(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
   EXPECT_TRUE(launches_kernels(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));

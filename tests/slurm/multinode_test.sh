@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# multinode_test.sh SCENARIO — one scenario of issue 25's acceptance on the four-node Slurm that the
+# multinode_test.sh SCENARIO — one scenario of the multi-node acceptance on the four-node Slurm that the
 # ctest fixture started (scripts/slurm-cluster.sh; RANKSCOPE_SLURM_DIR, SLURM_CONF): a 16-rank TP=2
 # gpt2-train job, 4 ranks on each of n1..n4 (ranks 0-3 on n1, 4-7 on n2, 8-11 on n3, 12-15 on n4),
 # each node's run directory local (/scratch/run inside the node's namespace; this head sees none of
@@ -7,7 +7,7 @@
 #
 # Scenarios: lagging_rank_n3 sigkill_rank_n2 sigstop_rank_n4 node_stopped_n2 slurmd_stopped_n4
 # (faults), bad_streams_n2_n3 no_such_job other_users_job srun_missing (bad input), and
-# kineto_import_n1_n3 (`rankscope import-kineto --slurm`: traces on two nodes' disks, issue 33).
+# kineto_import_n1_n3 (`rankscope import-kineto --slurm`: traces on two nodes' disks).
 # Exit 0 pass, 1 fail, 77 skipped.
 # Is not: the cluster (scripts/slurm-cluster.sh) nor the fixture (cluster_fixture.sh). Faults are
 # injected from the head through /proc (the nodes share this machine's pid namespace): that is the
@@ -346,7 +346,7 @@ EOF
     expect_bad_input srun PATH
     ;;
   kineto_import_n1_n3)
-    # Issue 33: profiler traces on the nodes' own disks, imported from the head. The real 2-rank
+    # Profiler traces on the nodes' own disks, imported from the head. The real 2-rank
     # PyTorch pair (tests/fixtures/kineto/torch-cpu-gloo-2ranks): rank 0's trace on n1, rank 1's on n3,
     # none on n2 and n4 (no profiled rank there). Each node's /scratch is its own folder.
     fixtures=$(cd "$(dirname "$0")/../fixtures/kineto/torch-cpu-gloo-2ranks" && pwd)

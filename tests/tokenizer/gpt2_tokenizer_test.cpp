@@ -1,6 +1,6 @@
 // gpt2_tokenizer_test.cpp — GPT-2 BPE against reference ids, round trips, non-UTF-8 input.
 //
-// Reference ids: the first seven are issue 4's acceptance list; the others were computed with
+// Reference ids: the first seven are the original acceptance list; the others were computed with
 // OpenAI's encoder.py (the `regex` module, same encoder.json and vocab.bpe).
 #include "tokenizer/gpt2_tokenizer.h"
 

@@ -1,5 +1,5 @@
 // skew_device_analyses.h — what `rankscope skew` adds from the kernel and critical-path analyzers
-// (issue 33: every analysis in skew's JSON, text and HTML).
+// (every analysis in skew's JSON, text and HTML).
 //
 // Is: one call that runs `analyze_kernels` (where the run has kernel records) and
 // `analyze_critical_path` (over the last ten traced steps), puts their JSON under `kernels` and

@@ -53,7 +53,7 @@ struct TensorParallel {
   VocabShard vocab_shard = VocabShard::kContiguous;
 };
 
-// Mixture of experts (issue 12): which blocks replace the dense MLP by an MoE MLP and its shape.
+// Mixture of experts: which blocks replace the dense MLP by an MoE MLP and its shape.
 // Block l is an MoE block when experts > 0 and l % every == 0 (Megatron's --moe-layer-freq: with
 // every = 2, blocks 0, 2, 4, ...). Experts are GPT-2 MLPs; the router is a bias-free linear C->E.
 enum class ExpertLoop { kGrouped, kToken };  // kToken: one GEMM chain per row (the incident)

@@ -7,7 +7,7 @@
 // (forward/embed, forward/block{i}/attn, forward/block{i}/mlp, forward/head, backward/head,
 // backward/block{i}/mlp, backward/block{i}/attn, backward/embed and finer ones inside); a
 // gradient-ready callback as soon as each parameter's gradient is final.
-// Mixture of experts (options.moe, issue 12): every MoeConfig::is_moe_block block runs an MoeMlp
+// Mixture of experts (options.moe): every MoeConfig::is_moe_block block runs an MoeMlp
 // (moe_mlp.h) in place of the dense MLP, with ranges forward/block{i}/moe (ln_2 under
 // forward/block{i}/moe/ln_2, then .../moe/router|dispatch|experts|combine) and the backward
 // mirrors; the aux loss is added to ForwardStats::loss. Under TP the ln_2 output is replicated, and
@@ -117,7 +117,7 @@ class GPT2 {
   Result<FullWeights> gather_full_gradients();
 
   // inputs, targets: host arrays of B*T token ids in [0, V). targets may be null (no loss).
-  // backward_loss_scale (the fused classifier, issue 11): given with targets, the loss pass also
+  // backward_loss_scale (the fused classifier): given with targets, the loss pass also
   // turns the logits into the dlogits of backward(that scale) in place (no second pass over the
   // (N, Vl) logits in backward; logits() then holds dlogits). Not given, the logits stay intact
   // (sampling, evaluation, tests that read them) and backward computes the dlogits itself.

@@ -190,7 +190,7 @@ class Ops {
                                              const int* targets, float dloss, int N,
                                              const VocabShardMap& shard) = 0;
 
-  // --- the fused classifier (issue 11): three ops, one collective, probabilities never stored ---
+  // --- the fused classifier: three ops, one collective, probabilities never stored ---
   // The model runs crossentropy_partials -> ONE all_gather of the (3N) partials over TP ->
   // crossentropy_combine -> crossentropy_loss_backward_inplace (or crossentropy_losses when the
   // logits must survive). The defaults compose the ops above; backends override with one pass each.

@@ -346,7 +346,7 @@ rankscope::Result<std::unique_ptr<Communicator>> Trainer::make_world() {
 #endif
 }
 
-// Memory up front (issue 23): on a GPU, the run's buffers are counted before any is allocated and
+// Memory up front: on a GPU, the run's buffers are counted before any is allocated and
 // compared with what the device has free, so a batch that cannot fit stops here with both numbers
 // and what to change instead of failing in the middle of GPT2::create.
 Status Trainer::check_device_memory(const GPT2::Options& mo) {
@@ -379,7 +379,7 @@ Status Trainer::setup_model() {
   mo.tp = {L.tp, L.tp_rank(groups_.rank), o_.vocab_shard};
   mo.recompute = o_.recompute;
   mo.attention = plan_.attention;
-  // bf16 precision on the GPU stores activations and their gradients in bf16 (issue 11); the MoE ops
+  // bf16 precision on the GPU stores activations and their gradients in bf16; the MoE ops
   // compute in fp32 only, so MoE models keep fp32 activations with bf16 GEMM operands.
   mo.activations = plan_.precision == CudaPrecision::kBf16 && !o_.moe.enabled() ? ActType::kBF16 : ActType::kF32;
   if (plan_.cuda) RS_RETURN_IF_ERROR(check_cuda_attention(plan_.attention, config_.head_size()));

@@ -1,4 +1,4 @@
-// rank_roles.h — which rank of one run does the work of which rank of the other (issue 34: ranks
+// rank_roles.h — which rank of one run does the work of which rank of the other (ranks
 // matched "by rank, and by role where world sizes differ").
 //
 // Is: the rule and the labels. Two runs with the same world size and the same model-parallel groups

@@ -1,6 +1,6 @@
 // node_findings.cpp — several ranks of one node in trouble together: a node problem, not N culprits.
 //
-// Is: the rule that turns the culprits of a decided diagnosis into node findings (issue 25): on a
+// Is: the rule that turns the culprits of a decided diagnosis into node findings: on a
 // run over more than one host, the culprits of one host together with that host's other ranks in
 // the same state — frozen alike, dead alike, or lagging alike while others wait for them — make a
 // node finding when they are at least two and more than half of the host's ranks, and some other

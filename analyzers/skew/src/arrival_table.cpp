@@ -80,7 +80,7 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
     if (records_[r].empty()) continue;
     std::map<uint32_t, SiteAccumulator> per_site;
     // Waits at collectives that run at the same time (several threads, several groups) overlap:
-    // the rank's wait is their union per step, never their sum (issue 33).
+    // the rank's wait is their union per step, never their sum.
     std::vector<std::pair<int64_t, Interval>> waits;  // (step, [arrival, arrival + wait))
     waits.reserve(records_[r].size());
     for (const Record& rec : records_[r]) {

@@ -11,7 +11,7 @@
 // intervals, never a sum (concurrent kernels count once): the classes add up to the step's window
 // on the device, and a range's GPU time is the time some kernel of it runs.
 //
-// The step window on the device (issue 33): from the step's first kernel start to the next traced
+// The step window on the device: from the step's first kernel start to the next traced
 // step's first kernel start; the last traced step before a gap (or the end) gets its host step's
 // length from its first kernel, or runs to its last kernel's end if that is later. Windows follow
 // the kernels, not the host: a producer may deliver a step's kernels a step late (our CUPTI probe

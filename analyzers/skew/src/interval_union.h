@@ -2,7 +2,7 @@
 //
 // Why: a time class (time in collectives, a range's GPU time, waiting) is the time during which
 // something of that class runs, never the sum of the durations: two Gloo all-reduces on two
-// threads at the same time take the step's time once, not twice (issue 33). Is: one pure function
+// threads at the same time take the step's time once, not twice. Is: one pure function
 // over [begin, end) pairs. Is not: the class sweep of kernels (device_timeline.h), which splits
 // one union into classes.
 #pragma once

@@ -1,6 +1,6 @@
 // partial_ranks.h — which ranks' evidence ends early, and where (internal to the skew analyzer).
 //
-// Why (issue 33): a trace cut short (a truncated `.json.gz`) still yields every step on the host,
+// Why: a trace cut short (a truncated `.json.gz`) still yields every step on the host,
 // with its kernels or collectives missing; read as they are, the rank looks idle and the findings
 // change. A rank is *partial* when the import says it read the rank's file in part (run.json
 // `source.ranks[].warnings`, "partial import: ...") or when its event stream ends before the other

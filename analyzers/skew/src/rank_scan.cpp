@@ -127,7 +127,7 @@ void RankScan::on_step(const format::StepRecord& step) {
   std::sort(order.begin(), order.end());
   // Time in collectives is a union, never a sum: Gloo runs a step's all-reduces on several threads
   // at once (DDP buckets, several process groups), and each instant counts once, for the step and
-  // for every range (issue 33). Intervals are clipped to the step, so the classes add up to it.
+  // for every range. Intervals are clipped to the step, so the classes add up to it.
   grow(coll_intervals_, n_names, std::vector<Interval>());
   for (uint32_t r : touched) coll_intervals_[r].clear();
   all_coll_scratch_.clear();

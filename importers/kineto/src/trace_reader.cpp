@@ -643,7 +643,7 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
                                     "the trace", handler.error_position(), handler.error());
   }
   if (out.events == 0 && out.rows.nvtx.empty()) {
-    // Three different files, three different sentences (issue 33 point 9): bytes that are not JSON
+    // Three different files, three different sentences: bytes that are not JSON
     // at all, a trace whose profiler recorded nothing, and a trace cut before its first event.
     if (!handler.saw_json() && source->error().empty())
       return invalid_argument(fmt::format("{}: not a PyTorch profiler trace: not JSON (it breaks at byte {}: {})", file.string(),

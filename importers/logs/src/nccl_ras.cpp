@@ -628,7 +628,7 @@ void derive_communicator_state(RasCommunicator& c) {
 
 Result<RasReport> read_json(string_view text) {
   // nlohmann reports a number too large for a double (49768e9517) as out_of_range, not parse_error:
-  // uncaught, it terminated hangdoctor (fuzz_nccl_ras, issue 36).
+  // uncaught, it terminated hangdoctor (found by fuzz_nccl_ras).
   const auto out_of_range = [] {
     return corrupt("the NCCL RAS JSON report holds a number too large for any count (a corrupt report)");
   };
@@ -988,7 +988,7 @@ class FindingWriter {
     for (const auto& g : m.groups) top = std::max(top, g.value);
     std::vector<const RasRankGroup*> behind, ahead;
     for (const auto& g : m.groups) (g.value < top ? behind : ahead).push_back(&g);
-    // Groups that all report the same count (a report edited or cut, fuzz_logs in issue 36) leave
+    // Groups that all report the same count (a report edited or cut, found by fuzz_logs) leave
     // nobody behind: there is no mismatch to name, and the text below needs a rank behind.
     if (behind.empty()) return;
     auto sum = [](const std::vector<const RasRankGroup*>& gs, bool listed) {

@@ -96,7 +96,7 @@ class PodArray {
   // Grows to `n` values, the new ones `fill`.
   void grow_to(size_t n, const T& fill) {
     // Doubles only when `n` does not fit: doubling on every call let a dump of repeated BINPUTs a
-    // little past the memo's end ask for gigabytes (fuzz_fr_dump, issue 36).
+    // little past the memo's end ask for gigabytes (found by fuzz_fr_dump).
     if (n > capacity_) reserve(std::max(n, capacity_ * 2));
     while (size_ < n) data_[size_++] = fill;
   }

@@ -1,6 +1,6 @@
 // cupti_launch_callbacks.cpp — the kernel-launch APIs of both CUPTI callback domains.
 //
-// A launch API left out of this list is a kernel no range can claim (issue 22: the nvjet GEMMs of
+// A launch API left out of this list is a kernel no range can claim (the nvjet GEMMs of
 // cuBLASLt come through cuLaunchKernelEx, which the runtime-only list missed). Host-function
 // launches (cu/cudaLaunchHostFunc) run no kernel and are left out.
 #include "cupti_launch_callbacks.h"

@@ -5,7 +5,7 @@
 //   unfused (kept for other code and tests): logits_row_max -> all-reduce(max) -> softmax_stats ->
 //     one all-reduce(sum) of [sum of exp | target logit] -> crossentropy_losses; backward:
 //     crossentropy_backward_inplace.
-//   fused (the model's; issue 11): crossentropy_partials (one read of each row: this shard's max and
+//   fused (the model's): crossentropy_partials (one read of each row: this shard's max and
 //     sum of exp by online softmax, and the target logit) -> one all_gather of those (3N) partials
 //     -> crossentropy_combine -> crossentropy_loss_backward_inplace (one read and one write of each
 //     row: the losses and, in place, dlogits = (softmax - onehot) * dloss).

@@ -158,7 +158,7 @@ __device__ __forceinline__ void store_vec(T* p, const T (&v)[V]) {
   }
 }
 
-// The whole LayerNorm backward of a chunk of kRowsPerChunk rows in one block (issue 23: one kernel
+// The whole LayerNorm backward of a chunk of kRowsPerChunk rows in one block (one kernel
 // instead of dinp + partials, each row's dout and inp read twice from L2 instead of four times):
 // each warp takes rows r0+warp, r0+warp+warps, ...; per row it forms the two row sums, accumulates
 // dweight/dbias for its lane's channels in its own shared-memory slice (no atomics: each lane owns

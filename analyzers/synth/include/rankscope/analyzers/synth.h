@@ -70,7 +70,7 @@ struct SynthOptions {
   int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
   uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;
-  // Mixture of experts (issue 12); moe_experts 0 is the dense MLP. Experts are sharded over ep{k}
+  // Mixture of experts; moe_experts 0 is the dense MLP. Experts are sharded over ep{k}
   // groups of `ep` data-parallel ranks (Megatron layout, as gpt2-train --ep); block i is an MoE block
   // when i % moe_every == 0. Its MLP range is forward|backward/block{i}/moe (not .../mlp), with the
   // phases .../moe/router|dispatch|experts|combine inside; the dispatch is an all_to_all of counts then an all_to_all_v of rows (with

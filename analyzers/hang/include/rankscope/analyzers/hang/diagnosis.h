@@ -29,7 +29,7 @@ enum class Kind {
   kRankFrozen,          // a rank's process exists but no thread of it can run (stopped, traced, D)
   kStuckInCompute,      // no rank is ahead to wait for it: the ranks are stuck in compute ranges
   kA2aCountMismatch,    // an all_to_all_v whose per-peer counts disagree: send_i[j] != recv_j[i]
-  // From a job's log (issue 32):
+  // From a job's log:
   kRankError,           // a rank printed a network or CUDA error (NCCL WARN, PyTorch's error)
   kInitIncomplete,      // a communicator's init never completed: ranks that never joined, or stuck in it
 };
@@ -132,7 +132,7 @@ struct Detection {
   std::string basis;       // what the bound rests on, in words: "longest 52.0 ms of 1 step x10, floor 3 s"
 };
 
-// A node problem (issue 25): most or all ranks of one host in the same bad state at once (frozen
+// A node problem: most or all ranks of one host in the same bad state at once (frozen
 // alike, dead alike, or all lagging), while ranks of other hosts wait on them. Said once for the
 // node rather than once per rank. Only where the run spans more than one host.
 struct NodeFinding {
@@ -145,7 +145,7 @@ struct NodeFinding {
   std::string cause;            // the shared cause in words: "stopped (SIGSTOP or SIGTSTP)", ...
 };
 
-// Who waits on one culprit, and through what (issue 31): the collectives it never entered with the
+// Who waits on one culprit, and through what: the collectives it never entered with the
 // ranks inside them, then the ranks that wait on those in turn (behind them in a device queue, or a
 // send/recv whose peer waits).
 struct WaitChain {

@@ -1,4 +1,4 @@
-// log_verdict.h — hangdoctor's verdict from a job's log (issue 32).
+// log_verdict.h — hangdoctor's verdict from a job's log.
 //
 // Is: the classifier run on the log's progress evidence (NCCL COLL lines, PyTorch's watchdog lines,
 // as logs::import_logs maps them), then what only the log says laid over it: a rank that printed a

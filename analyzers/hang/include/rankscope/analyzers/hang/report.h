@@ -15,24 +15,24 @@
 // innermost open range), top-level recompute (run.json's recompute setting in words, or null) and
 // detection {by: learned_bound|forming|no_progress|watched|dead_or_frozen; for learned_bound also rank,
 // what, open_s, bound_s, quantile_s, samples}, null when healthy or finished.
-// Added within version 2 (issue 12): kind "a2a_count_mismatch" (verdict desync) with count_mismatch
+// Added within version 2 (MoE): kind "a2a_count_mismatch" (verdict desync) with count_mismatch
 // {comm, seq, sender, receiver (world ranks, null when not located), sent, expected (elements, null
 // when only digests were kept), difference (sent - expected), unit "elements", row_elements (null
 // unknown), sent_rows, expected_rows (when row_elements is known), evidence exact|sketch|totals,
 // other_pairs}; null for every other kind. culprit_ranks lists the receiver, then the sender.
-// Added within version 2 (issue 22): times_are_lower_bounds (true for PyTorch Flight Recorder dumps,
+// Added within version 2 (dump times): times_are_lower_bounds (true for PyTorch Flight Recorder dumps,
 // which do not record when they were written: stuck_for_s, waited_s and idle_s are "at least") and
 // time_basis (the sentence saying what the bound rests on, null for run directories); detection.by
 // "dump" when dumps with a pending collective were read.
-// Added within version 2 (issue 25, across hosts): culprits[] {rank, host} (culprit_ranks with their
+// Added within version 2 (across hosts): culprits[] {rank, host} (culprit_ranks with their
 // hosts), hosts (distinct hosts among the ranks) and node_findings[] {host, ranks, host_ranks, state,
 // cause, os_state (frozen), liveness (dead)}: most or all ranks of one host in the same state while
 // other hosts' ranks wait on them (empty with one host). With one node finding its ranks are all
 // in culprit_ranks and the headline names the node ("HANG: node n4: ranks 12-15 all stopped ...").
-// Added within version 2 (issue 31, many groups): waits_on_culprits[] {culprit, missing_from[]
+// Added within version 2 (many groups): waits_on_culprits[] {culprit, missing_from[]
 // {collective, waiters}, behind, behind_via}: per culprit, the collectives it never entered with the
 // ranks waiting in them, then the ranks waiting on those in turn and through which communicators.
-// Added within version 2 (issue 32, logs): kinds "rank_error" (verdict crash: a rank printed a network
+// Added within version 2 (logs): kinds "rank_error" (verdict crash: a rank printed a network
 // or CUDA error) and "init_incomplete" (verdict hang), and, when hangdoctor read a log, log {summary,
 // findings[] {kind, problem, ranks, hosts, peer, text, evidence}, cannot_tell[]}.
 // Added within version 2 (stacks and the joined verdict, docs/STACKS.md): when hangdoctor read stacks,
@@ -70,7 +70,7 @@ struct GatherSummary {
   uint64_t stream_bytes = 0;
   std::vector<std::string> findings;  // the gather's own lines (headline, unreachable nodes, ...)
 };
-// What a job's log said beyond its progress (issue 32): errors, init, settings, topology.
+// What a job's log said beyond its progress: errors, init, settings, topology.
 struct LogReport {
   struct Finding {
     std::string kind;     // network_error | cuda_error | nccl_error | init_incomplete | watchdog_timeout |

@@ -20,8 +20,8 @@
 
 namespace rankscope::analyzers {
 
-// 2: breakdown_ms comes from the device timeline where kernel records exist (issue 22).
-// 3 (issue 33): time classes are unions, never sums (host collectives on several threads, a range's
+// 2: breakdown_ms comes from the device timeline where kernel records exist.
+// 3: time classes are unions, never sums (host collectives on several threads, a range's
 //   kernels); the device breakdown adds up to the step's window on the device, idle is measured as
 //   gaps on it and device.host_bound_ms is its own figure; partial_ranks and findings[].caveats.
 inline constexpr int kSkewReportSchemaVersion = 3;
@@ -65,7 +65,7 @@ struct RankSkew {
   double step_ms_mad = 0;
   // Mean per step; compute + collective_wait + collective_transfer + memcpy + idle = mean step time
   // (host) or the mean step window on the device (device). Each a union of intervals, never a sum:
-  // collectives that run at once on several threads count once (issue 33).
+  // collectives that run at once on several threads count once.
   // From host wall time (source "host"), or, when the rank has kernel records, from the device
   // timeline of its traced steps (source "device": transfer = NCCL kernels, wait 0, idle = GPU idle).
   std::string breakdown_source = "host";
@@ -157,7 +157,7 @@ struct Waiter {
   bool gpu_idle = false;  // its device breakdown has no NCCL kernel time: the wait is GPU idle (Gloo)
 };
 
-// A rank whose evidence ends early (issue 33): the import read its trace in part (run.json
+// A rank whose evidence ends early: the import read its trace in part (run.json
 // source.ranks[].warnings), or its event stream ends before the other ranks'. Decided from the data
 // (partial_ranks.h): its steps whose collectives, and its traced steps whose kernels, fall short of
 // its peers' at the same step are cut, never read as idle.
@@ -203,7 +203,7 @@ struct Heatmap {
   std::vector<std::vector<double>> values_ms;  // [rank bin][step bin], max step time in the bin
 };
 
-// Mixture of experts (issue 12), from the counters moe.tokens_received and moe.expert{e}.routed and
+// Mixture of experts, from the counters moe.tokens_received and moe.expert{e}.routed and
 // the ranges .../moe/experts.
 struct RankExpertLoad {
   int rank = 0;
