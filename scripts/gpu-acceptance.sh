@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-acceptance.sh — issue 11's GPU checks as three jobs that each fit one device-machine command
+# gpu-acceptance.sh — the trainer's GPU checks as three jobs that each fit one device-machine command
 # (10 minutes): run them in order on a GPU machine, from the repository root, with $OUT set (the
 # device tool brings $OUT back). Everything they print is also in $OUT/<stage>.log.
 #

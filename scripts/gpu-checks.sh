@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-checks.sh — the GPU acceptance of issues 23 and 24, run on the GPU machine from the unpacked
+# gpu-checks.sh — the GPU checks of memory, out-of-memory and MoE, run on the GPU machine from the unpacked
 # bundle that scripts/gpu-bundle.sh made (this script is copied into it), in under 8 minutes:
 # environment, `gpu` tests, the two out-of-memory runs (exit 2 before the first step), CPU-vs-GPU
 # loss parity, the d12 benchmark, MoE on the GPU (bench/gpu/moe_checks.sh: op tests, EP=1/2/4

@@ -559,6 +559,6 @@ row() { printf '  %-24s %12s %10s %8s %14s\n' "$@"; }
   (grep -E '^ *(probe overhead|peak memory):' "$logs/ours.log" || true) | sed 's/^ */  ours: /'
   on_ratio=$(ratio "$ours_on_tok" "$llmc_tok")
   verdict=$(awk -v r="$on_ratio" 'BEGIN { print (r ~ /^[0-9.]+$/ && r >= 1.0) ? "met" : "not met" }')
-  echo "  target (issue 11): ours / llm.c >= 1.0 with the probe on: $verdict ($on_ratio)"
+  echo "  target: ours / llm.c >= 1.0 with the probe on: $verdict ($on_ratio)"
   echo "  logs: $logs"
 } | tee "$logs/table.txt"
