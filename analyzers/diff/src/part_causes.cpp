@@ -178,8 +178,13 @@ std::string transfer_cause(const RunParts& a, const RunParts& b, double base_ms,
       const size_t before = a.sites_by_op.count(op) ? a.sites_by_op.at(op) : 0;
       if (n > before) added += fmt::format("{}{} more {}", added.empty() ? "" : ", ", n - before, op);
     }
+    // The bytes say whether the extra calls carry more data or split the same (a smaller DDP bucket).
     std::string bytes;
-    if (a.bytes_per_step > 0 && b.bytes_per_step > 0)
+    const double ratio = a.bytes_per_step > 0 ? b.bytes_per_step / a.bytes_per_step : 0;
+    if (a.bytes_per_step > 0 && b.bytes_per_step > 0 && ratio > 0.95 && ratio < 1.05)
+      bytes = fmt::format("; the same {} a step, split into {}x as many calls", megabytes(b.bytes_per_step),
+                          fmt::format("{:.0f}", double(b.collective_sites) / std::max<size_t>(a.collective_sites, 1)));
+    else if (a.bytes_per_step > 0 && b.bytes_per_step > 0)
       bytes = fmt::format("; {} a step moved instead of {}", megabytes(b.bytes_per_step), megabytes(a.bytes_per_step));
     return fmt::format("{} collective sites a step instead of {} ({}){}", b.collective_sites, a.collective_sites, added, bytes);
   }

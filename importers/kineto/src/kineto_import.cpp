@@ -284,6 +284,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
         hc.comm = comm;
         hc.seq = seq++;
         hc.op = h.op;
+        hc.bytes = h.bytes;
         t.rows.host_collectives.push_back(hc);
         times.push_back({h.start, h.end, h.op});
       }

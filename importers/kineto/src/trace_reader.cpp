@@ -23,6 +23,7 @@ using trace_core::GpuOpKind;
 
 constexpr int kMaxDepth = 256;              // deeper than any trace: hostile input
 constexpr size_t kMaxCapturedValues = 100000;  // distributedInfo of any real job is far smaller
+constexpr size_t kMaxInputs = 64;              // record_shapes inputs read an event (a collective has one or two)
 constexpr double kMaxAbsNs = 4e18;          // within int64 with room for the base time
 constexpr double kMaxDurationNs = 1e15;     // 11 days
 
@@ -40,12 +41,16 @@ struct EventFields {
   std::string pg_name, pg_desc, dtype;  // NCCL kernels: the collective's metadata
   std::string direction;                // MTIA dma_request: "HOST_TO_DEVICE", ...
   double in_nelems = -1;
+  // record_shapes: each input's element count (the product of its "Input Dims") and "Input type".
+  std::vector<double> input_numels;
+  std::vector<std::string> input_types;
   double ts = 0, dur = 0, pid = 0, tid = 0, correlation = 0, stream = 0, device = 0;
   bool has_ts = false, has_dur = false, has_pid = false, has_tid = false, has_correlation = false, has_stream = false,
        has_device = false, wrong_type = false;
   void reset() {
     name.clear(), cat.clear(), ph.clear(), pg_name.clear(), pg_desc.clear(), dtype.clear(), direction.clear();
     in_nelems = -1;
+    input_numels.clear(), input_types.clear();
     has_ts = has_dur = has_pid = has_tid = has_correlation = has_stream = has_device = wrong_type = false;
   }
 };
@@ -77,11 +82,39 @@ double element_bytes(std::string_view dtype) {
   return 0;
 }
 
+// Bytes per element of record_shapes' "Input type" (the C++ type names torch prints: "float",
+// "c10::BFloat16", "long int"); 0 for what is no tensor ("Scalar", "") or unknown.
+double input_type_bytes(std::string_view type) {
+  if (type == "float" || type == "int" || type == "unsigned int") return 4;
+  if (type == "double" || type == "long int" || type == "long" || type == "int64_t" || type == "unsigned long" ||
+      type == "c10::complex<float>")
+    return 8;
+  if (type == "c10::Half" || type == "c10::BFloat16" || type == "short int" || type == "short") return 2;
+  if (type == "bool" || type == "unsigned char" || type == "signed char" || type == "char" || starts_with(type, "c10::Float8"))
+    return 1;
+  if (type == "c10::complex<double>") return 16;
+  return 0;
+}
+
+// The bytes of an event's tensor inputs; 0 when a type is unknown (a guess would mislead).
+uint64_t input_bytes(const EventFields& ev) {
+  double bytes = 0;
+  for (size_t i = 0; i < ev.input_numels.size() && i < ev.input_types.size(); ++i) {
+    const double element = input_type_bytes(ev.input_types[i]);
+    if (element == 0) {
+      if (ev.input_types[i].empty() || ev.input_types[i] == "Scalar") continue;  // not a tensor
+      return 0;
+    }
+    bytes += ev.input_numels[i] * element;
+  }
+  return bytes > 0 && bytes < 1e18 ? uint64_t(bytes) : 0;
+}
+
 // The event and args keys the reader keeps, told apart once per key (the lexer hands every value
 // after its key; comparing the key text at each value was a sixth of the import's CPU).
 enum class Field : uint8_t {
   kOther, kName, kCat, kPh, kTs, kDur, kPid, kTid, kArgs,
-  kPgName, kPgDesc, kDtype, kDirection, kInNelems, kCorrelation, kStream, kDevice
+  kPgName, kPgDesc, kDtype, kDirection, kInNelems, kCorrelation, kStream, kDevice, kInputDims, kInputType
 };
 
 Field field_of(std::string_view k) {
@@ -92,6 +125,7 @@ Field field_of(std::string_view k) {
     case 5: return k == "dtype" ? Field::kDtype : Field::kOther;
     case 6: return k == "stream" ? Field::kStream : k == "device" ? Field::kDevice : Field::kOther;
     case 9: return k == "direction" ? Field::kDirection : Field::kOther;
+    case 10: return k == "Input Dims" ? Field::kInputDims : k == "Input type" ? Field::kInputType : Field::kOther;
     case 11: return k == "correlation" ? Field::kCorrelation : Field::kOther;
     case 13: return k == "In msg nelems" ? Field::kInNelems : Field::kOther;
     case 18: return k == "Process Group Name" ? Field::kPgName : Field::kOther;
@@ -155,6 +189,11 @@ class Handler : public nlohmann::json_sax<json> {
  private:
   bool in_event() const { return events_depth_ > 0 && depth_ == events_depth_ + 1; }
   bool in_args() const { return events_depth_ > 0 && args_open_ && depth_ == events_depth_ + 2; }
+  // Inside args' "Input Dims" (a list of lists, one a tensor) or "Input type" (a list of names).
+  bool in_input_list(int below_args) const {
+    return events_depth_ > 0 && args_open_ && depth_ == events_depth_ + 2 + below_args &&
+           (field_ == Field::kInputDims || field_ == Field::kInputType);
+  }
 
   bool open(bool object) {
     saw_json_ = true;
@@ -191,6 +230,9 @@ class Handler : public nlohmann::json_sax<json> {
       return true;
     }
     if (events_depth_ > 0 && depth_ == events_depth_ + 2 && object && field_ == Field::kArgs) args_open_ = true;
+    // One tensor's dims open: its element count starts at 1 (a 0-d tensor has one element).
+    if (!object && field_ == Field::kInputDims && in_input_list(2) && ev_.input_numels.size() < kMaxInputs)
+      ev_.input_numels.push_back(1);
     return true;
   }
 
@@ -236,6 +278,10 @@ class Handler : public nlohmann::json_sax<json> {
     if (depth_ == 1 && !events_array_) return top_scalar(v);
     if (in_event()) event_field(v);
     else if (in_args()) args_field(v);
+    else if (in_input_list(1) && field_ == Field::kInputType && ev_.input_types.size() < kMaxInputs)
+      ev_.input_types.push_back(v.kind == Scalar::kString ? v.text->substr(0, 64) : std::string());
+    else if (in_input_list(2) && field_ == Field::kInputDims && v.kind == Scalar::kNumber && !ev_.input_numels.empty())
+      ev_.input_numels.back() *= std::max(0.0, v.number);
     return true;
   }
 
@@ -416,7 +462,8 @@ class Handler : public nlohmann::json_sax<json> {
     const size_t colon = name.find(':');
     const std::string_view backend = colon == std::string_view::npos ? std::string_view() : name.substr(0, colon);
     if (backend == "gloo" || backend == "mpi" || backend == "ucc") {
-      out_.host_annotations.push_back({s, e, gtid, std::string(backend), collective_op_from_annotation(name.substr(colon + 1))});
+      out_.host_annotations.push_back(
+          {s, e, gtid, std::string(backend), collective_op_from_annotation(name.substr(colon + 1)), input_bytes(ev_)});
       return;
     }
     trace_core::NvtxRow row;

@@ -47,6 +47,7 @@ struct HostAnnotation {
   uint64_t gtid = 0;
   std::string backend;         // "gloo"
   format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  uint64_t bytes = 0;          // its tensors' bytes, from record_shapes' Input Dims and Input type; 0 unknown
 };
 
 // Events of one kind the import did not read, and why (device records it cannot place, categories

@@ -15,7 +15,7 @@
 namespace rankscope::kineto {
 namespace {
 
-constexpr std::string_view kMagic = "RSKWIRE1";
+constexpr std::string_view kMagic = "RSKWIRE2";
 
 class Writer {
  public:
@@ -269,7 +269,8 @@ std::vector<uint8_t> encode_trace(const KinetoTrace& t) {
   put_rows(w, t.rows);
   w.i64(t.min_ts);
   w.count(t.host_annotations.size());
-  for (const HostAnnotation& h : t.host_annotations) w.i64(h.start), w.i64(h.end), w.u64(h.gtid), w.str(h.backend), w.u8(uint8_t(h.op));
+  for (const HostAnnotation& h : t.host_annotations)
+    w.i64(h.start), w.i64(h.end), w.u64(h.gtid), w.str(h.backend), w.u8(uint8_t(h.op)), w.u64(h.bytes);
   w.count(t.nccl_stream_groups.size());
   for (const auto& [stream, g] : t.nccl_stream_groups) w.u32(stream), put_group(w, g);
   w.u64(t.process_key), w.u64(t.main_gtid), w.i64(t.profiler_steps), w.i64(t.events);
@@ -306,10 +307,11 @@ Result<KinetoTrace> decode_trace(std::span<const uint8_t> bytes, std::string_vie
   get_rows(r, t.rows);
   t.min_ts = r.i64();
   if (t.min_ts != INT64_MAX) span(r, t.min_ts, t.min_ts);  // INT64_MAX: nothing was read
-  t.host_annotations.resize(r.count(33));
+  t.host_annotations.resize(r.count(41));
   for (HostAnnotation& h : t.host_annotations) {
     h.start = r.i64(), h.end = r.i64(), h.gtid = r.u64(), h.backend = r.str();
     h.op = get_enum<format::CollectiveOp>(r, format::kMaxCollectiveOp, "collective op");
+    h.bytes = r.u64();
     span(r, h.start, h.end);
   }
   for (size_t n = r.count(36); n > 0 && r.ok(); --n) {

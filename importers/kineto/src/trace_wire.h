@@ -5,7 +5,7 @@
 // the head decodes them and runs the job-level steps (ranks, communicators, clocks) and the rank
 // builder exactly as a local import does, so both write the same run directory. Little-endian,
 // field by field (no struct images: no padding bytes, no layout tied to one compiler), behind the
-// magic "RSKWIRE1". The decoder trusts nothing: every length is checked against the bytes left
+// magic "RSKWIRE2". The decoder trusts nothing: every length is checked against the bytes left
 // before anything is allocated (a count of N elements needs at least N bytes), every enum against
 // its range, and every string-pool index against the pool, so a hostile or cut stream is a clean
 // error, never a crash or an allocation larger than about 64 x the input.
