@@ -101,8 +101,8 @@ struct RankChoice {
 
 }  // namespace
 
-Result<std::vector<fs::path>> expand_trace_inputs(const std::vector<fs::path>& inputs) {
-  std::vector<fs::path> files;
+Result<std::vector<TraceInput>> find_trace_inputs(const std::vector<fs::path>& inputs) {
+  std::vector<TraceInput> found;
   for (const auto& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
@@ -112,45 +112,64 @@ Result<std::vector<fs::path>> expand_trace_inputs(const std::vector<fs::path>& i
       }
       if (here.empty()) return invalid_argument(fmt::format("{}: no *.json or *.json.gz trace in this folder", in.string()));
       std::sort(here.begin(), here.end());
-      files.insert(files.end(), here.begin(), here.end());
+      for (auto& f : here) found.push_back({std::move(f), true});
     } else if (fs::exists(in, ec)) {
-      files.push_back(in);
+      found.push_back({in, false});
     } else {
       return invalid_argument(fmt::format("{}: no such file or folder", in.string()));
     }
   }
   std::set<fs::path> seen;
-  for (const auto& f : files) {
-    if (!seen.insert(fs::weakly_canonical(f)).second) return invalid_argument(fmt::format("{} is given twice", f.string()));
+  for (const auto& f : found) {
+    if (!seen.insert(fs::weakly_canonical(f.file)).second) return invalid_argument(fmt::format("{} is given twice", f.file.string()));
   }
+  return found;
+}
+
+Result<std::vector<fs::path>> expand_trace_inputs(const std::vector<fs::path>& inputs) {
+  RS_ASSIGN_OR_RETURN(const std::vector<TraceInput> found, find_trace_inputs(inputs));
+  std::vector<fs::path> files;
+  for (const TraceInput& f : found) files.push_back(f.file);
   return files;
 }
 
 namespace {
 
-// Every trace read (one pass each, in parallel); the first that cannot be read fails them all.
-Result<std::vector<KinetoTrace>> read_traces(const std::vector<fs::path>& files, int threads) {
-  std::vector<std::optional<Result<KinetoTrace>>> read(files.size());
-  trace_core::parallel_for(files.size(), threads, [&](size_t i) { read[i] = read_trace(files[i]); });
+// Every trace read (one pass each, in parallel); the first that cannot be read fails them all,
+// except a JSON file found in a folder that is no profiler trace at all (a job's config or notes
+// beside its traces): it is skipped and named in `skipped`. A file named on its own is never skipped.
+Result<std::vector<KinetoTrace>> read_traces(const std::vector<TraceInput>& inputs, int threads,
+                                             std::vector<std::string>& skipped) {
+  std::vector<std::optional<Result<KinetoTrace>>> read(inputs.size());
+  trace_core::parallel_for(inputs.size(), threads, [&](size_t i) { read[i] = read_trace(inputs[i].file); });
   std::vector<KinetoTrace> traces;
-  traces.reserve(files.size());
-  for (auto& r : read) {
-    if (!r->ok()) return r->status();
-    traces.push_back(std::move(**r));
+  traces.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Result<KinetoTrace>& r = *read[i];
+    if (!r.ok() && inputs[i].found_in_folder && r.status().code() == StatusCode::kUnsupported) {
+      skipped.push_back(inputs[i].file.string());
+      continue;
+    }
+    if (!r.ok()) return r.status();
+    traces.push_back(std::move(*r));
   }
+  if (traces.empty())
+    return invalid_argument(fmt::format("no PyTorch profiler trace among {} JSON files (first: {})", inputs.size(),
+                                        inputs.front().file.string()));
   return traces;
 }
 
 // The job-level steps and the ranks' writing, from traces as read (here, or on the nodes and
 // decoded: trace_wire.h). `started` is when the import began (the summary's seconds).
 Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const fs::path& run_dir, const ImportOptions& options,
-                                         std::chrono::steady_clock::time_point t0) {
+                                         std::chrono::steady_clock::time_point t0, std::vector<std::string> warnings = {}) {
   std::vector<fs::path> files;
   for (const KinetoTrace& t : traces) files.push_back(t.file);
 
   // --- ranks --------------------------------------------------------------------------------------
   ImportSummary summary;
   summary.kind = "kineto";
+  summary.warnings = std::move(warnings);
   std::vector<RankChoice> choices(traces.size());
   int world = 0;
   for (size_t i = 0; i < traces.size(); ++i) {
@@ -390,9 +409,11 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
 Result<ImportSummary> import_kineto(const std::vector<fs::path>& inputs, const fs::path& run_dir, const ImportOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (inputs.empty()) return invalid_argument("no traces given; hint: torch.profiler writes one per rank with on_trace_ready=tensorboard_trace_handler(DIR)");
-  RS_ASSIGN_OR_RETURN(const std::vector<fs::path> files, expand_trace_inputs(inputs));
-  RS_ASSIGN_OR_RETURN(std::vector<KinetoTrace> traces, read_traces(files, options.threads));
-  return import_read_traces(std::move(traces), run_dir, options, t0);
+  RS_ASSIGN_OR_RETURN(const std::vector<TraceInput> found, find_trace_inputs(inputs));
+  std::vector<std::string> skipped;
+  RS_ASSIGN_OR_RETURN(std::vector<KinetoTrace> traces, read_traces(found, options.threads, skipped));
+  for (std::string& f : skipped) f = fmt::format("skipped {}: JSON, but not a profiler trace", f);
+  return import_read_traces(std::move(traces), run_dir, options, t0, std::move(skipped));
 }
 
 Result<PackSummary> pack_traces(const std::vector<fs::path>& inputs, std::FILE* out, const std::string& host, int threads,

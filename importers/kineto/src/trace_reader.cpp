@@ -693,14 +693,14 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
     // Three different files, three different sentences: bytes that are not JSON
     // at all, a trace whose profiler recorded nothing, and a trace cut before its first event.
     if (!handler.saw_json() && source->error().empty())
-      return invalid_argument(fmt::format("{}: not a PyTorch profiler trace: not JSON (it breaks at byte {}: {})", file.string(),
+      return unsupported(fmt::format("{}: not a PyTorch profiler trace: not JSON (it breaks at byte {}: {})", file.string(),
                                           handler.error_position(), handler.error()));
     if (complete && handler.saw_events_list())
       return invalid_argument(fmt::format("{}: the trace holds no event (traceEvents is empty): the profiler recorded nothing; "
                                           "hint: let the schedule reach its active steps, calling prof.step() once per step",
                                           file.string()));
     if (!out.stopped_early.empty()) return invalid_argument(fmt::format("{}: no trace event read: {}", file.string(), out.stopped_early));
-    return invalid_argument(fmt::format("{}: not a PyTorch profiler trace (no traceEvents); hint: write it with "
+    return unsupported(fmt::format("{}: not a PyTorch profiler trace (no traceEvents); hint: write it with "
                                         "torch.profiler.profile(on_trace_ready=tensorboard_trace_handler(DIR)) or "
                                         "prof.export_chrome_trace(PATH)", file.string()));
   }

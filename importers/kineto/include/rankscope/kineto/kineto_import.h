@@ -41,6 +41,14 @@ Result<ImportSummary> import_kineto(const std::vector<std::filesystem::path>& in
 // The trace files named by `inputs`: files as given, folders' *.json and *.json.gz (sorted).
 Result<std::vector<std::filesystem::path>> expand_trace_inputs(const std::vector<std::filesystem::path>& inputs);
 
+// The same, each marked with whether it was found in a folder: import_kineto skips a folder's JSON
+// file that is no profiler trace (a warning names it) and refuses one named on its own.
+struct TraceInput {
+  std::filesystem::path file;
+  bool found_in_folder = false;
+};
+Result<std::vector<TraceInput>> find_trace_inputs(const std::vector<std::filesystem::path>& inputs);
+
 // --- importing where the traces were written (`import-kineto --slurm/--hosts`, analyzers/gather) ---
 // Each node reads its own traces and sends what was kept of them (trace_wire.h: the rows, 10-50x
 // smaller than the text) as a snapshot stream (format/snapshot_stream.h): `pack.json` first (host,
