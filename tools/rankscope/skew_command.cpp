@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -75,8 +77,22 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   if (r.findings.empty()) std::fprintf(out, "no findings: ranks are in step\n");
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
-    std::fprintf(out, "%2zu. [%6.1f ms/step] %s: %s\n", i + 1, f.cost_ms_per_step, f.kind.c_str(), f.text.c_str());
+    // A share of work with no measurable cost yet shows what it predicts ("[ 22:1 share]").
+    const std::string cost = f.cost_ms_per_step < 0.05 && f.share_ratio > 0 ? fmt::format("{:>5.0f}:1 share", f.share_ratio)
+                                                                           : fmt::format("{:6.1f} ms/step", f.cost_ms_per_step);
+    std::fprintf(out, "%2zu. [%s] %s: %s\n", i + 1, cost.c_str(), f.kind.c_str(), f.text.c_str());
     for (const auto& c : f.caveats) std::fprintf(out, "    caveat: %s\n", c.c_str());
+  }
+  if (!r.below_noise.empty()) {
+    std::string line;
+    for (const auto& b : r.below_noise) {
+      line += fmt::format("{}rank {} {} by {:.1f} ms (noise {:.1f} ms)", line.empty() ? "" : "; ", b.rank,
+                          b.kind == "straggler" ? "slower"
+                          : b.sites > 1         ? fmt::format("last at {} collectives", b.sites)
+                                                : std::string("last at a collective"),
+                          b.delay_ms, b.noise_ms);
+    }
+    std::fprintf(out, "below the run's noise (under %.0fx), not findings: %s\n", analyzers::kFindingSignificance, line.c_str());
   }
   if (r.what_if) std::fprintf(out, "what if: %s\n", r.what_if->text.c_str());
   if (r.expert_load && r.expert_load->balanced) std::fprintf(out, "what if: %s\n", r.expert_load->balanced->text.c_str());
@@ -105,6 +121,11 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
     std::fprintf(out, "rank %d: %.2f ms of its %.2f ms GPU idle is its host waiting in collectives for the last arriver "
                  "(no NCCL kernels: host collectives such as Gloo)\n", x.rank, x.idle_collective_wait_ms, x.idle_ms);
   }
+  std::string hidden;
+  for (size_t i = 0; i < shown; ++i)
+    if (ranks[i]->collective_overlap_ms > 0) hidden += fmt::format("{}rank {} {:.2f} ms", hidden.empty() ? "" : ", ", ranks[i]->rank, ranks[i]->collective_overlap_ms);
+  if (!hidden.empty())
+    std::fprintf(out, "collectives hidden behind the main thread's ops (overlap, not in the columns), a step: %s\n", hidden.c_str());
   for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
 }
 

@@ -12,6 +12,7 @@
 #include "rankscope/analyzers/skew/stats.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/clock.h"
+#include "rankscope/format/op_family.h"
 
 namespace rankscope::analyzers {
 namespace {
@@ -37,6 +38,10 @@ void RankScan::on_name(uint32_t id, format::NameKind kind, std::string_view name
   local_kinds_[id] = kind;
   local_to_global_[id] = names_.id(name);
   if (kind == format::NameKind::kRange && name == "step") step_range_ = id;
+  grow(op_leaf_, n, false);
+  grow(wait_leaf_, n, false);
+  op_leaf_[id] = kind == format::NameKind::kRange && format::is_op_family_leaf(name);
+  wait_leaf_[id] = kind == format::NameKind::kRange && format::is_collective_wait_leaf(name);
   grow(kernel_class_, n, format::KernelClass::kCompute);
   kernel_class_[id] = kind != format::NameKind::kKernel ? format::KernelClass::kCompute
                      : classifier_                     ? classifier_->classify(name).kind
@@ -93,6 +98,8 @@ void RankScan::on_step(const format::StepRecord& step) {
   grow(stamp_, n_names, int64_t(0));
   grow(total_ns_, n_names, int64_t(0));
   grow(coll_in_ns_, n_names, int64_t(0));
+  grow(wait_ns_, n_names, int64_t(0));
+  grow(has_leaves_, n_names, int64_t(0));
   grow(range_compute_samples_, n_names, std::vector<double>());
   grow(range_total_samples_, n_names, std::vector<double>());
 
@@ -111,9 +118,23 @@ void RankScan::on_step(const format::StepRecord& step) {
       stamp_[r.name_id] = step_counter_;
       total_ns_[r.name_id] = 0;
       coll_in_ns_[r.name_id] = 0;
+      wait_ns_[r.name_id] = 0;
       touched.push_back(r.name_id);
     }
     total_ns_[r.name_id] += r.total_ns;
+  }
+  // Where a trace's framework ops were read (op leaves, format/op_family.h), a range's compute is
+  // its time less the leaves where its thread waited on collectives other threads ran: whatever
+  // those threads moved while this one computed is overlap, not lost time.
+  bool ops_read = false;
+  for (uint32_t r : touched) {
+    if (r >= op_leaf_.size() || !op_leaf_[r]) continue;
+    ops_read = true;
+    for (uint32_t a : ancestors_or_self(r)) {
+      if (stamp_[a] != step_counter_) continue;
+      has_leaves_[a] = step_counter_;
+      if (wait_leaf_[r] && a != r) wait_ns_[a] += total_ns_[r];
+    }
   }
   auto present = [&](uint32_t local) { return local < stamp_.size() && stamp_[local] == step_counter_; };
 
@@ -170,7 +191,12 @@ void RankScan::on_step(const format::StepRecord& step) {
 
   // Outermost present ranges (no present strict ancestor) make up the busy time and the
   // top-level breakdown; "step" itself is the frame, not a part.
-  int64_t busy = 0;
+  int64_t busy = 0, busy_compute = 0;
+  auto compute_of = [&](uint32_t r) -> int64_t {
+    if (wait_leaf_[r]) return 0;
+    if (has_leaves_[r] == step_counter_) return std::max<int64_t>(0, total_ns_[r] - wait_ns_[r]);
+    return std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r]);
+  };
   for (uint32_t r : touched) {
     if (r == step_range_) continue;
     const auto& chain = ancestors_or_self(r);
@@ -178,26 +204,37 @@ void RankScan::on_step(const format::StepRecord& step) {
                                         [&](uint32_t a) { return a != step_range_ && present(a); });
     if (outermost) {
       busy += total_ns_[r];
+      busy_compute += compute_of(r);
       grow(top_level_global_, size_t(r) + 1, kNoName);
       if (top_level_global_[r] == kNoName) top_level_global_[r] = names_.id(top_level_range(local_names_[r]));
       const uint32_t top = top_level_global_[r];
       grow(top_level_sum_, size_t(top) + 1, 0.0);
       top_level_sum_[top] += double(total_ns_[r]) / kNsPerMillisecond;
     }
+    if (wait_leaf_[r]) continue;  // not work: the waits are in the collectives' classes
     range_total_samples_[r].push_back(double(total_ns_[r]) / kNsPerMillisecond);
-    range_compute_samples_[r].push_back(double(std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r])) / kNsPerMillisecond);
+    range_compute_samples_[r].push_back(double(compute_of(r)) / kNsPerMillisecond);
   }
 
   const int64_t step_ns = std::max<int64_t>(0, step.end_ns - step.begin_ns);
   const double step_ms = double(step_ns) / kNsPerMillisecond;
-  // Host classes of the step: in some collective (any thread), else in a range (compute), else
-  // idle; they add up to the step.
-  const int64_t compute_ns = std::clamp<int64_t>(busy - coll_inside, 0, std::max<int64_t>(0, step_ns - coll_total));
+  // Host classes of the step; they add up to it. Without op leaves: in some collective (any thread),
+  // else in a range (compute), else idle. With them (a trace's cpu_ops): compute is the ranges' time
+  // but the waits; collectives another thread ran while the main thread computed are overlap, not
+  // time lost; the rest of the collectives' time fills what is neither (the waits among it).
+  int64_t compute_ns = 0, exposed_ns = coll_total;
+  if (ops_read) {
+    compute_ns = std::min(busy_compute, step_ns);
+    exposed_ns = std::min(coll_total, step_ns - compute_ns);
+    overlap_ms_sum_ += double(coll_total - exposed_ns) / kNsPerMillisecond;
+  } else {
+    compute_ns = std::clamp<int64_t>(busy - coll_inside, 0, std::max<int64_t>(0, step_ns - coll_total));
+  }
   compute_ms_sum_ += double(compute_ns) / kNsPerMillisecond;
-  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - coll_total - compute_ns)) / kNsPerMillisecond;
-  collective_ms_sum_ += double(coll_total) / kNsPerMillisecond;
+  idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - exposed_ns - compute_ns)) / kNsPerMillisecond;
+  collective_ms_sum_ += double(exposed_ns) / kNsPerMillisecond;
   step_ms_.push_back(step_ms);
-  noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - coll_total)) / kNsPerMillisecond);
+  noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - exposed_ns)) / kNsPerMillisecond);
   result_.step_numbers.push_back(step.step);
   result_.step_ms.push_back(float(step_ms));
 
@@ -248,8 +285,14 @@ RankScanResult RankScan::finish() {
   }
   s.compute_ms = compute_ms_sum_ / n;
   s.idle_ms = idle_ms_sum_ / n;
+  s.collective_overlap_ms = overlap_ms_sum_ / n;
   result_.collective_ms_mean = collective_ms_sum_ / n;
   s.noncomm_ms_median = percentile(noncomm_ms_, 50);
+  {
+    std::vector<double> deviation(noncomm_ms_.size());
+    for (size_t i = 0; i < noncomm_ms_.size(); ++i) deviation[i] = std::fabs(noncomm_ms_[i] - s.noncomm_ms_median);
+    s.noncomm_ms_mad = percentile(std::move(deviation), 50);
+  }
   const double best = *std::min_element(noncomm_ms_.begin(), noncomm_ms_.end());
   s.individual_score = s.noncomm_ms_median > 0 ? std::clamp(best / s.noncomm_ms_median, 0.0, 1.0) : 1.0;
   for (size_t g = 0; g < top_level_sum_.size(); ++g) {

@@ -90,6 +90,10 @@ class RankScan : public format::EventStreamVisitor {
   // Per-step scratch, indexed by local id; `stamp_` marks what the current step touched.
   std::vector<int64_t> stamp_;
   std::vector<int64_t> total_ns_, coll_in_ns_;
+  std::vector<int64_t> wait_ns_;     // by local range id: its wait leaves' time this step
+  std::vector<int64_t> has_leaves_;  // by local range id: the step counter when leaves were under it
+  std::vector<bool> op_leaf_;        // by local name id: a leaf ("forward/[matmul]", ".../[waiting on collectives]")
+  std::vector<bool> wait_leaf_;      // by local name id: the wait leaf
   std::vector<std::vector<Interval>> coll_intervals_;  // by local range id: its collectives' spans
   std::vector<Interval> all_coll_scratch_, inside_coll_scratch_;
   int64_t step_counter_ = 0;
@@ -101,7 +105,7 @@ class RankScan : public format::EventStreamVisitor {
   std::vector<int64_t> counter_steps_;
   std::vector<double> top_level_sum_;  // by global id of the top-level component
   std::vector<double> step_ms_, noncomm_ms_;
-  double compute_ms_sum_ = 0, idle_ms_sum_ = 0, collective_ms_sum_ = 0;
+  double compute_ms_sum_ = 0, idle_ms_sum_ = 0, collective_ms_sum_ = 0, overlap_ms_sum_ = 0;
   RankScanResult result_;
   ExpertSeries* experts_ = nullptr;
   std::vector<int> expert_of_local_;  // by local counter id: the expert of moe.expert{e}.routed, -1 other

@@ -127,6 +127,46 @@ double min_cost_ms(const SkewOptions& options, const SkewReport& report) {
   return std::max(options.min_finding_ms, options.min_finding_fraction * report.step_ms_median);
 }
 
+// The run's own spread, against which a rank's delay is told from chance: how far the other ranks'
+// median steps (without communication) lie from each other (1.4826 x MAD: a standard deviation
+// where the noise is normal), or how much one rank's steps vary, whichever is larger. A delay seen
+// in single steps (a late arrival's margin) is held against a step's variation; a rank's median
+// step (a straggler's excess) against the standard error of a median of that many steps. A finding
+// must be kFindingSignificance times past it.
+enum class DelayKind { kPerStep, kMedianStep };
+
+double noise_ms(const SkewReport& report, int rank, DelayKind kind) {
+  std::vector<double> peers, within;
+  for (const RankSkew& rs : report.ranks) {
+    if (rs.steps == 0) continue;
+    within.push_back(1.4826 * rs.noncomm_ms_mad);
+    if (rs.rank != rank) peers.push_back(rs.noncomm_ms_median);
+  }
+  const double m = median(peers);
+  std::vector<double> deviation;
+  for (double x : peers) deviation.push_back(std::fabs(x - m));
+  const double across = 1.4826 * median(std::move(deviation));
+  const double step = median(std::move(within));
+  const double steps = double(std::max<int64_t>(1, report.steps));
+  return std::max(across, kind == DelayKind::kPerStep ? step : 1.2533 * step / std::sqrt(steps));
+}
+
+// "; 3.1x the run's noise (4.4 ms)": how far past chance a delay lies.
+std::string past_noise_text(double delay_ms, double noise) {
+  if (noise <= 0) return "";
+  return fmt::format("; {:.1f}x the run's noise ({:.1f} ms)", delay_ms / noise, noise);
+}
+
+void note_below_noise(SkewReport& report, int rank, const char* kind, double delay_ms, double noise) {
+  for (BelowNoise& b : report.below_noise) {
+    if (b.rank != rank || b.kind != kind) continue;
+    ++b.sites;
+    if (delay_ms > b.delay_ms) b.delay_ms = delay_ms, b.noise_ms = noise;
+    return;
+  }
+  report.below_noise.push_back({rank, kind, 1, delay_ms, noise});
+}
+
 void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
   struct Candidate {
     Finding finding;
@@ -140,6 +180,13 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       // made of one slow step is not a pattern).
       const double floor_ms = min_cost_ms(options, report);
       if (sr.last_fraction < 0.5 || sr.cost_ms_per_step < floor_ms || sr.late_margin_ms < floor_ms) continue;
+      // Two ranks taking turns at being last (two ranks sharing cores) is no pattern; nor a margin
+      // the run's own spread explains.
+      const double noise = noise_ms(report, sr.rank, DelayKind::kPerStep);
+      if (sr.last_fraction <= 0.5 || sr.late_margin_ms < kFindingSignificance * noise) {
+        note_below_noise(report, sr.rank, "late_arrival", sr.late_margin_ms, noise);
+        continue;
+      }
       std::vector<int> peers;
       for (const SiteRank& other : site.ranks) {
         if (other.rank != sr.rank) peers.push_back(other.rank);
@@ -160,6 +207,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       const std::string where = site.range.empty() ? fmt::format("#{}", site.ordinal) : "after " + site.range;
       f.text = fmt::format("rank {} arrives last at {} {} {} by {:.1f} ms median (in {:.0f}% of steps)", sr.rank,
                            site.comm, site.op, where, sr.late_margin_ms, 100.0 * sr.last_fraction);
+      f.text += past_noise_text(sr.late_margin_ms, noise);
       name_waiters(report, site, sr.rank, floor_ms, f);
       const SlowdownShape shape = classify_slowdown(report, sr.rank, peers, own_cause);
       f.cls = shape.cls;
@@ -269,6 +317,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
     }
     // "20:1"; a rank with none of it reads "244:0".
     const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : fmt::format("{}:0", fmt_value(g.max));
+    f.share_ratio = g.min > 0 ? g.max / g.min : g.max;
     f.text = fmt::format("{} imbalance {} across {} (rank {}: {}, rank {}: {} per step)", cs.name, ratio, g.group,
                          g.max_rank, fmt_value(g.max), g.min_rank, fmt_value(g.min));
     // gpt2-train records the sharding in run.json's model object; older runs had it in training.
@@ -307,6 +356,11 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
     if (rs.steps == 0 || rs.relative_score >= options.straggler_score_threshold || explained.count(rs.rank)) continue;
     const double cost = rs.noncomm_ms_median - typical;
     if (cost < min_cost_ms(options, report)) continue;
+    const double noise = noise_ms(report, rs.rank, DelayKind::kMedianStep);
+    if (cost < kFindingSignificance * noise) {
+      note_below_noise(report, rs.rank, "straggler", cost, noise);
+      continue;
+    }
     std::vector<int> peers;
     for (int p : present) {
       if (p != rs.rank) peers.push_back(p);
@@ -320,6 +374,7 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
     f.text = fmt::format("rank {} is a straggler: its step without communication takes {:.1f} ms, {:.1f} ms more "
                          "than the median rank (relative score {:.2f}, individual {:.2f})",
                          rs.rank, rs.noncomm_ms_median, cost, rs.relative_score, rs.individual_score);
+    f.text += past_noise_text(cost, noise);
     const SlowdownShape shape = classify_slowdown(report, rs.rank, peers, !cause.range.empty());
     f.cls = shape.cls;
     if (shape.cls == "uniform_slowdown") {
@@ -360,8 +415,16 @@ void derive_findings(const format::RunMetadata* meta, const SkewOptions& options
   late_arrival_findings(options, report);
   counter_findings(meta, options, report);
   straggler_findings(options, report);
+  // Most costly first. An imbalance of work that costs nothing measurable yet ranks by what it
+  // predicts: a share of 4:1 or more goes before delays under 5% of the step (a 20:1 vocab shard
+  // is the finding to act on, where a rank a few ms late is the machine's jitter).
+  const double small_ms = 0.05 * report.step_ms_median;
+  auto rank_key = [&](const Finding& f) {
+    const bool predicts = f.kind == "counter_imbalance" && f.share_ratio >= 4 && f.cost_ms_per_step < min_cost_ms(options, report);
+    return predicts ? small_ms : f.cost_ms_per_step;
+  };
   std::stable_sort(report.findings.begin(), report.findings.end(),
-                   [](const Finding& a, const Finding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+                   [&](const Finding& a, const Finding& b) { return rank_key(a) > rank_key(b); });
   if (report.findings.size() > options.max_findings) report.findings.resize(options.max_findings);
   what_if(report);
 }

@@ -47,6 +47,7 @@ json rank_json(const RankSkew& r) {
                        {"memcpy", r.memcpy_ms},
                        {"idle", r.idle_ms}};
   if (r.idle_collective_wait_ms > 0) j["breakdown_ms"]["idle_collective_wait"] = r.idle_collective_wait_ms;
+  if (r.collective_overlap_ms > 0) j["breakdown_ms"]["collective_overlap"] = r.collective_overlap_ms;
   if (r.device) {
     const HostBreakdown& h = r.host_breakdown;
     j["host_breakdown_ms"] = {{"compute", h.compute_ms}, {"collective_wait", h.collective_wait_ms},
@@ -107,6 +108,7 @@ json finding_json(const Finding& f) {
   if (!f.counter.empty()) j["counter"] = f.counter;
   if (!f.cls.empty()) j["class"] = f.cls;
   if (f.slowdown_factor > 0) j["slowdown_factor"] = f.slowdown_factor;
+  if (f.share_ratio > 0) j["share_ratio"] = f.share_ratio;
   if (!f.waiters.empty()) {
     json w = json::array();
     for (const Waiter& x : f.waiters) {
@@ -148,6 +150,8 @@ nlohmann::json to_json(const SkewReport& report) {
                   {"values_ms", std::move(values)}};
   j["findings"] = json::array();
   for (const auto& f : report.findings) j["findings"].push_back(finding_json(f));
+  for (const BelowNoise& b : report.below_noise)
+    j["below_noise"].push_back({{"rank", b.rank}, {"kind", b.kind}, {"sites", b.sites}, {"delay_ms", b.delay_ms}, {"noise_ms", b.noise_ms}});
   if (report.what_if) {
     const auto& w = *report.what_if;
     j["what_if"] = {{"rank", w.rank}, {"step_ms", w.step_ms}, {"estimated_step_ms", w.estimated_step_ms}, {"text", w.text}};

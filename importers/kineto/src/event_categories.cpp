@@ -24,7 +24,7 @@ constexpr std::array kCategories = {
     EventCategory{"Memset", R::kMemset, kCudaRocm, ""},
     EventCategory{"Trace", R::kSkipped, "", ""},  // the profiler's span, pid "Spans"/"Traces"
     // 2021-06 (6f9c0eef) on: ActivityType names
-    EventCategory{"cpu_op", R::kSkipped, "", ""},
+    EventCategory{"cpu_op", R::kHostOp, "", ""},
     EventCategory{"user_annotation", R::kAnnotation, "", ""},
     EventCategory{"gpu_user_Annotation", R::kSkipped, "", ""},  // 6f9c0eef .. 3db5c597 (2022-05)
     EventCategory{"gpu_user_annotation", R::kSkipped, "", ""},

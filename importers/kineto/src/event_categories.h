@@ -19,7 +19,8 @@
 namespace rankscope::kineto {
 
 enum class EventRole : uint8_t {
-  kSkipped,        // host-only detail the import does not need (cpu_op, python_function, flows' cats, ...)
+  kSkipped,        // host-only detail the import does not need (python_function, flows' cats, ...)
+  kHostOp,         // cpu_op: a framework operator on a host thread (the host timeline's leaves, op_family.h)
   kAnnotation,     // record_function range, ProfilerStep#N, nccl:/gloo: calls (user_annotation)
   kOperator,       // the 2020-21 `Operator`: CPU ops and record_function scopes in one category
   kLaunch,         // a host call that enqueues device work, joined to it by args.correlation

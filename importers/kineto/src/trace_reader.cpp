@@ -1,6 +1,8 @@
 // trace_reader.cpp — see trace_reader.h.
 #include "trace_reader.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <istream>
 #include <set>
@@ -13,6 +15,7 @@
 
 #include "event_categories.h"
 #include "gzip_source.h"
+#include "rankscope/format/op_family.h"
 
 namespace rankscope::kineto {
 namespace {
@@ -134,6 +137,17 @@ Field field_of(std::string_view k) {
   }
 }
 
+// A cpu_op as read: thread ordinal (the process bits come later) and its name's pool index.
+struct HostOpRow {
+  int64_t start = 0, end = 0;
+  uint64_t ordinal = 0;
+  uint32_t name = 0;
+};
+
+// Two ops of one family closer than this are one leaf (the Python between them is the family's
+// time); a longer gap stays a gap, so the main thread's waits are never booked as compute.
+constexpr int64_t kLeafJoinNs = 50'000;
+
 class Handler : public nlohmann::json_sax<json> {
  public:
   explicit Handler(KinetoTrace& out) : out_(out) { out_.rows.pool.emplace_back(); }
@@ -183,6 +197,7 @@ class Handler : public nlohmann::json_sax<json> {
   std::map<uint64_t, int64_t> steps_per_thread;
   std::map<uint64_t, int64_t> ranges_per_thread;
   std::map<int64_t, int64_t> pid_events;  // CPU events per pid
+  std::vector<HostOpRow> host_ops;         // every cpu_op read, nested ones too (thread ordinal, not gtid)
   std::set<int64_t> device_pids;           // pids of device events (MTIA writes host calls there too)
   json distributed_info, device_properties;
 
@@ -357,6 +372,16 @@ class Handler : public nlohmann::json_sax<json> {
     if (ev_.has_dur && std::isfinite(ev_.dur) && ev_.dur >= 0 && ev_.dur * 1000.0 < kMaxDurationNs) n.duration_ns += std::llround(ev_.dur * 1000.0);
   }
 
+  // A cpu_op with sane fields, kept whole for the leaves (host_op_leaves, once the main thread is known).
+  void add_host_op() {
+    if (ev_.wrong_type || !ev_.has_ts || !ev_.has_dur || !ev_.has_pid || !ev_.has_tid || ev_.name.empty()) return;
+    const double dur = ev_.dur * 1000.0;
+    if (!std::isfinite(ev_.ts) || !std::isfinite(dur) || std::abs(ev_.ts * 1000.0) > kMaxAbsNs || dur < 0 || dur > kMaxDurationNs) return;
+    if (!std::isfinite(ev_.pid) || !std::isfinite(ev_.tid) || std::abs(ev_.pid) > 1e15 || std::abs(ev_.tid) > 1e15) return;
+    const int64_t s = microseconds_to_ns(ev_.ts);
+    host_ops.push_back({s, s + std::llround(dur), thread(ev_.pid, ev_.tid), intern(ev_.name)});
+  }
+
   void finish_event() {
     ++out_.events;
     if (ev_.ph != "X") return;  // metadata, flows, instants, counters: nothing the importer needs
@@ -376,9 +401,17 @@ class Handler : public nlohmann::json_sax<json> {
       return;
     }
     if (role == EventRole::kOperator) {
-      if (!operator_is_user_scope(ev_.name)) return;  // an op: the ranges are the user scopes among them
-      role = EventRole::kAnnotation;
-      ++out_.old_operator_ranges;
+      // The ranges are the user scopes among them; the rest are ops.
+      if (operator_is_user_scope(ev_.name)) {
+        role = EventRole::kAnnotation;
+        ++out_.old_operator_ranges;
+      } else {
+        role = EventRole::kHostOp;
+      }
+    }
+    if (role == EventRole::kHostOp) {
+      add_host_op();
+      return;
     }
     GpuOpKind device_kind = GpuOpKind::kKernel;
     if (role == EventRole::kMtiaDevice) {
@@ -481,6 +514,109 @@ class Handler : public nlohmann::json_sax<json> {
 
  public:
   const std::map<std::pair<int64_t, int64_t>, uint64_t>& threads() const { return threads_; }
+
+  // Between two op leaves of the main thread (rows from `first_leaf` on, in time order), the time a
+  // host collective (Gloo's, on its own threads) was in flight is the thread waiting on it: a leaf
+  // kCollectiveWaitLeaf, cut where the thread's ranges begin or end so it nests like any range.
+  void add_collective_wait_leaves(uint64_t main_ordinal, size_t first_leaf, const std::vector<int64_t>& bounds) {
+    std::vector<std::pair<int64_t, int64_t>> flight;  // the host collectives' union
+    for (const HostAnnotation& h : out_.host_annotations) flight.emplace_back(h.start, h.end);
+    std::sort(flight.begin(), flight.end());
+    std::vector<std::pair<int64_t, int64_t>> merged;
+    for (const auto& f : flight) {
+      if (!merged.empty() && f.first <= merged.back().second) merged.back().second = std::max(merged.back().second, f.second);
+      else merged.push_back(f);
+    }
+    if (merged.empty()) return;
+    const uint32_t name = intern(std::string(format::kCollectiveWaitLeaf));
+    const size_t last_leaf = out_.rows.nvtx.size();
+    auto add = [&](int64_t a, int64_t b) {
+      if (b - a < kLeafJoinNs) return;
+      trace_core::NvtxRow row;
+      row.start = a, row.end = b, row.gtid = main_ordinal;
+      row.id = int64_t(out_.rows.nvtx.size());
+      row.text = name;
+      row.domain = kAnnotationDomain;
+      row.kind = trace_core::NvtxKind::kPushPop;
+      out_.rows.nvtx.push_back(row);
+    };
+    size_t k = 0;
+    for (size_t i = first_leaf; i + 1 < last_leaf; ++i) {
+      const int64_t gap_start = out_.rows.nvtx[i].end, gap_end = out_.rows.nvtx[i + 1].start;
+      if (gap_end - gap_start < kLeafJoinNs) continue;
+      while (k < merged.size() && merged[k].second <= gap_start) ++k;
+      for (size_t m = k; m < merged.size() && merged[m].first < gap_end; ++m) {
+        int64_t a = std::max(gap_start, merged[m].first);
+        const int64_t b = std::min(gap_end, merged[m].second);
+        // Cut at the ranges' edges inside the piece.
+        for (auto it = std::upper_bound(bounds.begin(), bounds.end(), a); it != bounds.end() && *it < b; ++it) {
+          add(a, *it);
+          a = *it;
+        }
+        add(a, b);
+      }
+    }
+  }
+
+  // The main thread's outermost framework ops become the leaves of its host timeline: one
+  // annotation row a run of ops of one family (op_family.h), named "[attention]", "[matmul]", ...,
+  // nested by time under the user's ranges like any range. Ops joined into one leaf are of one
+  // family, closer than kLeafJoinNs, with no range of the thread beginning or ending between them.
+  // Returns how many ops were read as leaves.
+  int64_t add_host_op_leaves(uint64_t main_ordinal) {
+    std::vector<HostOpRow> ops;
+    for (const HostOpRow& o : host_ops)
+      if (o.ordinal == main_ordinal) ops.push_back(o);
+    host_ops.clear();
+    host_ops.shrink_to_fit();
+    std::sort(ops.begin(), ops.end(), [](const HostOpRow& a, const HostOpRow& b) {
+      return std::tie(a.start, b.end) < std::tie(b.start, a.end);
+    });
+    std::vector<int64_t> bounds;  // where the thread's ranges begin and end
+    for (const trace_core::NvtxRow& r : out_.rows.nvtx)
+      if (r.domain == kAnnotationDomain && r.gtid == main_ordinal) bounds.push_back(r.start), bounds.push_back(r.end);
+    std::sort(bounds.begin(), bounds.end());
+    auto bound_between = [&](int64_t a, int64_t b) {
+      const auto it = std::upper_bound(bounds.begin(), bounds.end(), a);
+      return it != bounds.end() && *it < b;
+    };
+    std::unordered_map<uint32_t, format::OpFamily> family_of;  // by name
+    std::array<uint32_t, 9> leaf_name{};
+    int64_t read = 0, outer_end = INT64_MIN;
+    const size_t first_leaf = out_.rows.nvtx.size();
+    size_t open = SIZE_MAX;  // the leaf still growing, an index into rows.nvtx
+    format::OpFamily open_family = format::OpFamily::kOther;
+    for (const HostOpRow& o : ops) {
+      if (o.start < outer_end) continue;  // nested in an op already taken
+      outer_end = o.end;
+      auto [it, fresh] = family_of.try_emplace(o.name, format::OpFamily::kOther);
+      if (fresh) it->second = format::op_family(out_.rows.pool[o.name]);
+      const format::OpFamily f = it->second;
+      if (f == format::OpFamily::kCommunication) {
+        open = SIZE_MAX;
+        continue;
+      }
+      ++read;
+      if (open != SIZE_MAX && open_family == f && o.start - out_.rows.nvtx[open].end <= kLeafJoinNs &&
+          !bound_between(out_.rows.nvtx[open].end, o.start)) {
+        out_.rows.nvtx[open].end = std::max(out_.rows.nvtx[open].end, o.end);
+        continue;
+      }
+      uint32_t& name = leaf_name[size_t(f)];
+      if (name == 0) name = intern(std::string(format::op_family_leaf(f)));
+      trace_core::NvtxRow row;
+      row.start = o.start, row.end = o.end, row.gtid = main_ordinal;
+      row.id = int64_t(out_.rows.nvtx.size());
+      row.text = name;
+      row.domain = kAnnotationDomain;
+      row.kind = trace_core::NvtxKind::kPushPop;
+      out_.rows.nvtx.push_back(row);
+      open = out_.rows.nvtx.size() - 1;
+      open_family = f;
+    }
+    add_collective_wait_leaves(main_ordinal, first_leaf, bounds);
+    return read;
+  }
   // The device that `kernel`, `gpu_memcpy` and `gpu_memset` ran on: the one whose runtime launched
   // them (XPU, PrivateUse1 and HPU write their device ops in CUDA's categories), CUDA by default.
   std::string shared_category_device() const {
@@ -718,6 +854,7 @@ Result<KinetoTrace> read_trace(const std::filesystem::path& file) {
       if (n > best) best = n, main_ordinal = t;
     }
   }
+  out.host_ops_read = main_ordinal != 0 ? handler.add_host_op_leaves(main_ordinal) : 0;
   int64_t main_pid = 0;
   for (const auto& [key, ordinal] : handler.threads()) {
     if (ordinal == main_ordinal) main_pid = key.first;

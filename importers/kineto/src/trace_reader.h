@@ -92,6 +92,7 @@ struct KinetoTrace {
   // Not read, by what (a category, or "MTIA stream synchronisation"); see NotRead.
   std::map<std::string, NotRead> not_read;
   int64_t old_operator_ranges = 0;  // ranges taken from the 2020-21 `Operator` category
+  int64_t host_ops_read = 0;        // the main thread's outermost ops read as leaves (op_family.h)
   DropCounts dropped;
   std::string stopped_early;  // why reading stopped before the end ("" when it did not)
   std::vector<std::string> warnings;

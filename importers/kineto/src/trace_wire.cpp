@@ -15,7 +15,7 @@
 namespace rankscope::kineto {
 namespace {
 
-constexpr std::string_view kMagic = "RSKWIRE2";
+constexpr std::string_view kMagic = "RSKWIRE3";
 
 class Writer {
  public:
@@ -278,7 +278,7 @@ std::vector<uint8_t> encode_trace(const KinetoTrace& t) {
   for (const auto& [kind, n] : t.device_ops) w.str(kind), w.i64(n);
   w.count(t.not_read.size());
   for (const auto& [what, n] : t.not_read) w.str(what), w.i64(n.events), w.i64(n.duration_ns), w.u8(n.on_device), w.str(n.why);
-  w.i64(t.old_operator_ranges);
+  w.i64(t.old_operator_ranges), w.i64(t.host_ops_read);
   w.i64(t.dropped.wrong_type), w.i64(t.dropped.bad_time), w.i64(t.dropped.negative_duration), w.i64(t.dropped.missing_field);
   w.str(t.stopped_early);
   w.count(t.warnings.size());
@@ -329,6 +329,7 @@ Result<KinetoTrace> decode_trace(std::span<const uint8_t> bytes, std::string_vie
     x.events = r.i64(), x.duration_ns = r.i64(), x.on_device = r.boolean(), x.why = r.str();
   }
   t.old_operator_ranges = r.i64();
+  t.host_ops_read = r.i64();
   t.dropped.wrong_type = r.i64(), t.dropped.bad_time = r.i64(), t.dropped.negative_duration = r.i64();
   t.dropped.missing_field = r.i64();
   t.stopped_early = r.str();

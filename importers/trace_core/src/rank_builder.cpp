@@ -13,6 +13,7 @@
 
 #include "rankscope/trace_core/import_job.h"
 #include "rankscope/format/flight_recorder_writer.h"
+#include "rankscope/format/op_family.h"
 #include "rankscope/format/run_directory_layout.h"
 
 namespace rankscope::trace_core {
@@ -34,6 +35,7 @@ struct Range {
   int64_t gpu_start = INT64_MAX, gpu_end = INT64_MIN;
   uint32_t ops = 0;
   bool push_pop = true, cross_thread = false, open_end = false, step = false;
+  bool op_leaf = false;      // a run of framework ops (op_family.h): never where a launch or collective is placed
   int64_t step_number = -1;  // for step frames: the number the range carries (payload or text), -1 none
   int64_t projected() const { return ops > 0 ? gpu_end - gpu_start : 0; }
 };
@@ -254,6 +256,7 @@ Status RankBuild::collect_ranges() {
     x.push_pop = r.kind == NvtxKind::kPushPop;
     x.cross_thread = r.end_gtid != 0;
     x.open_end = r.open_end;
+    x.op_leaf = format::is_op_family_leaf(pool[r.text]);
     const std::string d = dname(r.domain);
     if (d == "NCCL") {
       nccl.push_back(x);
@@ -441,7 +444,11 @@ void RankBuild::project_launches_onto_ranges() {
         r.gpu_end = e;
         r.ops = uint32_t(ops_prefix[b] - ops_prefix[a]);
       }
-      innermost_sweep(ranges, rit->second, launches, ids, [&](uint32_t li, uint32_t ri) { launches[li].range = ri; });
+      // Launches and collectives belong to the user's ranges, not to the op leaves inside them.
+      std::vector<uint32_t> placing;
+      for (uint32_t ri : rit->second)
+        if (!ranges[ri].op_leaf) placing.push_back(ri);
+      innermost_sweep(ranges, placing, launches, ids, [&](uint32_t li, uint32_t ri) { launches[li].range = ri; });
     }
     auto nit = nccl_by_thread.find(tid);
     if (nit != nccl_by_thread.end()) {

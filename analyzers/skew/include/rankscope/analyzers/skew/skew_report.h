@@ -78,9 +78,13 @@ struct RankSkew {
   // idles because the collective waits, not because the host is slow.
   double idle_collective_wait_ms = 0;
   double idle_ms = 0;                // in the step but in no range and no collective
+  // Not a part of the step: collective time another thread spent while the main thread ran ops
+  // (traces whose framework ops were read: format/op_family.h); hidden behind compute, not lost.
+  double collective_overlap_ms = 0;
   HostBreakdown host_breakdown;      // the host figures, also when the breakdown is the device's
   std::optional<DeviceBreakdown> device;
   double noncomm_ms_median = 0;      // step time minus time in collectives, median over steps
+  double noncomm_ms_mad = 0;         // its median absolute deviation over steps
   double relative_score = 0;         // fastest rank's noncomm / this rank's, in (0, 1]
   double individual_score = 0;       // this rank's best noncomm / its median, in (0, 1]
   double clock_offset_ms = 0, clock_uncertainty_ms = 0;
@@ -183,11 +187,25 @@ struct Finding {
   // range_specific, communication or outside_ranges; "" for other kinds.
   std::string cls;
   double slowdown_factor = 0;  // uniform_slowdown: its ranges over its peers' (median ratio)
+  // counter_imbalance: the busiest rank's share over the lightest's (20 for 20:1), what the finding
+  // predicts where the work grows; it ranks the finding when its time cost is not measurable yet.
+  double share_ratio = 0;
   std::vector<Waiter> waiters;  // late_arrival: longest wait first, at most kMaxWaiters
   int waiters_total = 0;        // late_arrival: every rank that waits, listed or not
   static constexpr size_t kMaxWaiters = 16;
   // Why the finding may be off: it rests on a partial rank (one sentence each).
   std::vector<std::string> caveats;
+};
+
+// A delay is a finding only this many times past the run's own noise (skew_findings.cpp).
+inline constexpr double kFindingSignificance = 2.0;
+
+struct BelowNoise {
+  int rank = -1;
+  std::string kind;     // "late_arrival" or "straggler"
+  int sites = 0;        // late_arrival: the collectives where it was last
+  double delay_ms = 0;  // the largest margin (late_arrival) or excess (straggler)
+  double noise_ms = 0;  // the run's noise for this rank
 };
 
 struct WhatIf {
@@ -235,6 +253,9 @@ struct SkewReport {
   std::vector<CounterSkew> counters;
   Heatmap heatmap;
   std::vector<Finding> findings;  // most costly first
+  // Delays seen but within the run's own spread (skew_findings.cpp noise_ms): one a rank and kind,
+  // the largest of its sites. Said in one line, never a finding.
+  std::vector<BelowNoise> below_noise;
   std::optional<WhatIf> what_if;
   std::optional<ExpertLoad> expert_load;  // MoE runs only
   std::optional<DeviceSummary> device;     // runs with kernel records only
