@@ -18,6 +18,7 @@
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "kernel_match.h"
+#include "headline_cause.h"
 #include "part_causes.h"
 #include "rank_roles.h"
 #include "run_parts.h"
@@ -190,18 +191,13 @@ Result<DiffReport> diff_runs(const std::filesystem::path& base, const std::files
     if (pb.spread > 2 * std::max(pa.spread, 0.01 * pa.median_step))
       r.headline += fmt::format("; NEW is noisier (spread {} against {}) but not slower", format_ms(pb.spread), format_ms(pa.spread));
   } else {
-    // The largest part that moved the way the step did (a part that shrank does not explain a
-    // slower run, however large).
-    const DiffPart* top = &r.parts.front();
-    for (const auto& p : r.parts)
-      if ((p.delta_ms > 0) == (delta > 0)) {
-        top = &p;
-        break;
-      }
+    const auto factors = seq_len_factors(base, now);
+    const diff_detail::HeadlineCause cause =
+        diff_detail::headline_cause(pa, pb, r.parts, r.mean_delta_ms, factors ? factors->attention : 0.0);
     r.headline = fmt::format("{}: {} a step in BASE, {} in NEW ({:+.1f}%); most of it is {} ({:+.1f} ms{}{})",
                              delta > 0 ? "SLOWER" : "FASTER", format_ms(pa.median_step), format_ms(pb.median_step),
-                             100 * delta / pa.median_step, top->name, top->delta_ms,
-                             top->cause.empty() ? "" : ": ", top->cause);
+                             100 * delta / pa.median_step, cause.name, cause.delta_ms,
+                             cause.detail.empty() ? "" : cause.joiner, cause.detail);
   }
   return r;
 }
