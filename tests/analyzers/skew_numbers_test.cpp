@@ -50,5 +50,46 @@ TEST(SkewNumbers, StepsSpanningInt64AreHeldNotWrapped) {
   (void)to_json(*report).dump();
 }
 
+TEST(SkewNumbers, ACollectiveIsOneSiteWhicheverRangeItStartsIn) {
+  // DDP's first all-reduce of a step starts inside `backward` in some steps and inside a deeper
+  // range in others: it is the same collective (group, op, order in the step), one site, named by
+  // the range it starts in most often.
+  const fs::path dir = testing::fresh_temp_dir("skew-site-identity");
+  auto w = testing::one_rank_run(dir, "sites", 0);
+  const uint32_t backward = w->intern(format::NameKind::kRange, "backward");
+  const uint32_t inner = w->intern(format::NameKind::kRange, "backward/layer0");
+  const uint32_t dp = w->intern(format::NameKind::kComm, "dp0");
+  for (int64_t n = 1; n <= 6; ++n) {
+    format::StepRecord step;
+    step.step = n;
+    step.begin_ns = 1'000'000'000 + n * 20'000'000;
+    step.end_ns = step.begin_ns + 10'000'000;
+    step.ranges.push_back({backward, 1, 8'000'000, 0});
+    step.ranges.push_back({inner, 1, 2'000'000, 0});
+    for (uint64_t k = 0; k < 2; ++k) {
+      format::CollectiveEvent c{};
+      c.comm_id = dp;
+      c.op = uint8_t(format::CollectiveOp::kAllReduceSum);
+      c.state = uint8_t(format::CollectiveState::kCompleted);
+      c.range_id = k == 0 && n % 3 == 0 ? inner : backward;
+      c.seq = uint64_t(2 * n) + k;
+      c.bytes = 1 << 20;
+      c.enqueue_ns = c.start_ns = step.begin_ns + 3'000'000 + int64_t(k) * 3'000'000;
+      c.end_ns = c.enqueue_ns + 1'000'000;
+      step.collectives.push_back(c);
+    }
+    w->write_step(step);
+  }
+  ASSERT_TRUE(w->flush().ok());
+  w.reset();
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  ASSERT_EQ(report->collectives.size(), 2u);
+  for (const CollectiveSite& site : report->collectives) {
+    EXPECT_EQ(site.instances, 6) << "site " << site.ordinal;
+    EXPECT_EQ(site.range, "backward") << "site " << site.ordinal;
+  }
+}
+
 }  // namespace
 }  // namespace rankscope::analyzers

@@ -41,9 +41,12 @@ void ArrivalTable::add(int rank, const ArrivalObservation& a) {
   if (!slot_ptr) return;
   uint32_t& slot = *slot_ptr;
   if (slot == kNoInstance) {
-    const SiteKey sk{a.comm, a.range, a.ordinal, a.op};
+    // A site is the collective (its group, op and order in the step), not the range it started in:
+    // the first all-reduce of a step may start inside different ranges in different steps.
+    const SiteKey sk{a.comm, a.ordinal, a.op};
     auto [sit, site_new] = site_ids_.try_emplace(sk, uint32_t(sites_.size()));
-    if (site_new) sites_.push_back(Site{a.comm, a.range, a.ordinal, a.op});
+    if (site_new) sites_.push_back(Site{a.comm, a.ordinal, a.op});
+    ++sites_[sit->second].ranges[a.range];
     slot = uint32_t(instances_.size());
     instances_.push_back(Instance{sit->second, a.step, a.seq});
     ++sites_[sit->second].instances;
@@ -67,7 +70,12 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
   std::vector<CollectiveSite> sites(sites_.size());
   for (size_t s = 0; s < sites_.size(); ++s) {
     sites[s].comm = names.name(sites_[s].comm);
-    sites[s].range = sites_[s].range == kNoName ? std::string() : names.name(sites_[s].range);
+    // Named by the range it starts in most often (the first of equals).
+    uint32_t range = kNoName;
+    int64_t most = 0;
+    for (const auto& [r, n] : sites_[s].ranges)
+      if (n > most) range = r, most = n;
+    sites[s].range = range == kNoName ? std::string() : names.name(range);
     sites[s].op = std::string(format::short_op_name(format::CollectiveOp(sites_[s].op)));
     sites[s].ordinal = int(sites_[s].ordinal);
     sites[s].instances = sites_[s].instances;

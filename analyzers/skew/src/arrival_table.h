@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -32,8 +33,9 @@ class ArrivalTable : public ArrivalSink {
 
  private:
   struct Site {
-    uint32_t comm, range, ordinal;
+    uint32_t comm, ordinal;
     uint8_t op;
+    std::map<uint32_t, int64_t> ranges;  // the range each instance started in (first rank to report it)
     int64_t instances = 0;
     uint64_t bytes_sum = 0;  // over instances, as the first rank to report each had it
   };
@@ -51,13 +53,13 @@ class ArrivalTable : public ArrivalSink {
     int64_t duration_ns;
   };
   struct SiteKey {
-    uint32_t comm, range, ordinal;
+    uint32_t comm, ordinal;
     uint8_t op;
     bool operator==(const SiteKey&) const = default;
   };
   struct SiteKeyHash {
     size_t operator()(const SiteKey& k) const {
-      return std::hash<uint64_t>()((uint64_t(k.comm) << 40) ^ (uint64_t(k.range) << 16) ^ (uint64_t(k.ordinal) << 8) ^ k.op);
+      return std::hash<uint64_t>()((uint64_t(k.comm) << 40) ^ (uint64_t(k.ordinal) << 8) ^ k.op);
     }
   };
 
