@@ -155,7 +155,8 @@ def worker(rank, cfg, run_dir, port):
     cpus = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpus[rank % len(cpus)]})
     torch.manual_seed(0)                     # the same weights on every rank
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    world, steps = cfg.get("world", WORLD), cfg.get("steps", STEPS)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
     ranges = not cfg.get("no_ranges")
     rf = (lambda n: record_function(n)) if ranges else (lambda n: contextlib.nullcontext())
 
@@ -175,11 +176,11 @@ def worker(rank, cfg, run_dir, port):
     os.chdir(run_dir)                        # a relative export name: no machine path in traceName
     path = f"rank{rank}.json"
     prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                   schedule=schedule(wait=1, warmup=1, active=STEPS),
+                   schedule=schedule(wait=1, warmup=1, active=steps),
                    on_trace_ready=lambda p: p.export_chrome_trace(path))
     dist.barrier()
     with prof:
-        for _ in range(STEPS + 2):
+        for _ in range(steps + 2):
             with rf("data"):
                 x, y = batch_of(cfg, gen)
             with rf("forward"):
@@ -226,8 +227,8 @@ def scrub(text):
     return text
 
 
-def finish(run_dir):
-    for r in range(WORLD):
+def finish(run_dir, world=WORLD):
+    for r in range(world):
         raw = os.path.join(run_dir, f"rank{r}.json")
         with open(raw) as f:
             text = f.read()
@@ -249,8 +250,8 @@ def run_scenario(out, name):
             if f.startswith("rank"):
                 os.remove(os.path.join(run_dir, f))
         t0 = time.time()
-        mp.spawn(worker, args=(cfg, run_dir, free_port()), nprocs=WORLD, join=True)
-        finish(run_dir)
+        mp.spawn(worker, args=(cfg, run_dir, free_port()), nprocs=cfg.get("world", WORLD), join=True)
+        finish(run_dir, cfg.get("world", WORLD))
         print(f"[{name}{'/' + sub if sub else ''}] ran in {time.time() - t0:.1f} s", flush=True)
         if "params" in truth:
             truth["params"] = sum(p.numel() for p in build(cfg, True).parameters())
