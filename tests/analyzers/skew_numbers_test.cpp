@@ -91,5 +91,39 @@ TEST(SkewNumbers, ACollectiveIsOneSiteWhicheverRangeItStartsIn) {
   }
 }
 
+TEST(SkewNumbers, ACollectivesRateIsItsBytesOverTheTimeAfterTheLastArrival) {
+  // 8 ranks in TP groups of 4; rank 1 is 3 ms late into every forward MLP all-reduce. Its peers wait
+  // there, but the transfer after the last arrival is the scripted 0.2 ms (TP) or 0.5 ms (DP): the
+  // rate is 4096 B over that, never over the wait, and an all-reduce's bus rate is 2(n-1)/n of it.
+  const fs::path dir = testing::fresh_temp_dir("skew-bandwidth");
+  testing::FakeRunSpec spec;
+  spec.world_size = 8;
+  spec.tp = 4;
+  spec.steps = 6;
+  spec.script = testing::standard_step(1, [](int r, int64_t) { return r == 1 ? 3.0 : 0.0; });
+  testing::write_fake_run(dir, spec);
+  auto report = analyze_skew(dir);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  ASSERT_FALSE(report->collectives.empty());
+  for (const CollectiveSite& site : report->collectives) {
+    const bool tp = site.comm.rfind("tp", 0) == 0;
+    const double n = tp ? 4 : 2, transfer = tp ? 0.2 : 0.5;
+    EXPECT_NEAR(site.transfer_ms, transfer, 1e-3) << site.comm << " #" << site.ordinal;
+    EXPECT_NEAR(site.algbw_gbps, 4096 / (transfer * 1e6), 1e-6) << site.comm;
+    EXPECT_NEAR(site.busbw_gbps, site.algbw_gbps * 2 * (n - 1) / n, 1e-6) << site.comm;
+  }
+  ASSERT_EQ(report->groups.size(), 6u);  // tp0 tp1 dp0..dp3
+  for (const GroupBandwidth& g : report->groups) {
+    const bool tp = g.comm.rfind("tp", 0) == 0;
+    const double calls = tp ? 5 : 1;  // TP: forward embed, attn, mlp; backward mlp, attn. DP: grad_sync
+    EXPECT_EQ(g.ranks, tp ? 4 : 2) << g.comm;
+    EXPECT_NEAR(g.calls_per_step, calls, 1e-9) << g.comm;
+    EXPECT_NEAR(g.bytes_per_step, 4096 * calls, 1e-6) << g.comm;
+    EXPECT_NEAR(g.transfer_ms_per_step, (tp ? 0.2 : 0.5) * calls, 1e-3) << g.comm;
+    EXPECT_NEAR(g.algbw_gbps, 4096 / ((tp ? 0.2 : 0.5) * 1e6), 1e-6) << g.comm;
+  }
+  if (auto why = testing::schema_violation(to_json(*report), "skew_report.schema.json")) EXPECT_EQ(*why, "");
+}
+
 }  // namespace
 }  // namespace rankscope::analyzers

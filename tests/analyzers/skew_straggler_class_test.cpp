@@ -43,6 +43,8 @@ TEST(StragglerClass, EveryRangeSlowerByOneFactorIsAUniformSlowdown) {
   EXPECT_EQ(f->cls, "uniform_slowdown") << f->text;
   EXPECT_NEAR(f->slowdown_factor, 1.9, 0.2) << f->text;
   EXPECT_NE(f->text.find("host or device"), std::string::npos) << f->text;
+  // The whole rank is slower: no range is named as the cause, in JSON or in the text.
+  EXPECT_EQ(f->range, "") << f->text;
 }
 
 TEST(StragglerClass, OneSlowRangeIsRangeSpecificAndNamed) {

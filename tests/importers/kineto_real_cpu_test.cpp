@@ -117,6 +117,7 @@ TEST(KinetoRealCpu, AThrottledRankIsAUniformSlowdownWhoseTimeIsComputeNotTransfe
   const analyzers::Finding& top = report->findings.front();
   EXPECT_EQ(top.ranks.front(), 1) << top.text;
   EXPECT_EQ(top.cls, "uniform_slowdown") << top.text;
+  EXPECT_EQ(top.range, "") << top.text;  // the whole rank, no range of it
   for (int rank : {0, 2, 3}) EXPECT_EQ(finding_on(*report, rank), nullptr) << "rank " << rank;
   // Its time is compute: more than twice its peers', while what it spends moving data is theirs.
   const analyzers::RankSkew& slow = report->ranks[1];

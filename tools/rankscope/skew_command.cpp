@@ -65,6 +65,35 @@ void print_device(const analyzers::DeviceSummary& s, std::FILE* out) {
   std::fprintf(out, "\n");
 }
 
+std::string rate_text(double gbps) {
+  return gbps >= 1 ? fmt::format("{:.2f} GB/s", gbps) : fmt::format("{:.1f} MB/s", gbps * 1e3);
+}
+
+// Each group's collectives of a step: how many calls, a rank's bytes, the transfer and its rate;
+// the groups that transfer longest first.
+void print_groups(const analyzers::SkewReport& r, std::FILE* out) {
+  std::vector<const analyzers::GroupBandwidth*> groups;
+  for (const auto& g : r.groups)
+    if (g.transfer_ms_per_step > 0 || g.bytes_per_step > 0) groups.push_back(&g);
+  if (groups.empty()) return;
+  std::stable_sort(groups.begin(), groups.end(), [](auto* a, auto* b) { return a->transfer_ms_per_step > b->transfer_ms_per_step; });
+  std::fprintf(out, "collectives a step by group (a rank's bytes; the time some call of the group moved data after its last "
+               "rank arrived, hidden behind compute or not, and the rate over it):\n");
+  const size_t shown = std::min<size_t>(groups.size(), 8);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& g = *groups[i];
+    std::string rate;
+    if (g.bytes_per_step > 0 && g.transfer_ms_per_step > 0) {
+      rate = ": " + rate_text(g.algbw_gbps);
+      if (g.busbw_gbps > 0) rate += fmt::format(" (bus {})", rate_text(g.busbw_gbps));
+    }
+    const std::string bytes = g.bytes_per_step > 0 ? fmt::format("{:.2f} MB", g.bytes_per_step / 1e6) : "bytes not recorded";
+    std::fprintf(out, "  %s (%d ranks): %.0f call%s, %s in %.2f ms%s\n", g.comm.c_str(), g.ranks, g.calls_per_step,
+                 g.calls_per_step >= 1.5 ? "s" : "", bytes.c_str(), g.transfer_ms_per_step, rate.c_str());
+  }
+  if (shown < groups.size()) std::fprintf(out, "  ... %zu more groups (--json has them all)\n", groups.size() - shown);
+}
+
 void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
   std::fprintf(out, "rankscope skew: %s (world %d, steps %lld-%lld, median step %.2f ms)\n", r.run_dir.c_str(),
@@ -78,7 +107,7 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
     // A share of work with no measurable cost yet shows what it predicts ("[ 22:1 share]").
-    const std::string cost = f.cost_ms_per_step < 0.05 && f.share_ratio > 0 ? fmt::format("{:>5.0f}:1 share", f.share_ratio)
+    const std::string cost = f.cost_ms_per_step < 0.05 && !f.share_text.empty() ? fmt::format("{:>7} share", f.share_text)
                                                                            : fmt::format("{:6.1f} ms/step", f.cost_ms_per_step);
     std::fprintf(out, "%2zu. [%s] %s: %s\n", i + 1, cost.c_str(), f.kind.c_str(), f.text.c_str());
     for (const auto& c : f.caveats) std::fprintf(out, "    caveat: %s\n", c.c_str());
@@ -126,6 +155,7 @@ void print_text(const analyzers::SkewReport& r, bool to_stderr) {
     if (ranks[i]->collective_overlap_ms > 0) hidden += fmt::format("{}rank {} {:.2f} ms", hidden.empty() ? "" : ", ", ranks[i]->rank, ranks[i]->collective_overlap_ms);
   if (!hidden.empty())
     std::fprintf(out, "collectives hidden behind the main thread's ops (overlap, not in the columns), a step: %s\n", hidden.c_str());
+  print_groups(r, out);
   for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
 }
 

@@ -109,10 +109,12 @@ HeadlineCause headline_cause(const RunParts& a, const RunParts& b, const std::ve
     if (!same_direction(g.delta, step_delta)) continue;
     if (!group || std::fabs(g.delta) > std::fabs(group->delta)) chosen = &leaf, group = &g;
   }
-  if (group && std::fabs(group->delta) >= kDeeperShare * std::fabs(best.delta_ms)) {
-    std::vector<std::pair<double, std::string>> tops;
+  std::vector<std::pair<double, std::string>> tops;
+  if (group)
     for (const auto& [t, d] : group->by_top)
       if (same_direction(d, step_delta)) tops.emplace_back(std::fabs(d), t);
+  // Under one part only, the part's own cause names the same range (and its kernels): keep it.
+  if (tops.size() >= 2 && std::fabs(group->delta) >= kDeeperShare * std::fabs(best.delta_ms)) {
     std::sort(tops.rbegin(), tops.rend());
     std::string where;
     for (size_t i = 0; i < tops.size(); ++i)
@@ -120,9 +122,13 @@ HeadlineCause headline_cause(const RunParts& a, const RunParts& b, const std::ve
     HeadlineCause work;
     work.name = work_name(*chosen) + where;
     work.delta_ms = group->delta;
-    work.joiner = ", ";
-    work.detail = fmt::format("{:.0f}% of the {:+.1f} ms: {}", step_delta != 0 ? 100.0 * group->delta / step_delta : 0.0,
-                              step_delta, member_text(a, b, group->members));
+    // Its share of the step's change, where it is one (parts that moved the other way can make a
+    // cause larger than the change).
+    const double share = step_delta != 0 ? 100.0 * group->delta / step_delta : 0.0;
+    const bool a_share = share > 0 && share <= 100;
+    work.joiner = a_share ? ", " : ": ";
+    work.detail = a_share ? fmt::format("{:.0f}% of the {:+.1f} ms: ", share, step_delta) : std::string();
+    work.detail += member_text(a, b, group->members);
     const std::string w = work_name(*chosen);
     if (attention_factor > 0 && (w == "attention" || w == "attn"))
       work.detail += fmt::format("; the sequence length predicts {:.1f}x", attention_factor);

@@ -65,6 +65,23 @@ void ArrivalTable::add(int rank, const ArrivalObservation& a) {
   records_[size_t(rank)].push_back(Record{id, a.arrival_ns, a.duration_ns});
 }
 
+// A call's transfer is its time after the last rank arrived (the wait before it is a late peer).
+// A group's is the union of its calls' transfers on the rank: calls of one group run at the same
+// time (Gloo's two worker threads, DDP's buckets in flight together), and that time counts once.
+void ArrivalTable::add_transfers(const std::vector<Record>& records, std::vector<std::vector<float>>& transfer_ms,
+                                 std::map<uint32_t, int64_t>& group_union_ns) const {
+  std::map<uint32_t, std::vector<Interval>> by_comm;
+  for (const Record& rec : records) {
+    if (rec.duration_ns < 0) continue;
+    const Instance& inst = instances_[rec.instance];
+    const int64_t end = rec.arrival_ns + rec.duration_ns;
+    const int64_t begin = std::min(end, std::max(rec.arrival_ns, inst.last));
+    transfer_ms[inst.site].push_back(float(double(end - begin) / kNsPerMillisecond));
+    by_comm[sites_[inst.site].comm].push_back({begin, end});
+  }
+  for (auto& [comm, intervals] : by_comm) group_union_ns[comm] = union_length(intervals);
+}
+
 void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& collective_ms_mean,
                              int64_t detail_step, SkewReport& report) const {
   std::vector<CollectiveSite> sites(sites_.size());
@@ -81,6 +98,9 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
     sites[s].instances = sites_[s].instances;
     sites[s].bytes = sites_[s].instances > 0 ? double(sites_[s].bytes_sum) / double(sites_[s].instances) : 0;
   }
+  // Each call's transfer (its duration after the last arrival), by site, over every rank.
+  std::vector<std::vector<float>> transfer_ms(sites_.size());
+  std::map<uint32_t, std::vector<double>> group_transfer_ms;  // a rank's a step, by communicator
   std::map<uint32_t, size_t> detail_index;  // instance -> index in step_detail.collectives
   report.step_detail.step = detail_step;
 
@@ -120,6 +140,11 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
         report.step_detail.collectives[it->second].ranks.push_back(InstanceRank{int(r), rel, wait});
       }
     }
+    std::map<uint32_t, int64_t> group_union_ns;
+    add_transfers(records_[r], transfer_ms, group_union_ns);
+    if (r < report.ranks.size() && report.ranks[r].steps > 0)
+      for (const auto& [comm, ns] : group_union_ns)
+        group_transfer_ms[comm].push_back(double(ns) / kNsPerMillisecond / double(report.ranks[r].steps));
     for (auto& [site, acc] : per_site) {
       SiteRank sr;
       sr.rank = int(r);
@@ -148,6 +173,17 @@ void ArrivalTable::summarize(const NameTable& names, const std::vector<double>& 
       rs.collective_wait_ms = std::min(rs.collective_wait_ms, coll);
       rs.collective_transfer_ms = std::max(0.0, coll - rs.collective_wait_ms);
     }
+  }
+  for (size_t s = 0; s < sites.size(); ++s) {
+    std::vector<double> t(transfer_ms[s].begin(), transfer_ms[s].end());
+    sites[s].transfer_ms = t.empty() ? 0.0 : median_inplace(t);
+  }
+  report.groups.clear();
+  for (auto& [comm, ms] : group_transfer_ms) {
+    GroupBandwidth g;
+    g.comm = names.name(comm);
+    g.transfer_ms_per_step = median_inplace(ms);  // the median rank's
+    report.groups.push_back(std::move(g));
   }
   // Sites in the order a step meets them: by communicator, then ordinal.
   std::sort(sites.begin(), sites.end(), [](const CollectiveSite& a, const CollectiveSite& b) {

@@ -25,7 +25,8 @@ class ArrivalTable : public ArrivalSink {
   void add(int rank, const ArrivalObservation& arrival) override;
 
   // Fills collective_wait_ms / collective_transfer_ms of `ranks` (collective_ms_mean by rank),
-  // report.collectives, and report.step_detail for `detail_step` (-1: none).
+  // report.collectives (with each site's transfer), report.groups (each communicator's transfer a
+  // step; the rates are collective_bandwidth.cpp's) and report.step_detail for `detail_step` (-1: none).
   void summarize(const NameTable& names, const std::vector<double>& collective_ms_mean,
                  int64_t detail_step, SkewReport& report) const;
 
@@ -62,6 +63,10 @@ class ArrivalTable : public ArrivalSink {
       return std::hash<uint64_t>()((uint64_t(k.comm) << 40) ^ (uint64_t(k.ordinal) << 8) ^ k.op);
     }
   };
+
+  // One rank's calls' transfer times, by site, and the union of them by communicator.
+  void add_transfers(const std::vector<Record>& records, std::vector<std::vector<float>>& transfer_ms,
+                     std::map<uint32_t, int64_t>& group_union_ns) const;
 
   std::vector<Site> sites_;
   std::unordered_map<SiteKey, uint32_t, SiteKeyHash> site_ids_;

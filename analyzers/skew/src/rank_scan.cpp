@@ -237,6 +237,7 @@ void RankScan::on_step(const format::StepRecord& step) {
   noncomm_ms_.push_back(double(std::max<int64_t>(0, step_ns - exposed_ns)) / kNsPerMillisecond);
   result_.step_numbers.push_back(step.step);
   result_.step_ms.push_back(float(step_ms));
+  result_.noncomm_ms.push_back(float(noncomm_ms_.back()));
 
   for (const auto& cv : step.counters) {
     const size_t n = size_t(cv.name_id) + 1;
@@ -288,11 +289,6 @@ RankScanResult RankScan::finish() {
   s.collective_overlap_ms = overlap_ms_sum_ / n;
   result_.collective_ms_mean = collective_ms_sum_ / n;
   s.noncomm_ms_median = percentile(noncomm_ms_, 50);
-  {
-    std::vector<double> deviation(noncomm_ms_.size());
-    for (size_t i = 0; i < noncomm_ms_.size(); ++i) deviation[i] = std::fabs(noncomm_ms_[i] - s.noncomm_ms_median);
-    s.noncomm_ms_mad = percentile(std::move(deviation), 50);
-  }
   const double best = *std::min_element(noncomm_ms_.begin(), noncomm_ms_.end());
   s.individual_score = s.noncomm_ms_median > 0 ? std::clamp(best / s.noncomm_ms_median, 0.0, 1.0) : 1.0;
   for (size_t g = 0; g < top_level_sum_.size(); ++g) {

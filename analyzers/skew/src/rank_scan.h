@@ -44,6 +44,7 @@ struct RankScanResult {
   double collective_ms_mean = 0; // time inside collectives per step (wait + transfer)
   std::vector<int64_t> step_numbers;
   std::vector<float> step_ms;
+  std::vector<float> noncomm_ms;  // each step's time without communication, as step_ms
   std::vector<std::string> warnings;
 };
 

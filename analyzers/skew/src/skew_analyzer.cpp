@@ -91,7 +91,7 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
     RankScanResult result = scan.finish();
     for (auto& w : result.warnings) report.problems.push_back(std::move(w));
     collective_ms_mean[size_t(files.rank)] = result.collective_ms_mean;
-    rank_steps[size_t(files.rank)] = RankSteps{std::move(result.step_numbers), std::move(result.step_ms)};
+    rank_steps[size_t(files.rank)] = RankSteps{std::move(result.step_numbers), std::move(result.step_ms), std::move(result.noncomm_ms)};
     report.ranks[size_t(files.rank)] = std::move(result.summary);
   }
   if (!no_events.empty())
@@ -126,10 +126,12 @@ Result<SkewReport> analyze_skew(const format::RunDirectory& run, const SkewOptio
 
   add_ranks_ending_early(rank_steps, report);
   arrivals.summarize(names, collective_ms_mean, typical_step(rank_steps), report);
+  measure_collective_bandwidth(report);
   // Where kernel records exist, the breakdown is the device's (the host returns at launch).
   for (RankSkew& rs : report.ranks) apply_device_breakdown(rs);
   report.device = summarize_device(report.ranks);
   build_heatmap(rank_steps, options, report);
+  measure_step_noise(rank_steps, report);
   compute_counter_skew(meta, options, report);
   compute_expert_load(meta, options, expert_series, report);
   derive_findings(meta, options, report);

@@ -127,24 +127,27 @@ double min_cost_ms(const SkewOptions& options, const SkewReport& report) {
   return std::max(options.min_finding_ms, options.min_finding_fraction * report.step_ms_median);
 }
 
-// The run's own spread, against which a rank's delay is told from chance: how far the other ranks'
-// median steps (without communication) lie from each other (1.4826 x MAD: a standard deviation
-// where the noise is normal), or how much one rank's steps vary, whichever is larger. A delay seen
-// in single steps (a late arrival's margin) is held against a step's variation; a rank's median
-// step (a straggler's excess) against the standard error of a median of that many steps. A finding
-// must be kFindingSignificance times past it.
+// The run's own spread, against which a rank's delay is told from chance: how far the ranks' median
+// steps (without communication) lie from each other (1.4826 x MAD: a standard deviation where the
+// noise is normal; the rank's own among them from 4 ranks on, the MAD being robust to it, its
+// peers' alone below), or how much a rank's step varies against the median rank's at the same step
+// (step_noise.cpp), whichever is larger. A delay seen in single steps (a late arrival's margin) is
+// held against that variation; a rank's median step (a straggler's excess) against the standard
+// error of a median of that many steps. A finding must be kFindingSignificance times past it.
 enum class DelayKind { kPerStep, kMedianStep };
 
 double noise_ms(const SkewReport& report, int rank, DelayKind kind) {
-  std::vector<double> peers, within;
+  std::vector<double> spread, within;
+  size_t present = 0;
+  for (const RankSkew& rs : report.ranks) present += rs.steps > 0;
   for (const RankSkew& rs : report.ranks) {
     if (rs.steps == 0) continue;
-    within.push_back(1.4826 * rs.noncomm_ms_mad);
-    if (rs.rank != rank) peers.push_back(rs.noncomm_ms_median);
+    within.push_back(1.4826 * rs.noncomm_paired_mad_ms);
+    if (rs.rank != rank || present >= 4) spread.push_back(rs.noncomm_ms_median);
   }
-  const double m = median(peers);
+  const double m = median(spread);
   std::vector<double> deviation;
-  for (double x : peers) deviation.push_back(std::fabs(x - m));
+  for (double x : spread) deviation.push_back(std::fabs(x - m));
   const double across = 1.4826 * median(std::move(deviation));
   const double step = median(std::move(within));
   const double steps = double(std::max<int64_t>(1, report.steps));
@@ -211,8 +214,7 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
       name_waiters(report, site, sr.rank, floor_ms, f);
       const SlowdownShape shape = classify_slowdown(report, sr.rank, peers, own_cause);
       f.cls = shape.cls;
-      if (shape.cls == "uniform_slowdown") {
-        f.range = cause.range;
+      if (shape.cls == "uniform_slowdown") {  // the whole rank: no range is the cause
         f.slowdown_factor = shape.factor;
         f.text += shape.text;
       } else if (own_cause) {
@@ -318,6 +320,7 @@ void counter_findings(const format::RunMetadata* meta, const SkewOptions& option
     // "20:1"; a rank with none of it reads "244:0".
     const std::string ratio = g.min > 0 ? fmt::format("{:.0f}:1", g.max / g.min) : fmt::format("{}:0", fmt_value(g.max));
     f.share_ratio = g.min > 0 ? g.max / g.min : g.max;
+    f.share_text = ratio;
     f.text = fmt::format("{} imbalance {} across {} (rank {}: {}, rank {}: {} per step)", cs.name, ratio, g.group,
                          g.max_rank, fmt_value(g.max), g.min_rank, fmt_value(g.min));
     // gpt2-train records the sharding in run.json's model object; older runs had it in training.
@@ -378,6 +381,7 @@ void straggler_findings(const SkewOptions& options, SkewReport& report) {
     const SlowdownShape shape = classify_slowdown(report, rs.rank, peers, !cause.range.empty());
     f.cls = shape.cls;
     if (shape.cls == "uniform_slowdown") {
+      f.range.clear();  // the whole rank: no range is the cause
       f.slowdown_factor = shape.factor;
       f.text += shape.text;
     } else if (!cause.range.empty()) {

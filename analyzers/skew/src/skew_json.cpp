@@ -73,7 +73,8 @@ json site_json(const CollectiveSite& s) {
                      {"cost_ms_per_step", r.cost_ms_per_step}});
   }
   return {{"comm", s.comm}, {"op", s.op}, {"ordinal", s.ordinal}, {"range", s.range},
-          {"instances", s.instances}, {"bytes", s.bytes}, {"ranks", std::move(ranks)}};
+          {"instances", s.instances}, {"bytes", s.bytes}, {"transfer_ms", s.transfer_ms}, {"algbw_gbps", s.algbw_gbps},
+          {"busbw_gbps", s.busbw_gbps}, {"ranks", std::move(ranks)}};
 }
 
 json step_detail_json(const StepDetail& d) {
@@ -109,6 +110,7 @@ json finding_json(const Finding& f) {
   if (!f.cls.empty()) j["class"] = f.cls;
   if (f.slowdown_factor > 0) j["slowdown_factor"] = f.slowdown_factor;
   if (f.share_ratio > 0) j["share_ratio"] = f.share_ratio;
+  if (!f.share_text.empty()) j["share"] = f.share_text;
   if (!f.waiters.empty()) {
     json w = json::array();
     for (const Waiter& x : f.waiters) {
@@ -136,6 +138,12 @@ nlohmann::json to_json(const SkewReport& report) {
   for (const auto& r : report.ranks) j["ranks"].push_back(rank_json(r));
   j["collectives"] = json::array();
   for (const auto& s : report.collectives) j["collectives"].push_back(site_json(s));
+  j["groups"] = json::array();
+  for (const auto& g : report.groups) {
+    j["groups"].push_back({{"comm", g.comm}, {"ranks", g.ranks}, {"calls_per_step", g.calls_per_step},
+                           {"bytes_per_step", g.bytes_per_step}, {"transfer_ms_per_step", g.transfer_ms_per_step},
+                           {"algbw_gbps", g.algbw_gbps}, {"busbw_gbps", g.busbw_gbps}});
+  }
   j["step_detail"] = step_detail_json(report.step_detail);
   j["counters"] = json::array();
   for (const auto& c : report.counters) j["counters"].push_back(counter_json(c));

@@ -18,7 +18,15 @@ void compute_counter_skew(const format::RunMetadata* meta, const SkewOptions& op
 struct RankSteps {
   std::vector<int64_t> steps;
   std::vector<float> ms;
+  std::vector<float> noncomm_ms;  // without communication; empty where not known
 };
+
+// step_noise.cpp: ranks[].noncomm_paired_mad_ms, each rank's step-to-step variation against the
+// median rank at the same step.
+void measure_step_noise(const std::vector<RankSteps>& steps, SkewReport& report);
+// collective_bandwidth.cpp: each site's algbw and busbw and report.groups, from the sites' bytes
+// and transfer times.
+void measure_collective_bandwidth(SkewReport& report);
 void build_heatmap(const std::vector<RankSteps>& steps, const SkewOptions& options, SkewReport& report);
 // The step whose slowest rank is the median of all steps' slowest ranks: a typical step.
 int64_t typical_step(const std::vector<RankSteps>& steps);
@@ -29,7 +37,8 @@ struct SlowdownShape {
   std::string cls;                        // uniform_slowdown | range_specific | communication | outside_ranges
   double factor = 1, factor_p25 = 1, factor_p75 = 1;  // leaf-range time over its peers' medians: overall, and the
                                                       // time-weighted quartiles of the per-range ratios
-  int ranges_compared = 0;
+  int ranges_compared = 0;  // its leaf ranges long enough at its peers to compare
+  int ranges_total = 0;     // all its leaf ranges
   std::vector<std::string> slower_ranges;
   std::string text;
 };

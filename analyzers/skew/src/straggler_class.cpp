@@ -64,6 +64,7 @@ SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::v
   const auto& mine = report.ranks[size_t(rank)].range_compute_ms;
   for (const auto& [range, ms] : mine) {
     if (range == "step" || !is_leaf(mine, range)) continue;
+    ++s.ranges_total;
     std::vector<double> theirs;
     for (int p : peers)
       if (auto it = report.ranks[size_t(p)].range_compute_ms.find(range); it != report.ranks[size_t(p)].range_compute_ms.end())
@@ -88,11 +89,15 @@ SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::v
   const bool spread = excess_total > 0 && excess_max <= kSpreadExcess * excess_total;
   if (most && spread && s.factor >= kSlowerRatio) {
     s.cls = "uniform_slowdown";
+    // Ranges too short at its peers to give a ratio are left out, and said to be.
+    const std::string of = s.ranges_total > s.ranges_compared
+                               ? fmt::format("the {} ranges long enough to compare (of its {})", s.ranges_compared, s.ranges_total)
+                               : fmt::format("its {} ranges", s.ranges_compared);
     s.text = fmt::format(
-        "; class uniform slowdown: {} of its {} ranges, {:.0f}% of its time, are slower, by {:.2f}x overall (middle "
+        "; class uniform slowdown: {} of {}, {:.0f}% of its time, are slower, by {:.2f}x overall (middle "
         "half {:.2f}x-{:.2f}x), so the cause is the rank's host or device (a shared or throttled core, a slow node), "
         "not the code",
-        s.slower_ranges.size(), s.ranges_compared, 100 * slower_share, s.factor, s.factor_p25, s.factor_p75);
+        s.slower_ranges.size(), of, 100 * slower_share, s.factor, s.factor_p25, s.factor_p75);
     return s;
   }
   if (own_cause) {

@@ -78,7 +78,9 @@
     if (!list || !list.length) { ol.appendChild(el('li', {}, 'No findings.')); return; }
     list.forEach(function (f) {
       var li = el('li');
-      li.appendChild(el('span', { 'class': 'cost' }, fmt(f.cost_ms_per_step, 1) + ' ms/step'));
+      // A share of work with no measurable cost yet shows what it predicts ("22:1 share").
+      var cost = f.cost_ms_per_step < 0.05 && f.share ? f.share + ' share' : fmt(f.cost_ms_per_step, 1) + ' ms/step';
+      li.appendChild(el('span', { 'class': 'cost' }, cost));
       li.appendChild(el('span', { 'class': 'kind' }, f.kind));
       if (f['class']) li.appendChild(el('span', { 'class': 'kind' }, f['class'].replace(/_/g, ' ')));
       li.appendChild(document.createTextNode(f.text));
@@ -129,6 +131,33 @@
       list.map(function (p) {
         return [p.rank, p.reason, p.last_step, p.last_complete_step < 0 ? 'none' : p.last_complete_step,
           !p.device_cut ? '–' : p.last_complete_device_step < 0 ? 'none' : p.last_complete_device_step, p.left_out || '–'];
+      }));
+  }
+
+  // Delays within the run's own spread: one line under the findings, never a finding.
+  function belowNoise(data) {
+    var list = data.below_noise || [];
+    if (!list.length) return;
+    var parts = list.map(function (b) {
+      var what = b.kind === 'straggler' ? 'slower' : b.sites > 1 ? 'last at ' + b.sites + ' collectives' : 'last at a collective';
+      return 'rank ' + b.rank + ' ' + what + ' by ' + fmt(b.delay_ms, 1) + ' ms (noise ' + fmt(b.noise_ms, 1) + ' ms)';
+    });
+    var p = el('p', { 'class': 'caveat' }, 'Below the run\'s noise (under 2x), not findings: ' + parts.join('; '));
+    document.getElementById('findings').insertBefore(p, document.getElementById('what-if'));
+  }
+
+  // Each process group's collectives of a step: calls, a rank's bytes, the transfer after the last
+  // arrival and its rate (busbw as nccl-tests reports it, where the op has a factor).
+  function groups(data) {
+    var list = (data.groups || []).filter(function (g) { return g.transfer_ms_per_step > 0 || g.bytes_per_step > 0; });
+    if (!list.length) return;
+    list.sort(function (a, b) { return b.transfer_ms_per_step - a.transfer_ms_per_step; });
+    var rate = function (gbps) { return gbps <= 0 ? '–' : gbps >= 1 ? fmt(gbps, 2) + ' GB/s' : fmt(gbps * 1e3, 1) + ' MB/s'; };
+    table('Collectives a step by group (a rank\'s bytes; the time some call moved data after its last rank arrived, and the rate over it)' + (list.length > 64 ? ': the 64 longest of ' + list.length : ''),
+      ['group', 'ranks', 'calls', 'MB', 'moving data, ms', 'algbw', 'busbw'],
+      list.slice(0, 64).map(function (g) {
+        return [g.comm, g.ranks, fmt(g.calls_per_step, 1), g.bytes_per_step > 0 ? fmt(g.bytes_per_step / 1e6, 2) : 'not recorded',
+          fmt(g.transfer_ms_per_step, 2), rate(g.algbw_gbps), rate(g.busbw_gbps)];
       }));
   }
 
@@ -435,6 +464,7 @@
     document.getElementById('summary').textContent = 'world size ' + data.world_size + ' · steps ' + data.steps.first + '–' +
       data.steps.last + ' · median step ' + fmt(data.step_ms_median, 2) + ' ms · ' + data.run_dir;
     findings(data.findings);
+    belowNoise(data);
     if (data.what_if) document.getElementById('what-if').textContent = 'What if: ' + data.what_if.text;
     provenance(data.provenance);
     partialRanks(data);
@@ -447,6 +477,7 @@
     expertLoad(data);
     arrivals(data);
     counters(data);
+    groups(data);
     // The rank table lists every rank up to 64, else the 64 slowest by straggler score.
     var rows = presentRanks(data);
     var title = 'Ranks';

@@ -84,7 +84,10 @@ struct RankSkew {
   HostBreakdown host_breakdown;      // the host figures, also when the breakdown is the device's
   std::optional<DeviceBreakdown> device;
   double noncomm_ms_median = 0;      // step time minus time in collectives, median over steps
-  double noncomm_ms_mad = 0;         // its median absolute deviation over steps
+  // How much its step without communication varies from step to step against the other ranks'
+  // at the same step (MAD over steps of its difference from the median rank): what slows every
+  // rank alike (the machine, a long batch) does not count. The run's noise (skew_findings.cpp).
+  double noncomm_paired_mad_ms = 0;
   double relative_score = 0;         // fastest rank's noncomm / this rank's, in (0, 1]
   double individual_score = 0;       // this rank's best noncomm / its median, in (0, 1]
   double clock_offset_ms = 0, clock_uncertainty_ms = 0;
@@ -115,7 +118,24 @@ struct CollectiveSite {
   int ordinal = 0;
   int64_t instances = 0;
   double bytes = 0;  // mean per instance (0 where the recorder does not say)
+  // Its transfer: a call's time after the last rank arrived and after the rank's previous call on
+  // the group ended (a queued asynchronous call is not moving data yet), median over the ranks'
+  // calls; 0 where the recorder gives no durations. The rates are bytes over it, 0 where
+  // either is unknown (collective_bandwidth.cpp).
+  double transfer_ms = 0;
+  double algbw_gbps = 0;  // a rank's bytes over the transfer
+  double busbw_gbps = 0;  // algbw times the op's traffic factor (2(n-1)/n for an all-reduce); 0 where the op has none
   std::vector<SiteRank> ranks;
+};
+
+// A process group's collectives together, a step: what it moved and at what rate.
+struct GroupBandwidth {
+  std::string comm;
+  int ranks = 0;                 // the most ranks seen at any of its sites
+  double calls_per_step = 0;
+  double bytes_per_step = 0;     // a rank's, summed over its calls
+  double transfer_ms_per_step = 0;
+  double algbw_gbps = 0, busbw_gbps = 0;  // busbw 0 unless every site with bytes has a factor
 };
 
 struct InstanceRank {
@@ -190,6 +210,7 @@ struct Finding {
   // counter_imbalance: the busiest rank's share over the lightest's (20 for 20:1), what the finding
   // predicts where the work grows; it ranks the finding when its time cost is not measurable yet.
   double share_ratio = 0;
+  std::string share_text;  // the same as text says it: "20:1", "64:0" where the lightest has none
   std::vector<Waiter> waiters;  // late_arrival: longest wait first, at most kMaxWaiters
   int waiters_total = 0;        // late_arrival: every rank that waits, listed or not
   static constexpr size_t kMaxWaiters = 16;
@@ -249,6 +270,7 @@ struct SkewReport {
   double step_ms_median = 0;  // median over ranks of each rank's median
   std::vector<RankSkew> ranks;
   std::vector<CollectiveSite> collectives;
+  std::vector<GroupBandwidth> groups;  // by communicator, as collectives
   StepDetail step_detail;
   std::vector<CounterSkew> counters;
   Heatmap heatmap;
