@@ -21,6 +21,10 @@ unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 # Each stage's start, with the seconds since this script began: where CI's time goes.
 stage() { echo "== $* ($(date -u +%H:%M:%S), ${SECONDS} s in)"; }
 
+# The lines the last commit changed, held to .clang-format (the tree is formatted as it is touched).
+stage "format of the last commit's lines"
+scripts/check-format.sh HEAD~1
+
 stage "release build"
 # Everything, CUDA included wherever nvcc is (CI has no GPU: this proves the CUDA code compiles); the
 # options the demo's quick build of the same folder set are given back their defaults.

@@ -17,8 +17,9 @@ packages=(
 )
 # libdw-dev: the libdwfl.h header the probe's in-process stack symbolizer is compiled against; the
 # library itself is dlopen'ed at run time when present, so programs built here run without it.
-# The tests' own tools: GoogleTest, the schema validator, the stack tools the watchdog tests use.
-if ((!demo)); then packages+=(libgtest-dev libgmock-dev python3-jsonschema elfutils gdb); fi
+# The tests' own tools: GoogleTest, the schema validator, the stack tools the watchdog tests use;
+# clang-format: scripts/check-format.sh holds the lines a change touches to .clang-format.
+if ((!demo)); then packages+=(libgtest-dev libgmock-dev python3-jsonschema elfutils gdb clang-format); fi
 # Headless Chromium renders the HTML report in its test.
 if ((!demo)) && [[ "${RANKSCOPE_NO_BROWSER:-0}" != 1 ]]; then packages+=(chromium); fi
 # The four-node Slurm of the multi-node tests (scripts/slurm-cluster.sh, tests/slurm/; jq reads
