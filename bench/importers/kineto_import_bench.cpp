@@ -7,10 +7,11 @@
 //
 // The traces have the real ones' shape (shared/data/real-gpu/kineto-gloo-2ranks): per step a
 // ProfilerStep#N with data/forward/backward/optimizer annotations, cpu_op events (most of the
-// bytes, dropped by the reader), cudaLaunchKernel and cuLaunchKernelEx launches with their kernels
-// and ac2g flows, memcpys, and three gloo:all_reduce annotations on a Gloo thread. The step body is
-// the same on every rank: it is compressed once and each rank's file is its own header plus that
-// body (a gzip file of two members, which zlib reads as one stream, as it reads `cat a.gz b.gz`).
+// bytes; the main thread's outermost ones become op leaves, docs/KINETO.md), cudaLaunchKernel and
+// cuLaunchKernelEx launches with their kernels and ac2g flows, memcpys, and three gloo:all_reduce
+// annotations on a Gloo thread. The step body is the same on every rank: it is compressed once and
+// each rank's file is its own header plus that body (a gzip file of two members, which zlib reads
+// as one stream, as it reads `cat a.gz b.gz`).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -177,6 +177,11 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
   };
   std::vector<Candidate> found;
   const WaitByComm waits(report);
+  // Each rank's lateness a step in each group, summed over the group's collectives: ranks that take
+  // turns at being last (two ranks sharing cores, each late at its own collectives) cancel out.
+  std::map<std::string, std::map<int, double>> late_in_group;
+  for (const CollectiveSite& site : report.collectives)
+    for (const SiteRank& sr : site.ranks) late_in_group[site.comm][sr.rank] += sr.cost_ms_per_step;
   for (const CollectiveSite& site : report.collectives) {
     for (const SiteRank& sr : site.ranks) {
       // Last in most steps, costly on average, and by a typical margin that matters too (a mean
@@ -224,6 +229,16 @@ void late_arrival_findings(const SkewOptions& options, SkewReport& report) {
         f.range = site.range;
         f.text += shape.text;
       } else {
+        // No range of its own explains it: the rank is a cause only if it is later, over a step, than
+        // the group's other ranks are at their own collectives.
+        double others = 0;
+        for (const auto& [rank, late] : late_in_group[site.comm])
+          if (rank != sr.rank) others = std::max(others, late);
+        const double net = late_in_group[site.comm][sr.rank] - others;
+        if (net < kFindingSignificance * noise) {
+          note_below_noise(report, sr.rank, "late_arrival", std::max(0.0, net), noise);
+          continue;
+        }
         f.range = site.range;
         f.text += "; no range of its own takes longer than its peers' (class outside ranges; look at time outside "
                   "ranges: data loading, the host, the network)";

@@ -1,6 +1,6 @@
 // straggler_class.cpp — why a slow rank is slow, in one of four classes:
 //   - uniform_slowdown: most of its ranges (by time) are slower than its peers', the excess spread
-//     over them rather than carried by one. The cause is the rank's host or device (a shared or
+//     over them rather than carried by one kind of work. The cause is the rank's host or device (a shared or
 //     throttled core, a slow node), not the code;
 //   - range_specific: one range or a few carry the excess (today's finding: name them);
 //   - communication: its compute matches its peers' but its transfer time inside collectives is up
@@ -23,7 +23,8 @@ namespace {
 constexpr double kMinPeerMs = 0.5;       // ranges cheaper than this are noise in a ratio
 constexpr double kSlowerRatio = 1.25;    // a range counts as slower past this
 constexpr double kMostTime = 0.5;        // "most ranges", by the time they take
-constexpr double kSpreadExcess = 0.5;    // no one range carries more than this share of the excess
+constexpr double kSpreadExcess = 0.5;    // no one kind of work carries more than this share of the excess
+constexpr double kKindShareOverTime = 1.5;  // ... unless it is as large a share of the time
 
 struct Weighted {
   double ratio, weight;
@@ -60,7 +61,10 @@ bool is_leaf(const std::map<std::string, double>& ranges, const std::string& nam
 SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::vector<int>& peers, bool own_cause) {
   SlowdownShape s;
   std::vector<Weighted> ratios;
-  double mine_total = 0, peer_total = 0, slower_time = 0, excess_total = 0, excess_max = 0;
+  double mine_total = 0, peer_total = 0, slower_time = 0, excess_total = 0;
+  // By kind of work, a leaf's last name (every block's `experts`, forward's and backward's): one
+  // kind slower in every block is one cause, however many ranges it spans.
+  std::map<std::string, Weighted> by_kind;  // (excess, peer time)
   const auto& mine = report.ranks[size_t(rank)].range_compute_ms;
   for (const auto& [range, ms] : mine) {
     if (range == "step" || !is_leaf(mine, range)) continue;
@@ -78,7 +82,9 @@ SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::v
     if (r >= kSlowerRatio) s.slower_ranges.push_back(range), slower_time += peer;
     const double excess = std::max(0.0, ms - peer);
     excess_total += excess;
-    excess_max = std::max(excess_max, excess);
+    Weighted& kind = by_kind[range.substr(range.rfind('/') + 1)];
+    kind.ratio += excess;
+    kind.weight += peer;
   }
   s.ranges_compared = int(ratios.size());
   s.factor = peer_total > 0 ? mine_total / peer_total : 1.0;
@@ -86,7 +92,13 @@ SlowdownShape classify_slowdown(const SkewReport& report, int rank, const std::v
   s.factor_p75 = weighted_quantile(ratios, 0.75);
   const double slower_share = peer_total > 0 ? slower_time / peer_total : 0.0;
   const bool most = s.ranges_compared >= 3 && s.slower_ranges.size() >= 3 && slower_share >= kMostTime;
-  const bool spread = excess_total > 0 && excess_max <= kSpreadExcess * excess_total;
+  // Spread: no kind of work carries most of the excess beyond its share of the time (on a slow host
+  // the longest kind is slowed most in milliseconds, and that is still uniform).
+  bool spread = excess_total > 0;
+  for (const auto& [name, kind] : by_kind) {
+    const double excess_share = kind.ratio / excess_total, time_share = peer_total > 0 ? kind.weight / peer_total : 0.0;
+    if (excess_share > kSpreadExcess && excess_share > kKindShareOverTime * time_share) spread = false;
+  }
   if (most && spread && s.factor >= kSlowerRatio) {
     s.cls = "uniform_slowdown";
     // Ranges too short at its peers to give a ratio are left out, and said to be.
