@@ -49,7 +49,7 @@ void measure_collective_bandwidth(SkewReport& report) {
   std::map<std::string, Sum> by_group;
   for (CollectiveSite& s : report.collectives) {
     const double factor = bus_factor(s.op, int(s.ranks.size()));
-    s.algbw_gbps = gbps(s.bytes, s.transfer_ms);
+    s.algbw_gbps = s.ranks.size() >= 2 ? gbps(s.bytes, s.transfer_ms) : 0.0;
     s.busbw_gbps = s.algbw_gbps * factor;
     Sum& g = by_group[s.comm];
     g.ranks = std::max(g.ranks, int(s.ranks.size()));
@@ -68,6 +68,7 @@ void measure_collective_bandwidth(SkewReport& report) {
     b.ranks = g.ranks;
     b.calls_per_step = g.calls / steps;
     b.bytes_per_step = g.bytes / steps;
+    if (g.ranks < 2) continue;  // one rank moves nothing between ranks: no rate
     b.algbw_gbps = gbps(b.bytes_per_step, b.transfer_ms_per_step);
     b.busbw_gbps = g.every_factor ? gbps(g.bus_bytes / steps, b.transfer_ms_per_step) : 0.0;
   }

@@ -72,7 +72,8 @@ std::string rate_text(double gbps) {
 void print_groups(const SkewReport& r, std::string& out) {
   std::vector<const GroupBandwidth*> groups;
   for (const auto& g : r.groups)
-    if (g.transfer_ms_per_step > 0 || g.bytes_per_step > 0) groups.push_back(&g);
+    // A group of one rank moves nothing between ranks: its call's time is the host's, not a link's.
+    if (g.ranks >= 2 && (g.transfer_ms_per_step > 0 || g.bytes_per_step > 0)) groups.push_back(&g);
   if (groups.empty()) return;
   std::stable_sort(groups.begin(), groups.end(),
                    [](auto* a, auto* b) { return a->transfer_ms_per_step > b->transfer_ms_per_step; });

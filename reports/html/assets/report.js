@@ -149,7 +149,7 @@
   // Each process group's collectives of a step: calls, a rank's bytes, the transfer after the last
   // arrival and its rate (busbw as nccl-tests reports it, where the op has a factor).
   function groups(data) {
-    var list = (data.groups || []).filter(function (g) { return g.transfer_ms_per_step > 0 || g.bytes_per_step > 0; });
+    var list = (data.groups || []).filter(function (g) { return g.ranks >= 2 && (g.transfer_ms_per_step > 0 || g.bytes_per_step > 0); });
     if (!list.length) return;
     list.sort(function (a, b) { return b.transfer_ms_per_step - a.transfer_ms_per_step; });
     var rate = function (gbps) { return gbps <= 0 ? '–' : gbps >= 1 ? fmt(gbps, 2) + ' GB/s' : fmt(gbps * 1e3, 1) + ' MB/s'; };
