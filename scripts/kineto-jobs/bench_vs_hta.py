@@ -37,7 +37,8 @@ def make_traces(out, ranks, steps):
 
 
 def timed(argv):
-    """Wall seconds and peak RSS (MB) of one child process; raises when it fails."""
+    """Wall seconds and peak RSS (MB) of one child process; raises when it fails. The peak counts
+    from this process's own at the fork (tens of MB: torch is never imported here)."""
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -63,7 +64,11 @@ def main():
         traces = a.traces or os.path.join(tmp, "traces")
         if not a.traces:
             os.makedirs(traces)
-            make_traces(traces, a.ranks, a.steps)
+            # In a process of its own: Linux keeps a process's peak RSS across exec, so every command
+            # this one forks would start from torch's few hundred MB (and read as using them).
+            subprocess.run([sys.executable, "-c", "import sys, bench_vs_hta as b; "
+                            "b.make_traces(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))",
+                            traces, str(a.ranks), str(a.steps)], cwd=HERE, check=True)
         files = [f for f in os.listdir(traces) if f.endswith(".json") or f.endswith(".json.gz")]
         size = sum(os.path.getsize(os.path.join(traces, f)) for f in files)
         print(f"traces: {len(files)} files, {size / 1e6:.0f} MB, {traces}")
