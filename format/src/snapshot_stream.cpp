@@ -292,17 +292,22 @@ SnapshotDecodeResult decode_snapshot(std::span<const uint8_t> stream, std::strin
   }
 }
 
+Status write_snapshot_entry(const std::filesystem::path& dir, std::string_view name, std::span<const uint8_t> bytes) {
+  std::error_code ec;
+  const auto file = dir / std::filesystem::path(std::string(name));
+  std::filesystem::create_directories(file.parent_path(), ec);
+  // A name may not reuse a directory or a link the stream made earlier (a second way out).
+  if (std::filesystem::is_symlink(file, ec) || std::filesystem::is_directory(file, ec))
+    return corrupt(fmt::format("entry '{}' would replace a directory or a link", name));
+  return write_sparse(file, bytes);
+}
+
 SnapshotDecodeResult unpack_snapshot(std::span<const uint8_t> stream, std::string_view source,
                                      const std::filesystem::path& dir, const SnapshotLimits& limits) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   auto write_entry = [&](std::string_view name, std::span<const uint8_t> bytes) -> Status {
-    const auto file = dir / std::filesystem::path(std::string(name));
-    std::filesystem::create_directories(file.parent_path(), ec);
-    // A name may not reuse a directory or a link the stream made earlier (a second way out).
-    if (std::filesystem::is_symlink(file, ec) || std::filesystem::is_directory(file, ec))
-      return corrupt(fmt::format("entry '{}' would replace a directory or a link", name));
-    return write_sparse(file, bytes);
+    return write_snapshot_entry(dir, name, bytes);
   };
   return decode_snapshot(stream, source, write_entry, limits);
 }

@@ -75,33 +75,39 @@ nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(in, nullptr, false);
 }
 
-std::string snapshot_command(bool all_hosts = false) {
-  return "'" + rankscope_binary() + "' snapshot run" + (all_hosts ? " --all-hosts" : "");
+std::string snapshot_command(bool all_hosts = false, bool full = false) {
+  return "'" + rankscope_binary() + "' snapshot run" + (all_hosts ? " --all-hosts" : "") + (full ? " --full" : "");
 }
 
 std::vector<GatherTarget> fake_targets(const std::filesystem::path& root, const std::vector<std::string>& hosts,
-                                       bool all_hosts = false) {
-  auto t = exec_targets(hosts, write_fake_node(root), snapshot_command(all_hosts));
+                                       bool all_hosts = false, bool full = false) {
+  auto t = exec_targets(hosts, write_fake_node(root), snapshot_command(all_hosts, full));
   EXPECT_TRUE(t.ok()) << t.status().message();
   return t.ok() ? *t : std::vector<GatherTarget>{};
 }
 
-TEST(Gather, GatheredRunGivesTheLocalVerdict) {
-  const auto root = scratch("verdict");
+// The same verdict from the nodes' summaries (the default) and from their whole recorders (--full).
+class GatheredRun : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GatheredRun, GivesTheLocalVerdict) {
+  const bool full = GetParam();
+  const auto root = scratch(full ? "verdict_full" : "verdict");
   make_split_run(root, {"n1", "n2"}, 8, "stall:rank=5,step=3,range=forward/block1/mlp");
   GatherOptions o;
   o.out_dir = root / "gathered";
   o.run_dir = "run";
-  auto record = gather_nodes(fake_targets(root, {"n1", "n2"}), o);
+  auto record = gather_nodes(fake_targets(root, {"n1", "n2"}, false, full), o);
   ASSERT_TRUE(record.ok()) << record.status().message();
   EXPECT_EQ(record->answered(), 2);
   EXPECT_TRUE(record->ranks_missing.empty());
   EXPECT_EQ(record->nodes[0].ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(record->nodes[1].ranks, (std::vector<int>{4, 5, 6, 7}));
   EXPECT_GT(record->stream_bytes, 0u);
-  // Each node's files as it sent them, and DIR as a plain run directory of every rank.
-  EXPECT_TRUE(std::filesystem::exists(root / "gathered/hosts/n2/rank00005.flight"));
-  EXPECT_TRUE(std::filesystem::exists(root / "gathered/hosts/n1/snapshot.json"));
+  // Whole recorders as each node sent them, or every node's summaries in one file; the nodes'
+  // manifests in one file; DIR as a plain run directory of every rank.
+  EXPECT_EQ(std::filesystem::exists(root / "gathered/hosts/n2/rank00005.flight"), full);
+  EXPECT_EQ(std::filesystem::exists(root / "gathered/summaries.ranks"), !full);
+  EXPECT_EQ(read_json(root / "gathered/snapshots.json").size(), 2u);
   auto run = format::open_run_directory(root / "gathered");
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->ranks_readable(), 8);
@@ -118,7 +124,17 @@ TEST(Gather, GatheredRunGivesTheLocalVerdict) {
   // The first line says how many nodes answered and how long the gather took.
   EXPECT_EQ(gathered.out.rfind("gathered: 2 of 2 nodes answered in ", 0), 0u) << gathered.out;
   EXPECT_EQ(b["gather"]["nodes_answered"], 2);
+  if (full) return;
+  // Summaries move a small share of what whole recorders do (a synthetic recorder here is 65 kB).
+  GatherOptions whole = o;
+  whole.out_dir = root / "gathered_full";
+  auto full_record = gather_nodes(fake_targets(root, {"n1", "n2"}, false, true), whole);
+  ASSERT_TRUE(full_record.ok());
+  EXPECT_LT(record->stream_bytes * 2, full_record->stream_bytes);
 }
+
+INSTANTIATE_TEST_SUITE_P(Summaries, GatheredRun, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("full") : std::string("summaries"); });
 
 TEST(Gather, HangdoctorHostsGathersThenDiagnoses) {
   const auto root = scratch("hosts");
@@ -274,7 +290,10 @@ TEST(Gather, FailingLauncherIsRecordedWithWhatItSaid) {
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_NE(r.out.find("node n2 is unreachable (exit 255: ssh: connect to host n2 port 22: Connection refused)"),
             std::string::npos) << r.out;
-  EXPECT_TRUE(std::filesystem::exists(root / "g" / "rank00001.flight"));
+  auto run = format::open_run_directory(root / "g");  // n1's ranks 0 and 1, summarized
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->ranks[1].flight.has_value());
+  EXPECT_FALSE(run->ranks[2].flight.has_value());
 }
 
 // A node that sends something other than a good stream; the other node's data must all be kept.

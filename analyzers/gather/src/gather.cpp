@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node_launch.h"
+#include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
@@ -50,43 +51,189 @@ Status link_or_copy(const fs::path& from, const fs::path& to) {
   return {};
 }
 
-bool same_bytes(const fs::path& a, const fs::path& b) {
-  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
-  return std::equal(std::istreambuf_iterator<char>(fa), {}, std::istreambuf_iterator<char>(fb), {});
-}
-
 std::string short_host(const std::string& h) { return h.substr(0, h.find('.')); }
 
-// Ranks the manifest says this node's processes hold (probe ranks and the plugin's launcher ranks).
-std::vector<int> manifest_ranks(const fs::path& host_dir, std::string& snapshot_host) {
-  std::ifstream in(host_dir / format::kSnapshotManifest);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  std::set<int> ranks;
-  if (!j.is_object()) return {};
-  if (j.contains("host") && j["host"].is_string()) snapshot_host = j["host"].get<std::string>();
-  if (!j.contains("processes") || !j["processes"].is_array()) return {};
-  for (const auto& p : j["processes"])
-    if (p.is_object() && p.contains("ranks") && p["ranks"].is_array())
-      for (const auto& r : p["ranks"])
-        if (r.is_number_integer() && r.get<int>() >= 0) ranks.insert(r.get<int>());
-  return {ranks.begin(), ranks.end()};
+// What one node's stream decoded to: its manifest, summaries and run.json kept in memory (they are
+// merged into one file each for the whole job), everything else written to DIR/hosts/<host>/.
+struct DecodedNode {
+  format::SnapshotDecodeResult result;
+  std::string manifest;
+  std::vector<uint8_t> summaries, run_json;
+  bool has_manifest = false, has_summaries = false, has_run_json = false;
+  std::vector<std::string> files;  // entries written under hosts/<host>/
+};
+
+DecodedNode decode_node(const NodeAnswer& a, const fs::path& out, const format::SnapshotLimits& limits) {
+  DecodedNode d;
+  const fs::path host_dir = out / format::kGatheredHostsDir / a.host;
+  auto visit = [&](std::string_view name, std::span<const uint8_t> bytes) -> Status {
+    if (name == format::kSnapshotManifest) {
+      d.manifest.assign(bytes.begin(), bytes.end());
+      d.has_manifest = true;
+    } else if (name == format::kRankSummaryEntry) {
+      d.summaries.assign(bytes.begin(), bytes.end());
+      d.has_summaries = true;
+    } else if (name == format::kRunMetadataFile) {
+      d.run_json.assign(bytes.begin(), bytes.end());
+      d.has_run_json = true;
+    } else {
+      RS_RETURN_IF_ERROR(format::write_snapshot_entry(host_dir, name, bytes));
+      d.files.emplace_back(name);
+    }
+    return {};
+  };
+  d.result = format::decode_snapshot(a.stream, fmt::format("node {}", a.host), visit, limits);
+  return d;
 }
 
-// Places one node's files into the merged run directory; conflicts land in `problems`.
-void merge_node(const fs::path& out, const std::string& host, const std::vector<std::string>& names,
-                std::map<std::string, std::string>& owner, std::vector<std::string>& problems) {
+// The manifest's facts the record keeps: the node's own name, its processes' ranks, the ranks it summarized.
+struct ManifestFacts {
+  nlohmann::json json;
+  std::string host;
+  std::vector<int> ranks, summarized;
+};
+
+ManifestFacts read_manifest(const std::string& text) {
+  ManifestFacts m;
+  m.json = nlohmann::json::parse(text, nullptr, false);
+  const auto& j = m.json;
+  if (!j.is_object()) return m;
+  if (j.contains("host") && j["host"].is_string()) m.host = j["host"].get<std::string>();
+  std::set<int> ranks;
+  if (j.contains("processes") && j["processes"].is_array())
+    for (const auto& p : j["processes"])
+      if (p.is_object() && p.contains("ranks") && p["ranks"].is_array())
+        for (const auto& r : p["ranks"])
+          if (r.is_number_integer() && r.get<int>() >= 0) ranks.insert(r.get<int>());
+  m.ranks.assign(ranks.begin(), ranks.end());
+  if (j.contains("summarized") && j["summarized"].is_array())
+    for (const auto& r : j["summarized"])
+      if (r.is_number_integer() && r.get<int>() >= 0) m.summarized.push_back(r.get<int>());
+  std::sort(m.summarized.begin(), m.summarized.end());
+  return m;
+}
+
+// Everything the merge builds across nodes, in node order (the first node's copy of a name wins).
+struct Merge {
+  std::map<std::string, std::string> owner;  // entry name -> the node whose copy DIR uses
+  std::vector<uint8_t> run_json;
+  std::vector<uint8_t> summaries;            // every node's block, end to end
+  std::string manifests;                     // snapshots.json
+  std::vector<uint8_t> has_rank;             // by rank: a recorder or a summary arrived
+  void mark(int r) {
+    if (r < 0 || r >= (1 << 24)) return;
+    if (size_t(r) >= has_rank.size()) has_rank.resize(size_t(r) + 1, 0);
+    has_rank[size_t(r)] = 1;
+  }
+  bool has(int r) const { return r >= 0 && size_t(r) < has_rank.size() && has_rank[size_t(r)]; }
+};
+
+// Places one node's whole files into the merged run directory; conflicts land in `problems`.
+void merge_files(const fs::path& out, const std::string& host, const std::vector<std::string>& names, Merge& m,
+                 std::vector<std::string>& problems) {
   const fs::path host_dir = out / format::kGatheredHostsDir / host;
   for (const auto& name : names) {
-    if (name == format::kSnapshotManifest) continue;
     const fs::path from = host_dir / name, to = out / name;
-    const auto [it, fresh] = owner.emplace(name, host);
+    const auto [it, fresh] = m.owner.emplace(name, host);
     if (!fresh) {
-      if (name == format::kRunMetadataFile && same_bytes(from, to)) continue;  // every node of a shared run.json
       problems.push_back(fmt::format("{} came from {} and from {}; the gathered run uses {}'s", name, it->second, host, it->second));
       continue;
     }
     if (Status s = link_or_copy(from, to); !s.ok()) problems.push_back(s.message());
+    else if (auto r = format::rank_of_file_name(name, ".flight")) m.mark(*r);
   }
+}
+
+Status write_bytes(const fs::path& file, std::span<const uint8_t> bytes) {
+  std::ofstream out(file, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!out) return io_error(fmt::format("cannot write {}", file.string()));
+  return {};
+}
+
+// One node's part of the record, and its share of the merge.
+format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::path& out, Merge& m,
+                                std::vector<std::string>& problems) {
+  format::GatheredNode node;
+  node.host = a.host;
+  node.seconds = a.seconds;
+  node.stream_bytes = a.stream.size();
+  node.reason = a.reason;
+  if (a.stream.empty()) {
+    if (node.reason.empty()) node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
+    return node;
+  }
+  // Whatever arrived was decoded, even from a node that failed: whole entries are kept.
+  node.files = int(d.result.entries);
+  node.bytes = d.result.bytes;
+  node.answered = d.result.status.ok() && node.reason.empty();
+  if (!d.result.status.ok()) node.reason = node.reason.empty() ? d.result.status.message() : node.reason + "; " + d.result.status.message();
+  ManifestFacts facts;
+  if (d.has_manifest) {
+    facts = read_manifest(d.manifest);
+    node.snapshot_host = facts.host;
+    if (facts.json.is_object())
+      m.manifests += (m.manifests.empty() ? "[\n" : ",\n") + nlohmann::json{{"node", a.host}, {"snapshot", facts.json}}.dump();
+    else
+      problems.push_back(fmt::format("{}: its {} is damaged", a.host, format::kSnapshotManifest));
+  }
+  if (d.has_run_json) {
+    const auto [it, fresh] = m.owner.emplace(std::string(format::kRunMetadataFile), a.host);
+    if (fresh) {
+      m.run_json = d.run_json;
+      if (Status s = write_bytes(out / format::kRunMetadataFile, m.run_json); !s.ok()) problems.push_back(s.message());
+    } else if (d.run_json != m.run_json) {  // every node of a shared run.json sends the same bytes
+      (void)format::write_snapshot_entry(out / format::kGatheredHostsDir / a.host, format::kRunMetadataFile, d.run_json);
+      problems.push_back(fmt::format("{} came from {} and from {}; the gathered run uses {}'s", format::kRunMetadataFile,
+                                     it->second, a.host, it->second));
+    }
+  }
+  if (d.has_summaries) {
+    m.summaries.insert(m.summaries.end(), d.summaries.begin(), d.summaries.end());
+    for (int r : facts.summarized) m.mark(r);
+  }
+  merge_files(out, a.host, d.files, m, problems);
+  node.ranks = facts.ranks;
+  if (!node.answered) {
+    // The manifest comes first in a stream, so a node cut off later names ranks whose evidence
+    // never came: those are its missing ranks, not ranks it sent.
+    const fs::path host_dir = out / format::kGatheredHostsDir / a.host;
+    std::vector<int> arrived;
+    std::error_code ec;
+    for (int r : node.ranks) {
+      const bool summarized = d.has_summaries && std::binary_search(facts.summarized.begin(), facts.summarized.end(), r);
+      (summarized || fs::exists(format::flight_recorder_path(host_dir, r), ec) ? arrived : node.missing_ranks).push_back(r);
+    }
+    node.ranks = std::move(arrived);
+  }
+  return node;
+}
+
+// Ranks nobody sent, and the unreachable node each most likely ran on.
+void place_missing_ranks(const fs::path& out, const Merge& m, format::GatherRecord& record) {
+  auto meta = format::read_run_metadata(out);
+  if (!meta.ok()) return;
+  record.world_size = meta->world_size;
+  for (int r = 0; r < record.world_size; ++r)
+    if (!m.has(r)) record.ranks_missing.push_back(r);
+  std::set<int> placed;  // missing ranks a failed node's manifest already claims
+  for (const auto& n : record.nodes) placed.insert(n.missing_ranks.begin(), n.missing_ranks.end());
+  std::vector<format::GatheredNode*> silent;  // failed nodes that said nothing of their ranks
+  std::map<std::string, format::GatheredNode*> silent_by_host;
+  for (auto& n : record.nodes)
+    if (!n.answered && n.ranks.empty() && n.missing_ranks.empty()) silent.push_back(&n), silent_by_host[short_host(n.host)] = &n;
+  std::vector<int> unplaced;
+  for (int r : record.ranks_missing) {
+    if (placed.count(r)) continue;
+    format::GatheredNode* home = nullptr;
+    if (size_t(r) < meta->hosts.size())
+      if (auto it = silent_by_host.find(short_host(meta->hosts[size_t(r)])); it != silent_by_host.end()) home = it->second;
+    if (home) home->missing_ranks.push_back(r);
+    else unplaced.push_back(r);
+  }
+  // One silent node: the ranks nobody sent were its (run.json need not say where each rank ran).
+  if (silent.size() == 1) silent[0]->missing_ranks.insert(silent[0]->missing_ranks.end(), unplaced.begin(), unplaced.end());
+  if (silent.size() == 1) std::sort(silent[0]->missing_ranks.begin(), silent[0]->missing_ranks.end());
 }
 
 }  // namespace
@@ -105,6 +252,22 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
   for (size_t i = 0; i < targets.size(); ++i) commands[i].command = targets[i].command;
   run_commands(commands, o.deadline_s, o.max_stream_bytes, o.max_parallel);
 
+  std::vector<NodeAnswer> answers(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    answers[i].host = targets[i].host;
+    answers[i].stream = std::move(commands[i].out);
+    answers[i].reason = why_unanswered(commands[i], o.deadline_s);
+    answers[i].seconds = commands[i].seconds;
+  }
+  const double launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return merge_node_answers(answers, o, launch_s);
+}
+
+Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers, const GatherOptions& o, double launch_s) {
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(o.out_dir / format::kGatheredHostsDir, ec);
+  if (ec) return io_error(fmt::format("-o {}: cannot create: {}", o.out_dir.string(), ec.message()));
   format::GatherRecord record;
   record.launcher = o.launcher;
   record.job_id = o.job_id;
@@ -112,81 +275,35 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
   record.deadline_s = o.deadline_s;
   // Decoding is independent per node (its own folder): spread over the cores. Merging is not (a
   // name two nodes send goes to the first): in node order, after.
-  std::vector<format::SnapshotDecodeResult> decoded(targets.size());
+  std::vector<DecodedNode> decoded(answers.size());
   std::atomic<size_t> next{0};
   auto decode_some = [&] {
-    for (size_t i; (i = next++) < targets.size();)
-      if (!commands[i].out.empty())
-        decoded[i] = format::unpack_snapshot(commands[i].out, fmt::format("node {}", targets[i].host),
-                                             o.out_dir / format::kGatheredHostsDir / targets[i].host, o.limits);
+    for (size_t i; (i = next++) < answers.size();)
+      if (!answers[i].stream.empty()) decoded[i] = decode_node(answers[i], o.out_dir, o.limits);
   };
   std::vector<std::thread> workers;
-  const size_t threads = std::min<size_t>(targets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min<size_t>(answers.size(), std::max(1u, std::thread::hardware_concurrency()));
   for (size_t t = 1; t < threads; ++t) workers.emplace_back(decode_some);
   decode_some();
   for (auto& w : workers) w.join();
 
-  std::map<std::string, std::string> owner;  // entry name -> the node whose copy DIR uses
-  for (size_t i = 0; i < targets.size(); ++i) {
-    auto& c = commands[i];
-    format::GatheredNode node;
-    node.host = targets[i].host;
-    node.seconds = c.seconds;
-    node.stream_bytes = c.out.size();
-    record.stream_bytes += c.out.size();
-    node.reason = why_unanswered(c, o.deadline_s);
-    if (!c.out.empty()) {
-      // Whatever arrived was decoded, even from a node that failed: whole entries are kept.
-      const auto& d = decoded[i];
-      node.files = int(d.entries);
-      node.bytes = d.bytes;
-      node.answered = d.status.ok() && node.reason.empty();
-      if (!d.status.ok()) node.reason = node.reason.empty() ? d.status.message() : node.reason + "; " + d.status.message();
-      merge_node(o.out_dir, node.host, d.names, owner, record.problems);
-      const fs::path host_dir = o.out_dir / format::kGatheredHostsDir / node.host;
-      node.ranks = manifest_ranks(host_dir, node.snapshot_host);
-      if (!node.answered) {
-        // The manifest comes first in a stream, so a node cut off later names ranks whose recorders
-        // never came: those are its missing ranks, not ranks it sent.
-        std::vector<int> arrived;
-        std::error_code ec;
-        for (int r : node.ranks)
-          (fs::exists(format::flight_recorder_path(host_dir, r), ec) ? arrived : node.missing_ranks).push_back(r);
-        node.ranks = std::move(arrived);
-      }
-    } else if (node.reason.empty()) {
-      node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
-    }
-    std::vector<uint8_t>().swap(c.out);  // the stream is on disk now
-    record.nodes.push_back(std::move(node));
+  Merge m;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    record.stream_bytes += answers[i].stream.size();
+    record.nodes.push_back(merge_node(answers[i], decoded[i], o.out_dir, m, record.problems));
+    std::vector<uint8_t>().swap(answers[i].stream);  // decoded now
+    decoded[i] = DecodedNode();
   }
-
-  // Ranks nobody sent, and the unreachable node each most likely ran on.
-  if (auto meta = format::read_run_metadata(o.out_dir); meta.ok()) {
-    record.world_size = meta->world_size;
-    std::error_code ec;
-    for (int r = 0; r < record.world_size; ++r)
-      if (!fs::exists(format::flight_recorder_path(o.out_dir, r), ec)) record.ranks_missing.push_back(r);
-    std::set<int> placed;  // missing ranks a failed node's manifest already claims
-    for (const auto& n : record.nodes) placed.insert(n.missing_ranks.begin(), n.missing_ranks.end());
-    std::vector<format::GatheredNode*> silent;  // failed nodes that said nothing of their ranks
-    for (auto& n : record.nodes)
-      if (!n.answered && n.ranks.empty() && n.missing_ranks.empty()) silent.push_back(&n);
-    std::vector<int> unplaced;
-    for (int r : record.ranks_missing) {
-      if (placed.count(r)) continue;
-      format::GatheredNode* home = nullptr;
-      if (size_t(r) < meta->hosts.size())
-        for (auto* n : silent)
-          if (short_host(n->host) == short_host(meta->hosts[size_t(r)])) home = n;
-      if (home) home->missing_ranks.push_back(r);
-      else unplaced.push_back(r);
-    }
-    // One silent node: the ranks nobody sent were its (run.json need not say where each rank ran).
-    if (silent.size() == 1) silent[0]->missing_ranks.insert(silent[0]->missing_ranks.end(), unplaced.begin(), unplaced.end());
-    if (silent.size() == 1) std::sort(silent[0]->missing_ranks.begin(), silent[0]->missing_ranks.end());
-  }
-  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!m.summaries.empty())
+    if (Status s = write_bytes(o.out_dir / format::kRankSummaryEntry, m.summaries); !s.ok()) record.problems.push_back(s.message());
+  if (!m.manifests.empty()) m.manifests += "\n]\n";
+  if (!m.manifests.empty())
+    if (Status s = write_bytes(o.out_dir / format::kGatheredManifests,
+                               std::span(reinterpret_cast<const uint8_t*>(m.manifests.data()), m.manifests.size()));
+        !s.ok())
+      record.problems.push_back(s.message());
+  place_missing_ranks(o.out_dir, m, record);
+  record.seconds = launch_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RS_RETURN_IF_ERROR(format::write_gather_record(o.out_dir, record));
   return record;
 }

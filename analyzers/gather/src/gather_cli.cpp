@@ -30,17 +30,19 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSnapshotHelp =
-    "usage: rankscope snapshot RUN_DIR [--stacks] [--all-hosts] > node.snap\n\n"
+    "usage: rankscope snapshot RUN_DIR [--stacks] [--all-hosts] [--full] > node.snap\n\n"
     "Writes this node's share of a run directory to stdout as one compressed, versioned stream\n"
-    "(docs/FORMAT.md \"Snapshot stream\"): its flight recorders (rankNNNNN.flight, nccl/), the state of\n"
-    "each of their processes from /proc (alive, gone, stopped, in D state), run.json, recent evidence/.\n"
-    "Event streams are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n"
+    "(docs/FORMAT.md \"Snapshot stream\"): what the verdict needs of each of its ranks (a few hundred\n"
+    "bytes a rank: docs/FORMAT.md \"Rank summaries\"), the NCCL plugin's nccl/ files, the state of each\n"
+    "process from /proc (alive, gone, stopped, in D state), run.json, recent evidence/. Event streams\n"
+    "are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n"
     "  --stacks     also capture native stacks of the live ranks (eu-stack, else gdb)\n"
-    "  --all-hosts  also ship recorders another host wrote (a run directory on a shared filesystem)\n";
+    "  --all-hosts  also ship recorders another host wrote (a run directory on a shared filesystem)\n"
+    "  --full       the whole flight recorders (rankNNNNN.flight) instead of the ranks' summaries\n";
 
 constexpr const char* kGatherHelp =
     "usage: rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec 'ssh {host}') -o DIR\n"
-    "                        [--deadline SECONDS] [--remote-rankscope PATH] [--stacks] [--max-parallel N]\n\n"
+    "                        [--deadline SECONDS] [--remote-rankscope PATH] [--stacks] [--full] [--max-parallel N]\n\n"
     "Runs `rankscope snapshot RUN_DIR` on every node of a job, in parallel, and unpacks the streams into\n"
     "DIR: DIR/hosts/<host>/ as each node sent it, DIR itself a run directory of every rank (hangdoctor DIR,\n"
     "rankscope inspect DIR), DIR/gather.json the record (nodes asked, answered, unreachable and why).\n"
@@ -53,6 +55,7 @@ constexpr const char* kGatherHelp =
     "  --remote-rankscope P   the rankscope binary on the nodes (default: this one's absolute path)\n"
     "  --stacks               nodes also capture native stacks of their live ranks (at most 8 a node;\n"
     "                         the deadline becomes 60 s unless given)\n"
+    "  --full                 nodes send whole flight recorders, not what the verdict needs of each rank\n"
     "  --max-parallel N       nodes asked at once (default 256)\n\n"
     "exit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
 
@@ -64,7 +67,8 @@ constexpr const char* kHangdoctorGatherHelp =
     "rankscope beside this hangdoctor, or --remote-rankscope), in parallel; nodes silent at the deadline\n"
     "(default 20 s) are stopped and reported unreachable with their ranks. The streams are unpacked into\n"
     "--gather-dir (kept) or a temporary folder, then diagnosed; process states (frozen, dead) come from\n"
-    "each node's /proc. --stacks takes native stacks on the nodes. `hangdoctor DIR` on a kept gather\n"
+    "each node's /proc. --stacks takes native stacks on the nodes; --full has them send whole flight\n"
+    "recorders rather than what the verdict needs of each rank. `hangdoctor DIR` on a kept gather\n"
     "diagnoses it again (as of the gather).\n";
 
 constexpr double kStacksDeadlineS = 60;
@@ -75,6 +79,7 @@ struct GatherFlags {
   bool deadline_given = false;
   int max_parallel = 256;
   bool stacks = false;
+  bool full = false;
   bool any() const { return !slurm_job.empty() || !hosts_file.empty(); }
 };
 
@@ -137,6 +142,7 @@ Result<std::vector<GatherTarget>> targets_for(const GatherFlags& f, const std::s
                                               const std::string& default_remote) {
   std::vector<std::string> snapshot = {"snapshot", run_dir};
   if (f.stacks) snapshot.push_back("--stacks");
+  if (f.full) snapshot.push_back("--full");
   return targets_running(f, default_remote, snapshot);
 }
 
@@ -251,6 +257,7 @@ int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
     if (a == "--help" || a == "-h") return std::fputs(kSnapshotHelp, stdout), 0;
     if (a == "--stacks") o.stacks = true;
     else if (a == "--all-hosts") o.all_hosts = true;
+    else if (a == "--full") o.full = true;
     else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kSnapshotHelp), 2;
     else if (dir.empty()) dir = a;
     else return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
@@ -279,6 +286,7 @@ int gather_main(Args args, std::FILE* out, std::FILE* err) {
     }
     if ((a == "-o" || a == "--out") && i + 1 < args.size()) f.out_dir = args[++i];
     else if (a == "--stacks") f.stacks = true;
+    else if (a == "--full") f.full = true;
     else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()), a.data(), kGatherHelp), 2;
     else if (run_dir.empty()) run_dir = a;
     else return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
@@ -308,6 +316,10 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
       gather_dir = args[++i];
       continue;
     }
+    if (a == "--full") {  // the nodes send whole recorders
+      f.full = true;
+      continue;
+    }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
     if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size()) rest.push_back(args[++i]);
@@ -320,8 +332,8 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
       return rc;
     }
   if (!f.any()) {
-    if (!gather_dir.empty() || !f.exec_template.empty())
-      return std::fprintf(env.err, "hangdoctor: --gather-dir and --exec go with --slurm JOBID or --hosts FILE\n"), 2;
+    if (!gather_dir.empty() || !f.exec_template.empty() || f.full)
+      return std::fprintf(env.err, "hangdoctor: --gather-dir, --exec and --full go with --slurm JOBID or --hosts FILE\n"), 2;
     return hang::run_hangdoctor(args, env);
   }
   if (!run_dir_at) return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"), 2;

@@ -19,7 +19,9 @@
 #include "process_liveness.h"
 #include "rankscope/format/flight_identity.h"
 #include "rankscope/format/json_text.h"
+#include "rankscope/format/flight_recorder_reader.h"
 #include "rankscope/format/nccl_plugin_run.h"
+#include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/snapshot_stream.h"
 
@@ -174,7 +176,31 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   }
   summary.processes = int(procs.size());
 
+  // What the verdict needs of each rank, read after the process states as the whole files would
+  // be; a recorder the reader refuses, or one holding evidence a summary does not carry, travels whole.
+  format::RankSummaryWriter summaries;
+  std::vector<int> summarized;
+  if (!o.full) {
+    std::vector<FileToShip> whole;
+    for (auto& f : shipped) {
+      if (f.rank) {
+        auto snap = format::read_flight_recorder(f.path);
+        const std::string why = snap.ok() ? format::why_not_summarized(*snap) : snap.status().message();
+        if (snap.ok() && why.empty()) {
+          summaries.add(*snap);
+          summarized.push_back(snap->rank);
+          continue;
+        }
+        summary.skipped.push_back(fmt::format("{}: sent whole, not summarized: {}", f.name, why));
+      }
+      whole.push_back(std::move(f));
+    }
+    shipped = std::move(whole);
+  }
+  summary.summarized = int(summarized.size());
+
   nlohmann::json names = nlohmann::json::array();
+  if (!summarized.empty()) names.push_back(format::kRankSummaryEntry);
   for (const auto& f : shipped) names.push_back(f.name);
   for (const auto& s : stack_files) names.push_back(s.first);
   const nlohmann::json manifest = {{"format", "rankscope-snapshot"},
@@ -186,10 +212,12 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
                                    {"rankscope_version", RANKSCOPE_VERSION},
                                    {"processes", proc_json},
                                    {"files", names},
+                                   {"summarized", summarized},
                                    {"skipped", summary.skipped}};
 
   format::SnapshotWriter writer(out);
   RS_RETURN_IF_ERROR(writer.add(format::kSnapshotManifest, format::json_text(manifest, 1)));
+  if (!summarized.empty()) RS_RETURN_IF_ERROR(writer.add(format::kRankSummaryEntry, summaries.finish()));
   // Files are read after the states, one at a time (memory stays at one recorder): a recorder
   // copied after its process's state is at least as new as that state. One that vanished since it
   // was listed is left out (the manifest lists what was meant to come; the entries are what came).

@@ -2,6 +2,7 @@
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,38 +25,59 @@ OsRunState os_run_state_from_name(std::string_view name) {
   return OsRunState::kUnknown;
 }
 
+void SnapshotProcessTable::add_manifest(const nlohmann::json& j, const std::string& node) {
+  if (!j.is_object() || !j.contains("processes") || !j["processes"].is_array()) {
+    problems_.push_back(fmt::format("{}: {} is damaged", node, format::kSnapshotManifest));
+    return;
+  }
+  if (j.contains("boot_id") && j["boot_id"].is_string()) boot_ids_.insert(j["boot_id"].get<std::string>());
+  for (const auto& p : j["processes"]) {
+    if (!p.is_object()) continue;
+    const auto host = p.value("host", std::string());
+    const int pid = p.value("pid", 0);
+    if (pid <= 0) continue;
+    ProcessStatus s;
+    s.alive = liveness_from_name(p.value("alive", std::string()));
+    s.state = os_run_state_from_name(p.value("state", std::string()));
+    s.wchan = p.value("wchan", std::string());
+    s.threads = p.value("threads", 0);
+    states_[{host, pid}] = std::move(s);
+  }
+}
+
 Result<SnapshotProcessTable> SnapshotProcessTable::load(const std::filesystem::path& gathered_dir) {
   const auto hosts = gathered_dir / format::kGatheredHostsDir;
   std::error_code ec;
   if (!std::filesystem::is_directory(hosts, ec))
     return not_found(fmt::format("{}: not a gathered run (no {}/ folder)", gathered_dir.string(), format::kGatheredHostsDir));
   SnapshotProcessTable table;
+  // Every node's manifest, merged into one file by the gather ...
+  std::set<std::string> nodes;
+  if (std::ifstream in(gathered_dir / format::kGatheredManifests); in) {
+    const auto all = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!all.is_array()) table.problems_.push_back(fmt::format("{} is damaged", format::kGatheredManifests));
+    for (const auto& j : all.is_array() ? all : nlohmann::json::array()) {
+      if (!j.is_object() || !j.contains("node") || !j["node"].is_string() || !j.contains("snapshot")) {
+        table.problems_.push_back(fmt::format("{}: an entry is damaged", format::kGatheredManifests));
+        continue;
+      }
+      const std::string node = j["node"].get<std::string>();
+      nodes.insert(node);
+      table.add_manifest(j["snapshot"], node);
+    }
+  }
+  // ... and any left in the nodes' folders (gathers written before that).
   for (const auto& node : std::filesystem::directory_iterator(hosts, ec)) {
+    const std::string name = node.path().filename().string();
+    if (nodes.count(name)) continue;
     const auto file = node.path() / format::kSnapshotManifest;
     std::ifstream in(file);
     if (!in) {
-      table.problems_.push_back(fmt::format("{}: no {} (the node sent none)", node.path().filename().string(),
-                                            format::kSnapshotManifest));
+      table.problems_.push_back(fmt::format("{}: no {} (the node sent none)", name, format::kSnapshotManifest));
       continue;
     }
     const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("processes") || !j["processes"].is_array()) {
-      table.problems_.push_back(fmt::format("{}: {} is damaged", node.path().filename().string(), format::kSnapshotManifest));
-      continue;
-    }
-    if (j.contains("boot_id") && j["boot_id"].is_string()) table.boot_ids_.insert(j["boot_id"].get<std::string>());
-    for (const auto& p : j["processes"]) {
-      if (!p.is_object()) continue;
-      const auto host = p.value("host", std::string());
-      const int pid = p.value("pid", 0);
-      if (pid <= 0) continue;
-      ProcessStatus s;
-      s.alive = liveness_from_name(p.value("alive", std::string()));
-      s.state = os_run_state_from_name(p.value("state", std::string()));
-      s.wchan = p.value("wchan", std::string());
-      s.threads = p.value("threads", 0);
-      table.states_[{host, pid}] = std::move(s);
-    }
+    table.add_manifest(j.is_discarded() ? nlohmann::json() : j, name);
   }
   return table;
 }

@@ -1,10 +1,12 @@
 // gathered_run.h — a run directory assembled from the snapshots of many nodes, and its record.
 //
 // Is: the layout `rankscope gather` writes and every reader may rely on (docs/FORMAT.md "Gathered
-// run directory"): DIR/hosts/<host>/ holds exactly what that node sent (its snapshot.json manifest
-// with the state of its ranks' processes, its recorders, run.json if it had one, its stacks);
-// DIR itself is an ordinary run directory whose files are hard links into hosts/ (copies where links
-// fail), so analyzers read it unchanged; DIR/gather.json says which nodes were asked, which answered
+// run directory"): DIR/snapshots.json holds every node's manifest (the state of its ranks'
+// processes), DIR/summaries.ranks every node's rank summaries end to end, DIR/run.json the first
+// node's; DIR/hosts/<host>/ holds the whole files that node sent (recorders sent whole, the NCCL
+// plugin's files, stacks; a run.json that differs from the first); DIR itself is an ordinary run
+// directory whose other files are hard links into hosts/ (copies where links fail), so analyzers
+// read it unchanged; DIR/gather.json says which nodes were asked, which answered
 // and why the others did not. Is not: the gathering itself (analyzers/gather) or the codec
 // (snapshot_stream.h).
 #pragma once
@@ -20,6 +22,8 @@ namespace rankscope::format {
 
 inline constexpr std::string_view kGatherRecordFile = "gather.json";
 inline constexpr std::string_view kGatheredHostsDir = "hosts";
+// Every node's snapshot.json: a JSON array of {"node": HOST, "snapshot": MANIFEST}, one node a line.
+inline constexpr std::string_view kGatheredManifests = "snapshots.json";
 inline constexpr int kGatherRecordVersion = 1;
 
 struct GatheredNode {

@@ -83,6 +83,10 @@ using SnapshotVisitor = std::function<Status(std::string_view name, std::span<co
 SnapshotDecodeResult decode_snapshot(std::span<const uint8_t> stream, std::string_view source,
                                      const SnapshotVisitor& visitor, const SnapshotLimits& limits = {});
 
+// One entry written to dir/name (its folders created; holes where the bytes are zero), refusing a
+// name that would replace a directory or a link an earlier entry made.
+Status write_snapshot_entry(const std::filesystem::path& dir, std::string_view name, std::span<const uint8_t> bytes);
+
 // decode_snapshot into `dir` (created): each entry written to dir/name. Entries that arrived whole
 // stay written when the stream fails later.
 SnapshotDecodeResult unpack_snapshot(std::span<const uint8_t> stream, std::string_view source,

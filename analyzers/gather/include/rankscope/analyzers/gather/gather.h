@@ -3,8 +3,10 @@
 // Is: the nodes to ask (from Slurm: `squeue` + `scontrol show hostnames`, one `srun --jobid J
 // --overlap --ntasks-per-node 1 -N 1 -w NODE` each, so every node's stream is separate; or from a
 // hosts file and an --exec template such as 'ssh {host}'), the parallel launch under one deadline
-// (node_launch.h), the bounded decoding of each stream into DIR/hosts/<host>/, the merge into DIR as
-// an ordinary run directory, and DIR/gather.json (format/gathered_run.h). One node's silence, error
+// (node_launch.h), then merge_node_answers: the bounded decoding of each stream (its manifest,
+// rank summaries and run.json kept in memory and merged into one file each for the job:
+// DIR/snapshots.json, DIR/summaries.ranks, DIR/run.json; whole files into DIR/hosts/<host>/), the
+// merge into DIR as an ordinary run directory, and DIR/gather.json (format/gathered_run.h). One node's silence, error
 // or hostile stream is recorded for that node; the others' data is kept. Is not: the snapshot
 // itself (node_snapshot.h), nor the diagnosis of what was gathered.
 #pragma once
@@ -57,5 +59,19 @@ Result<std::vector<GatherTarget>> slurm_targets(const std::string& job_id, const
 // Runs the targets and fills options.out_dir. Fails only for bad options (out_dir not usable, no
 // targets); every node's failure is a line of the record.
 Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targets, const GatherOptions& options);
+
+// What one node sent and how its command ended: the launcher's part of a gather (or a simulator's).
+struct NodeAnswer {
+  std::string host;
+  std::vector<uint8_t> stream;  // its stdout: a snapshot stream, whole or not
+  std::string reason;           // why the command gave no clean answer (node_launch.h); "" when it did
+  double seconds = 0;
+};
+
+// The head's part of a gather: decodes every answer (on all cores), merges them into
+// options.out_dir (created; expected empty) and writes gather.json, whose `seconds` adds `launch_s`.
+// The streams are released as they are merged.
+Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers, const GatherOptions& options,
+                                                double launch_s = 0);
 
 }  // namespace rankscope::gather

@@ -1,8 +1,8 @@
 // snapshot_process_table.h — process states of a gathered run, as each node saw them.
 //
 // Is: a ProcessTable that answers from the per-node snapshot manifests of a gathered run directory
-// (DIR/hosts/<host>/snapshot.json, docs/FORMAT.md): each node read /proc for its own ranks when it
-// was asked, so "frozen" (every thread stopped or in D state) and "dead" (no such pid) are exact
+// (DIR/snapshots.json, or DIR/hosts/<host>/snapshot.json of older gathers; docs/FORMAT.md): each
+// node read /proc for its own ranks when it was asked, so "frozen" (every thread stopped or in D state) and "dead" (no such pid) are exact
 // for ranks on other hosts, as they are for local ranks. Answers describe the moment of the gather,
 // not now. Is not: a live probe (it never looks at this machine's /proc), nor the gathering.
 #pragma once
@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/status.h"
 
@@ -21,10 +23,12 @@ namespace rankscope::hang {
 
 class SnapshotProcessTable final : public ProcessTable {
  public:
-  // Reads every DIR/hosts/*/snapshot.json; a node whose manifest is missing or damaged adds a
-  // problem and answers nothing (its ranks read as on another host). Fails only when DIR/hosts is
-  // not a directory.
+  // Reads every node's manifest: the lines of DIR/snapshots.json, and DIR/hosts/<host>/snapshot.json
+  // of a node not among them; a node whose manifest is missing or damaged adds a problem and answers
+  // nothing (its ranks read as on another host). Fails only when DIR/hosts is not a directory.
   static Result<SnapshotProcessTable> load(const std::filesystem::path& gathered_dir);
+  // One node's manifest (snapshot.json), `node` naming it in problems.
+  void add_manifest(const nlohmann::json& manifest, const std::string& node);
 
   Liveness liveness(const std::string& host, int pid) override;
   std::string local_host() override { return {}; }  // no rank of a gathered run runs here
