@@ -113,12 +113,32 @@ ManifestFacts read_manifest(const std::string& text) {
   return m;
 }
 
+// A field of processes.tsv: no tab or line break can split it.
+std::string tsv_field(std::string s) {
+  for (char& c : s)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return s.empty() ? "-" : s;
+}
+
+void append_processes(const std::string& node, const nlohmann::json& manifest, std::string& out) {
+  const std::string boot = manifest.contains("boot_id") && manifest["boot_id"].is_string() ? manifest["boot_id"].get<std::string>() : "";
+  if (!manifest.contains("processes") || !manifest["processes"].is_array()) return;
+  for (const auto& p : manifest["processes"]) {
+    if (!p.is_object()) continue;
+    const auto text = [&](const char* key) { return p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : ""; };
+    const auto number = [&](const char* key) { return p.contains(key) && p[key].is_number_integer() ? p[key].get<int64_t>() : 0; };
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", node, tsv_field(boot), tsv_field(text("host")), number("pid"),
+                       tsv_field(text("alive")), tsv_field(text("state")), tsv_field(text("wchan")), number("threads"));
+  }
+}
+
 // Everything the merge builds across nodes, in node order (the first node's copy of a name wins).
 struct Merge {
   std::map<std::string, std::string> owner;  // entry name -> the node whose copy DIR uses
   std::vector<uint8_t> run_json;
   std::vector<uint8_t> summaries;            // every node's block, end to end
   std::string manifests;                     // snapshots.json
+  std::string processes = "# node\tboot_id\thost\tpid\talive\tstate\twchan\tthreads\n";  // processes.tsv
   std::vector<uint8_t> has_rank;             // by rank: a recorder or a summary arrived
   void mark(int r) {
     if (r < 0 || r >= (1 << 24)) return;
@@ -172,9 +192,11 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
   if (d.has_manifest) {
     facts = read_manifest(d.manifest);
     node.snapshot_host = facts.host;
-    if (facts.json.is_object())
-      m.manifests += (m.manifests.empty() ? "[\n" : ",\n") + nlohmann::json{{"node", a.host}, {"snapshot", facts.json}}.dump();
-    else
+    if (facts.json.is_object()) {
+      // The manifest as the node wrote it (valid JSON: it parsed), and its processes as lines.
+      m.manifests += fmt::format("{}{{\"node\": \"{}\", \"snapshot\": {}}}", m.manifests.empty() ? "[\n" : ",\n", a.host, d.manifest);
+      append_processes(a.host, facts.json, m.processes);
+    } else
       problems.push_back(fmt::format("{}: its {} is damaged", a.host, format::kSnapshotManifest));
   }
   if (d.has_run_json) {
@@ -297,6 +319,10 @@ Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers
   if (!m.summaries.empty())
     if (Status s = write_bytes(o.out_dir / format::kRankSummaryEntry, m.summaries); !s.ok()) record.problems.push_back(s.message());
   if (!m.manifests.empty()) m.manifests += "\n]\n";
+  if (Status s = write_bytes(o.out_dir / format::kGatheredProcesses,
+                             std::span(reinterpret_cast<const uint8_t*>(m.processes.data()), m.processes.size()));
+      !s.ok())
+    record.problems.push_back(s.message());
   if (!m.manifests.empty())
     if (Status s = write_bytes(o.out_dir / format::kGatheredManifests,
                                std::span(reinterpret_cast<const uint8_t*>(m.manifests.data()), m.manifests.size()));

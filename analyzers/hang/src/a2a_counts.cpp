@@ -117,7 +117,7 @@ std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Memb
 }  // namespace
 
 std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankView>& views,
-                                                        const std::vector<GroupView>& groups, uint64_t row_elements) {
+                                                        const GroupList& groups, uint64_t row_elements) {
   std::optional<CountMismatchFinding> best;
   std::vector<Member> members;
   for (const auto& g : groups) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rank_view.h"
@@ -20,11 +21,17 @@ struct GroupView {
   std::vector<int> ranks;  // world ranks
 };
 
+// The groups, innermost first, with their places by name: at 131,072 ranks there are 16,384 tp
+// groups, and the wait graph asks for a group by name once a waiter.
+struct GroupList : std::vector<GroupView> {
+  std::unordered_map<std::string, size_t> index;  // name -> place; filled by build_groups
+};
+
 // Groups from run.json, completed by communicators found only in flight recorders; sorted
 // innermost first: tp, then dp, then other communicators by size, then world.
-std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::vector<RankView>& views);
-const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name);
-int innermost_rank(const std::vector<GroupView>& groups, const std::string& name);  // lower = inner
+GroupList build_groups(const format::RunDirectory& run, const std::vector<RankView>& views);
+const GroupView* find_group(const GroupList& groups, const std::string& name);
+int innermost_rank(const GroupList& groups, const std::string& name);  // lower = inner
 
 // The first rank (by how far past) whose open collective or step ran past the bound its probe
 // learned, at `reference_ns` (rank 0's clock). A step counts only while the main thread's outermost
@@ -45,7 +52,7 @@ struct PeerWaitPolicy {
 // `pending`, when given, is set where the rule applies (every member waits on an idle rank, long
 // enough, with a scale) but the idle rank has not yet passed its bound.
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
-                                                  const std::vector<GroupView>& groups, int64_t reference_ns,
+                                                  const GroupList& groups, int64_t reference_ns,
                                                   const PeerWaitPolicy& policy, bool* pending = nullptr);
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec);
@@ -61,7 +68,7 @@ struct MismatchFinding {
 // Earliest disagreement at one (comm, seq) within the window every member's ring still holds.
 // `with_call_site`: also compare the range each rank called it from (a skipped collective shifts
 // every later seq on the skipping rank; op and size may still agree).
-std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const GroupList& groups,
                                              bool with_call_site);
 
 // a2a_counts.cpp. The earliest all_to_all_v (by first arrival) whose per-peer counts disagree
@@ -73,7 +80,7 @@ struct CountMismatchFinding {
   int64_t when_ns = 0;
 };
 std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankView>& views,
-                                                        const std::vector<GroupView>& groups, uint64_t row_elements);
+                                                        const GroupList& groups, uint64_t row_elements);
 
 struct WaitEdge {
   int waiter = 0;
@@ -94,7 +101,7 @@ struct WaitGraph {
   std::vector<int> terminal;              // missing ranks in the parts of the graph (both kinds of edges) nothing leaves
 };
 
-WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups);
+WaitGraph build_wait_graph(const std::vector<RankView>& views, const GroupList& groups);
 
 // wait_chains.cpp. Per culprit: the collectives it never entered with their waiters, and the ranks
 // waiting on those in turn (diagnosis.h WaitChain).
@@ -102,7 +109,7 @@ std::vector<WaitChain> wait_chains(const WaitGraph& g, const std::vector<int>& c
 
 // forming_hang.cpp. Ranks idle for at least `idle_after_s` (on the reference clock) that a peer
 // already waits for, though other ranks may still be busy.
-std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const GroupList& groups,
                                        int64_t reference_ns, double idle_after_s);
 
 // device_lag.cpp. The range a trainer opens while its host waits for its own GPU (host staging of
@@ -112,7 +119,7 @@ bool waits_for_own_device(const RankView& v);
 // Members that enqueued (comm, seq) on a device stream and returned, whose device never started it,
 // while another member's device (or host) got there, or while no member's did and each of them
 // records device starts on that communicator (an earlier collective there has a start time).
-std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const GroupList& groups,
                                         const std::string& comm, uint64_t seq);
 
 // nccl_evidence.cpp. Recorders of the NCCL profiler plugin: "thread T inside ncclGroupEnd on tp1 for

@@ -49,7 +49,10 @@ std::vector<MissingGradient> missing_gradients_of(const RankView& v) {
 class Classifier {
  public:
   Classifier(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& o)
-      : run_(run), processes_(processes), o_(o), views_(build_rank_views(run, processes)), groups_(build_groups(run, views_)) {}
+      : run_(run), processes_(processes), o_(o), views_(build_rank_views(run, processes)), groups_(build_groups(run, views_)) {
+    for (int r : o.unreachable_ranks)
+      if (r >= 0 && size_t(r) < views_.size() && !views_[size_t(r)].readable()) views_[size_t(r)].unreachable = true;
+  }
 
   Diagnosis run();
 
@@ -82,7 +85,7 @@ class Classifier {
   ProcessTable& processes_;
   ClassifyOptions o_;
   std::vector<RankView> views_;
-  std::vector<GroupView> groups_;
+  GroupList groups_;
   Diagnosis d_;
   WordingFacts facts_;
   bool job_gone_ = false;  // every unfinished rank's process is gone: nothing will progress again

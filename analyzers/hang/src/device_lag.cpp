@@ -33,7 +33,7 @@ bool waits_for_own_device(const RankView& v) {
   return std::find(v.stack.begin(), v.stack.end(), std::string(kDeviceSyncRange)) != v.stack.end();
 }
 
-std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, const GroupList& groups,
                                         const std::string& comm, uint64_t seq) {
   const GroupView* group = find_group(groups, comm);
   if (!group) return {};

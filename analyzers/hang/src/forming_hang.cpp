@@ -10,7 +10,7 @@
 
 namespace rankscope::hang {
 
-std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const GroupList& groups,
                                        int64_t reference_ns, double idle_after_s) {
   const WaitGraph g = build_wait_graph(views, groups);
   std::vector<int> out;

@@ -16,8 +16,8 @@ int role_order(const std::string& name) {
 
 }  // namespace
 
-std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::vector<RankView>& views) {
-  std::vector<GroupView> groups;
+GroupList build_groups(const format::RunDirectory& run, const std::vector<RankView>& views) {
+  GroupList groups;
   // Group name -> index in `groups`, and whether run.json lists it: at 16K ranks there are
   // thousands of groups, and every rank names three.
   std::unordered_map<std::string, std::pair<size_t, bool>> index;
@@ -41,19 +41,18 @@ std::vector<GroupView> build_groups(const format::RunDirectory& run, const std::
     if (role_order(a.name) != role_order(b.name)) return role_order(a.name) < role_order(b.name);
     return a.ranks.size() < b.ranks.size();
   });
+  for (size_t i = 0; i < groups.size(); ++i) groups.index.emplace(groups[i].name, i);
   return groups;
 }
 
-const GroupView* find_group(const std::vector<GroupView>& groups, const std::string& name) {
-  for (const auto& g : groups)
-    if (g.name == name) return &g;
-  return nullptr;
+const GroupView* find_group(const GroupList& groups, const std::string& name) {
+  const auto it = groups.index.find(name);
+  return it == groups.index.end() ? nullptr : &groups[it->second];
 }
 
-int innermost_rank(const std::vector<GroupView>& groups, const std::string& name) {
-  for (size_t i = 0; i < groups.size(); ++i)
-    if (groups[i].name == name) return int(i);
-  return int(groups.size());
+int innermost_rank(const GroupList& groups, const std::string& name) {
+  const auto it = groups.index.find(name);
+  return it == groups.index.end() ? int(groups.size()) : int(it->second);
 }
 
 CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSnapshot& rec) {

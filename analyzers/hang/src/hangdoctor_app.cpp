@@ -192,9 +192,14 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
   Parts parts;
   bool several_dumps = false;
   bool expanded = false;  // a job's folder was looked into
+  // A run directory, or a gathered run (whose files beside run.json are no logs, even without one).
+  auto run_dir = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p / "run.json", ec) || format::is_gathered_run(p);
+  };
   auto add_one = [&](const fs::path& p) -> bool {
     std::error_code ec;
-    if (p != "-" && fs::is_directory(p, ec) && fs::exists(p / "run.json", ec)) return false;
+    if (p != "-" && fs::is_directory(p, ec) && run_dir(p)) return false;
     if (p != "-" && torch_fr::looks_like_fr_dumps(p)) {
       several_dumps |= parts.dumps.has_value();
       parts.dumps = p;
@@ -209,7 +214,7 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
   };
   for (const auto& p : all) {
     std::error_code ec;
-    if (p != "-" && fs::is_directory(p, ec) && !fs::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
+    if (p != "-" && fs::is_directory(p, ec) && !run_dir(p) && !torch_fr::looks_like_fr_dumps(p) &&
         !stacks::looks_like_stacks(p)) {
       // A job's folder holding a mix: its dumps/, job.log, stacks/ (any names), one level down.
       std::vector<fs::path> entries;
@@ -561,6 +566,9 @@ int run_on_run_directory(const Request& req, const HangdoctorEnv& env) {
   const std::optional<WatchResult>& watched = opened->watched;
   GatherContext gather;
   if (!from_torch && format::is_gathered_run(req.dir)) gather = read_gather_context(req.dir);
+  if (gather.record)
+    for (const auto& n : gather.record->nodes)
+      if (!n.answered) classify.unreachable_ranks.insert(classify.unreachable_ranks.end(), n.missing_ranks.begin(), n.missing_ranks.end());
   RemoteProcesses remote;  // dumps are copied off their nodes: no process of theirs is here
   ProcessTable& judged_by = from_torch ? static_cast<ProcessTable&>(remote)
                             : gather.processes ? static_cast<ProcessTable&>(*gather.processes)

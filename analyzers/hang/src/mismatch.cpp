@@ -141,7 +141,7 @@ bool knows(const format::CollectiveSnapshot& r, std::string_view field) {
 
 }  // namespace
 
-std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const std::vector<GroupView>& groups,
+std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const GroupList& groups,
                                              bool with_call_site) {
   std::optional<MismatchFinding> best;
   std::vector<std::pair<int, const format::CommSnapshot*>> members;

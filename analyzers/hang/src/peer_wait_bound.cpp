@@ -88,7 +88,7 @@ Scale scale_for(const RankView& idle, const std::vector<Waiter>& waiters, double
 }  // namespace
 
 std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& views,
-                                                  const std::vector<GroupView>& groups, int64_t reference_ns,
+                                                  const GroupList& groups, int64_t reference_ns,
                                                   const PeerWaitPolicy& policy, bool* pending) {
   const double floor_s = policy.floor_s;
   if (pending) *pending = false;

@@ -20,6 +20,7 @@ struct RankView {
   int rank = 0;
   const format::FlightRecorderSnapshot* snap = nullptr;  // null: no readable recorder
   std::string missing_reason;
+  bool unreachable = false;         // no recorder because its node did not answer a gather
   int64_t offset_ns = 0;            // own clock + offset = rank 0's clock
   Liveness liveness = Liveness::kUnknown;
   bool finished = false;

@@ -1,7 +1,11 @@
 // wait_graph.cpp — who waits for whom.
 //
 // A rank inside (comm, seq) waits for every member of comm that never issued seq (its issued count
-// on comm is <= seq, or its recorder is missing). Ranks that are waited for but wait for nobody
+// on comm is <= seq, or its recorder is missing: a rank that wrote no dump is a stuck host). A
+// member on a node a gather could not reach (ClassifyOptions::unreachable_ranks) is waited for only
+// where no other member is missing: whether it entered is unknown, and its node is a finding of the
+// gather's own (else each waiter of a data-parallel group would wait on each of them: 4 million
+// edges at 131,072 ranks, and every unseen rank a culprit). Ranks that are waited for but wait for nobody
 // missing themselves are where the hang starts: idle ranks, and ranks inside collectives that
 // every member entered (a device that stopped, a collective stuck in the fabric). Waiters
 // downstream (DP ranks waiting for a TP group that waits for one rank) are not blamed.
@@ -86,7 +90,7 @@ std::vector<int> sink_culprits(const WaitGraph& g, size_t n) {
 
 }  // namespace
 
-WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector<GroupView>& groups) {
+WaitGraph build_wait_graph(const std::vector<RankView>& views, const GroupList& groups) {
   WaitGraph g;
   // Thousands of waiters share a few (comm, seq): who never issued it is worked out once for each
   // (at 16K ranks a DP group has thousands of members).
@@ -105,12 +109,20 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const std::vector
       auto [it, fresh] = absent_at.try_emplace({comm, seq});
       if (fresh) {
         if (const GroupView* group = group_for(comm)) {
+          std::vector<int> unseen;  // members on nodes a gather could not reach
           for (int m : group->ranks) {
             if (m < 0 || m >= int(views.size())) continue;
             const RankView& mv = views[m];
+            if (!mv.readable() && mv.unreachable) {
+              unseen.push_back(m);
+              continue;
+            }
             const int64_t issued = mv.readable() ? mv.issued(comm) : -1;
             if (issued <= int64_t(seq)) it->second.push_back(m);  // it never entered this collective
           }
+          // Whether an unreachable member entered is unknown: it is waited for only where no other
+          // member is missing (its node is a finding of the gather's own).
+          if (it->second.empty()) it->second = std::move(unseen);
         }
       }
       bool anyone_absent = false;

@@ -24,6 +24,9 @@ inline constexpr std::string_view kGatherRecordFile = "gather.json";
 inline constexpr std::string_view kGatheredHostsDir = "hosts";
 // Every node's snapshot.json: a JSON array of {"node": HOST, "snapshot": MANIFEST}, one node a line.
 inline constexpr std::string_view kGatheredManifests = "snapshots.json";
+// The processes of every node's manifest, what hangdoctor reads of them, one a line, tab-separated:
+// node, boot_id, host, pid, alive, state, wchan, threads (a first line starting '#' names them).
+inline constexpr std::string_view kGatheredProcesses = "processes.tsv";
 inline constexpr int kGatherRecordVersion = 1;
 
 struct GatheredNode {

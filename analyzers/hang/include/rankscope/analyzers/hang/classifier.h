@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "rankscope/analyzers/hang/diagnosis.h"
 #include "rankscope/analyzers/hang/process_table.h"
@@ -41,6 +42,10 @@ struct ClassifyOptions {
   double peer_wait_floor_s = 3;    // that bound is max(floor, factor x the job's own scale): the
   double peer_wait_factor = 3;     // probe's floor; a smaller factor, as two signals agree
   double peer_wait_min_s = 1;      // the peers waited at least this long (blocked, not passing)
+  // Ranks whose nodes did not answer a gather (a gathered run's record): their evidence could not
+  // be fetched, which says nothing of them; a collective waits on them only where no other member
+  // is missing, so they are culprits only where nothing with evidence explains the waits.
+  std::vector<int> unreachable_ranks;
   // What a rank without evidence lacks, in the verdict's words (default: its flight recorder).
   std::string missing_evidence = "flight recorder";
   std::string missing_evidence_plural = "flight recorders";

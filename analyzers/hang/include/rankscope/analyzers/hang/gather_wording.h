@@ -13,8 +13,12 @@
 namespace rankscope::hang {
 
 std::string gather_headline(const format::GatherRecord& record);
-// "node n4 did not answer (no answer within the 20.0 s deadline): ranks 12-15 unseen", one per node,
-// then one line for ranks nobody sent that no node can be blamed for, and the merge's problems.
+// "node n4 is unreachable (no answer within the 20.0 s deadline): its ranks 12-15 are unseen", one
+// per reason: nodes silent for the same reason are one finding ("32 nodes are unreachable (...),
+// n[00096-00127]: their ranks 768-1023 are unseen"); then one line for ranks nobody sent that no
+// node can be blamed for, and the merge's problems.
 std::vector<std::string> gather_findings(const format::GatherRecord& record);
+// "n[00012-00043],login1": a list of host names as Slurm compresses node lists.
+std::string compress_hosts(const std::vector<std::string>& hosts);
 
 }  // namespace rankscope::hang

@@ -1,7 +1,7 @@
 // snapshot_process_table.h — process states of a gathered run, as each node saw them.
 //
 // Is: a ProcessTable that answers from the per-node snapshot manifests of a gathered run directory
-// (DIR/snapshots.json, or DIR/hosts/<host>/snapshot.json of older gathers; docs/FORMAT.md): each
+// (DIR/processes.tsv, else the manifests themselves; docs/FORMAT.md "Gathered run directory"): each
 // node read /proc for its own ranks when it was asked, so "frozen" (every thread stopped or in D state) and "dead" (no such pid) are exact
 // for ranks on other hosts, as they are for local ranks. Answers describe the moment of the gather,
 // not now. Is not: a live probe (it never looks at this machine's /proc), nor the gathering.
@@ -23,9 +23,10 @@ namespace rankscope::hang {
 
 class SnapshotProcessTable final : public ProcessTable {
  public:
-  // Reads every node's manifest: the lines of DIR/snapshots.json, and DIR/hosts/<host>/snapshot.json
-  // of a node not among them; a node whose manifest is missing or damaged adds a problem and answers
-  // nothing (its ranks read as on another host). Fails only when DIR/hosts is not a directory.
+  // Reads every node's processes: DIR/processes.tsv where the gather wrote one, else the manifests
+  // (DIR/snapshots.json, and DIR/hosts/<host>/snapshot.json of a node not among them); a node whose
+  // manifest is missing or damaged adds a problem and answers nothing (its ranks read as on another
+  // host). Fails only when DIR/hosts is not a directory.
   static Result<SnapshotProcessTable> load(const std::filesystem::path& gathered_dir);
   // One node's manifest (snapshot.json), `node` naming it in problems.
   void add_manifest(const nlohmann::json& manifest, const std::string& node);
