@@ -2,6 +2,8 @@
 #include "rankscope/format/gathered_run.h"
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,9 +45,11 @@ Status write_gather_record(const std::filesystem::path& dir, const GatherRecord&
 
 Result<GatherRecord> read_gather_record(const std::filesystem::path& dir) {
   const auto file = dir / kGatherRecordFile;
-  std::ifstream in(file);
+  std::ifstream in(file, std::ios::binary);
   if (!in) return not_found(fmt::format("{}: missing", file.string()));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  // Parsed from memory: a stream adapter reads byte by byte (16,384 nodes' record is megabytes).
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt(fmt::format("{}: not JSON", file.string()));
   if (j.value("format", "") != "rankscope-gather") return corrupt(fmt::format("{}: not a gather record", file.string()));
   GatherRecord r;

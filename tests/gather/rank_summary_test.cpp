@@ -116,13 +116,13 @@ TEST(RankSummary, DecodesToTheSummaryOfEachRank) {
       }
     }
   }
-  // What a summary keeps: the open collectives, and no more than the newest 8 closed ones a communicator.
+  // What a summary keeps: the open collectives, and no more than the newest 4 closed ones a communicator.
   const auto& stalled_peer = (*decoded)[4];  // rank 4 waits for rank 5 in tp1
   bool open = false;
   for (const auto& c : stalled_peer.comms) {
     int closed = 0;
     for (const auto& r : c.ring) (format::is_open(r.state) ? open : (++closed, open)) |= format::is_open(r.state);
-    EXPECT_LE(closed, 8);
+    EXPECT_LE(closed, 4);
   }
   EXPECT_TRUE(open);
   fs::remove_all(dir);

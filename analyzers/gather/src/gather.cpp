@@ -232,8 +232,11 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
 }
 
 // Ranks nobody sent, and the unreachable node each most likely ran on.
-void place_missing_ranks(const fs::path& out, const Merge& m, format::GatherRecord& record) {
-  auto meta = format::read_run_metadata(out);
+void place_missing_ranks(const Merge& m, format::GatherRecord& record) {
+  if (m.run_json.empty()) return;
+  const auto j = nlohmann::json::parse(m.run_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return;
+  auto meta = format::run_metadata_from_json(j, format::kRunMetadataFile);
   if (!meta.ok()) return;
   record.world_size = meta->world_size;
   for (int r = 0; r < record.world_size; ++r)
@@ -328,7 +331,7 @@ Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers
                                std::span(reinterpret_cast<const uint8_t*>(m.manifests.data()), m.manifests.size()));
         !s.ok())
       record.problems.push_back(s.message());
-  place_missing_ranks(o.out_dir, m, record);
+  place_missing_ranks(m, record);
   record.seconds = launch_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RS_RETURN_IF_ERROR(format::write_gather_record(o.out_dir, record));
   return record;

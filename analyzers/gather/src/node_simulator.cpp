@@ -25,7 +25,7 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSecond = 1'000'000'000;
-constexpr int kClosedKept = 8;  // closed records a rank's summary keeps per communicator
+constexpr int kClosedKept = 4;  // closed records a rank's summary keeps per communicator
 
 struct Layout {
   const SimulatedJob& job;

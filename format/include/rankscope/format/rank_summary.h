@@ -34,7 +34,7 @@ inline constexpr std::string_view kRankSummaryDir = "summaries";
 inline constexpr std::string_view kRankSummarySuffix = ".ranks";
 
 struct SummaryOptions {
-  int completed_per_comm = 8;  // completed (or failed) records kept per communicator, newest
+  int completed_per_comm = 4;  // completed (or failed) records kept per communicator, newest
 };
 
 // Empty when a summary carries all the evidence `s` holds for a verdict; else why it must travel whole.
