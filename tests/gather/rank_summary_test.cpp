@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/synth.h"
 #include "rankscope/format/run_directory.h"
+#include "rankscope/format/snapshot_stream.h"
 
 namespace rankscope {
 namespace {
@@ -184,6 +187,32 @@ TEST(RankSummary, DamagedBytesAreRefusedNamingTheSource) {
     (void)format::decode_rank_summaries(flipped, "node n7");
   }
   fs::remove_all(dir);
+}
+
+// The checked-in version-1 node stream with summaries (tests/fixtures/gather/v1): still read.
+TEST(RankSummary, VersionOneFixtureStillDecodes) {
+  std::ifstream in(std::string(RANKSCOPE_SOURCE_DIR) + "/tests/fixtures/gather/v1/node-summaries.snap", std::ios::binary);
+  ASSERT_TRUE(in) << "fixture missing";
+  const std::vector<uint8_t> stream((std::istreambuf_iterator<char>(in)), {});
+  std::vector<uint8_t> summaries;
+  auto r = format::decode_snapshot(stream, "fixture", [&](std::string_view name, std::span<const uint8_t> bytes) {
+    if (name == format::kRankSummaryEntry) summaries.assign(bytes.begin(), bytes.end());
+    return Status();
+  });
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  auto decoded = format::decode_rank_summaries(summaries, "fixture");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  ASSERT_EQ(decoded->size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& s = (*decoded)[size_t(rank)];
+    EXPECT_EQ(s.rank, rank);
+    EXPECT_EQ(s.world_size, 2);
+    EXPECT_EQ(s.host, "synth-node0");
+    EXPECT_GT(s.live.heartbeat_ns, 0);
+    ASSERT_FALSE(s.comms.empty());
+    EXPECT_GT(s.comms.front().next_seq, 0u);
+    EXPECT_FALSE(s.comms.front().ring.empty());
+  }
 }
 
 TEST(RankSummary, EvidenceASummaryCannotCarryIsNamed) {
