@@ -444,10 +444,15 @@ class FakeSlurm : public ::testing::Test {
                "#!/bin/sh\ncase \"$3\" in\n 4242) echo 'RUNNING|root|n[1-2]';;\n 77) echo 'PENDING|root|';;\n"
                " *) echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1;;\nesac\n", true);
     write_file(root_ / "bin/scontrol", "#!/bin/sh\n[ \"$3\" = 'n[1-2]' ] && { echo n1; echo n2; exit 0; }\nexit 1\n", true);
+    // -w NODE: the command on that node; without it (the one step for every node), on n1 and n2 as
+    // tasks 0 and 1, each line labeled as --label does. Every call is one line of srun.calls.
     write_file(root_ / "bin/srun",
-               "#!/bin/sh\nroot=$(dirname \"$0\")/..; node=''\n"
+               "#!/bin/sh\nroot=$(dirname \"$0\")/..; node=''\necho \"$*\" >> \"$root/srun.calls\"\n"
                "while [ $# -gt 0 ]; do case \"$1\" in -w) node=$2; shift 2;; --quiet) shift; break;; *) shift;; esac; done\n"
-               "cd \"$root/$node\" && exec \"$@\"\n", true);
+               "[ -n \"$node\" ] && { cd \"$root/$node\" && exec \"$@\"; }\n"
+               "[ -f \"$root/n2/no-fan-out\" ] && n2=false || n2=true\n"
+               "(cd \"$root/n1\" && \"$@\" | sed 's/^/0: /') & ($n2 && cd \"$root/n2\" && \"$@\" | sed 's/^/1: /') & wait\n",
+               true);
     old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
     ::setenv("PATH", ((root_ / "bin").string() + ":" + old_path_).c_str(), 1);
   }
@@ -466,6 +471,50 @@ TEST_F(FakeSlurm, GathersEveryNodeOfTheJob) {
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->launcher, "slurm");
   EXPECT_EQ(rec->job_id, "4242");
+}
+
+std::vector<std::string> srun_calls(const std::filesystem::path& root) {
+  std::ifstream in(root / "srun.calls");
+  std::vector<std::string> calls;
+  for (std::string line; std::getline(in, line);) calls.push_back(line);
+  return calls;
+}
+
+// One srun step for every node (Slurm's fan-out tree), the streams told apart by task label.
+TEST_F(FakeSlurm, OneSrunStepServesEveryNode) {
+  const Ran r = gather_cli({"run", "--slurm", "4242", "--remote-rankscope", rankscope_binary(), "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const auto calls = srun_calls(root_);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_NE(calls[0].find("-N 2 -n 2 --ntasks-per-node 1 --label"), std::string::npos) << calls[0];
+  EXPECT_NE(calls[0].find("snapshot run --text"), std::string::npos) << calls[0];
+  auto rec = format::read_gather_record(root_ / "g");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->answered(), 2);
+  EXPECT_EQ(rec->nodes[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(rec->nodes[1].ranks, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(rec->problems.empty());
+  // --srun-per-node: one step a node, as before.
+  std::filesystem::remove(root_ / "srun.calls");
+  const Ran per = gather_cli({"run", "--slurm", "4242", "--srun-per-node", "--remote-rankscope", rankscope_binary(), "-o",
+                              (root_ / "g2").string()});
+  EXPECT_EQ(per.rc, 0) << per.out << per.err;
+  EXPECT_EQ(srun_calls(root_).size(), 2u);
+}
+
+// A node the one step leaves silent is asked alone within the deadline, and answers for itself.
+TEST_F(FakeSlurm, ANodeTheOneStepMissedIsAskedAlone) {
+  write_file(root_ / "n2" / "no-fan-out", "");
+  const Ran r = gather_cli({"run", "--slurm", "4242", "--remote-rankscope", rankscope_binary(), "-o", (root_ / "g").string()});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const auto calls = srun_calls(root_);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_NE(calls[1].find("-w n2"), std::string::npos) << calls[1];
+  auto rec = format::read_gather_record(root_ / "g");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->answered(), 2);
+  ASSERT_EQ(rec->problems.size(), 1u);
+  EXPECT_NE(rec->problems[0].find("sent nothing from n2"), std::string::npos) << rec->problems[0];
 }
 
 TEST_F(FakeSlurm, UnknownOrPendingJobIsAClearError) {

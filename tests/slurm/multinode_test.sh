@@ -226,6 +226,15 @@ case $scenario in
     expect '.culprits == [{"rank": 9, "host": "n3"}] and .node_findings == []' "rank 9 on n3 the culprit, no node finding"
     expect_rank 9 n3 running
     expect '.ranks[] | select(.rank == 9) | .alive == true' "rank 9 alive (checked on n3)"
+    # One job step for the four nodes: step ids count up per job, so a probe step before and after
+    # one more diagnosis tells how many steps the gather created.
+    step_id() { srun --jobid "$job" --overlap -N 1 -n 1 --quiet printenv SLURM_STEP_ID; }
+    before=$(step_id)
+    diagnose "$job"
+    after=$(step_id)
+    log "job steps created by one gather of 4 nodes: $((after - before - 1)) (step ids $before -> $after)"
+    ((after - before - 1 == 1)) || fail "the gather created $((after - before - 1)) job steps, not 1"
+    expect '.verdict == "hang" and .culprit_ranks == [9] and .gather.nodes_answered == 4' "the same verdict from one step"
     ;;
   sigkill_rank_n2)
     submit_training mpirun
@@ -285,14 +294,14 @@ case $scenario in
     ;;
   bad_streams_n2_n3)
     # The nodes run this instead of rankscope: n2 answers with random bytes, n3 with its snapshot cut
-    # short, n1 and n4 with the real one.
+    # short (300 bytes: a node's rank summaries are a few kB at most), n1 and n4 with the real one.
     submit_training srun
     wait_in_steps "$job" 3
     cat >"$work/rankscope-on-nodes" <<EOF
 #!/bin/bash
 case \$(hostname) in
   n2) head -c 4096 /dev/urandom ;;
-  n3) "$RANKSCOPE_BIN/rankscope" "\$@" | head -c 3000 ;;
+  n3) "$RANKSCOPE_BIN/rankscope" "\$@" | head -c 300 ;;
   *) exec "$RANKSCOPE_BIN/rankscope" "\$@" ;;
 esac
 EOF

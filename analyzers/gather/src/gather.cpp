@@ -14,9 +14,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "node_launch.h"
+#include "text_stream.h"
 #include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
@@ -180,6 +182,7 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
   node.stream_bytes = a.stream.size();
   node.reason = a.reason;
   if (a.stream.empty()) {
+    if (node.reason.empty()) node.reason = a.reason_if_incomplete;
     if (node.reason.empty()) node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
     return node;
   }
@@ -187,6 +190,7 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
   node.files = int(d.result.entries);
   node.bytes = d.result.bytes;
   node.answered = d.result.status.ok() && node.reason.empty();
+  if (!d.result.status.ok() && node.reason.empty()) node.reason = a.reason_if_incomplete;
   if (!d.result.status.ok()) node.reason = node.reason.empty() ? d.result.status.message() : node.reason + "; " + d.result.status.message();
   ManifestFacts facts;
   if (d.has_manifest) {
@@ -286,6 +290,62 @@ Result<format::GatherRecord> gather_nodes(const std::vector<GatherTarget>& targe
   }
   const double launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return merge_node_answers(answers, o, launch_s);
+}
+
+Result<format::GatherRecord> gather_fan_out(const FanOutLaunch& launch, const GatherOptions& o) {
+  if (launch.hosts.empty()) return invalid_argument("no node to gather from");
+  std::set<std::string> seen;
+  for (const auto& h : launch.hosts) {
+    RS_RETURN_IF_ERROR(check_host_name(h));
+    if (!seen.insert(h).second) return invalid_argument(fmt::format("host {} given twice", h));
+  }
+  RS_RETURN_IF_ERROR(prepare_out_dir(o.out_dir));
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+
+  std::vector<LaunchedCommand> one(1);
+  one[0].command = launch.command;
+  run_commands(one, o.deadline_s, o.max_stream_bytes, 1);
+  LabeledStreams split = split_labeled_base64(std::string_view(reinterpret_cast<const char*>(one[0].out.data()), one[0].out.size()),
+                                              launch.hosts.size());
+  std::vector<uint8_t>().swap(one[0].out);
+  std::string why = why_unanswered(one[0], o.deadline_s);
+  if (why.empty()) why = "it ended without this node's whole stream";
+  std::vector<NodeAnswer> answers(launch.hosts.size());
+  std::vector<size_t> silent;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    answers[i].host = launch.hosts[i];
+    answers[i].stream = std::move(split.by_task[i]);
+    answers[i].reason_if_incomplete = "the one srun step for every node: " + why;
+    answers[i].seconds = one[0].seconds;
+    if (answers[i].stream.empty()) silent.push_back(i);
+  }
+  // A node the one step could not reach (its slurmd did not take the launch) while time is left:
+  // asked again alone, with what is left of the deadline; it then answers for itself.
+  const double left = o.deadline_s - elapsed();
+  std::vector<std::string> problems = std::move(split.problems);
+  if (!silent.empty() && !one[0].timed_out && left > 1 && launch.one_each.size() == launch.hosts.size()) {
+    std::vector<LaunchedCommand> again(silent.size());
+    for (size_t k = 0; k < silent.size(); ++k) again[k].command = launch.one_each[silent[k]].command;
+    run_commands(again, left, o.max_stream_bytes, o.max_parallel);
+    std::vector<std::string> hosts;
+    for (size_t k = 0; k < silent.size(); ++k) {
+      NodeAnswer& a = answers[silent[k]];
+      hosts.push_back(a.host);
+      a.stream = std::move(again[k].out);
+      a.reason = why_unanswered(again[k], left);
+      a.reason_if_incomplete.clear();
+      a.seconds = elapsed();
+    }
+    problems.push_back(fmt::format("the one srun step for every node sent nothing from {} ({}); asked {} alone",
+                                   fmt::join(hosts, ", "), why, hosts.size() == 1 ? "it" : "them"));
+  }
+  auto record = merge_node_answers(answers, o, elapsed());
+  if (record.ok() && !problems.empty()) {
+    record->problems.insert(record->problems.end(), problems.begin(), problems.end());
+    RS_RETURN_IF_ERROR(format::write_gather_record(o.out_dir, *record));
+  }
+  return record;
 }
 
 Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers, const GatherOptions& o, double launch_s) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "node_launch.h"
+#include "text_stream.h"
 #include "rankscope/analyzers/gather/gather.h"
 #include "rankscope/analyzers/gather/node_snapshot.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
@@ -38,7 +39,8 @@ constexpr const char* kSnapshotHelp =
     "are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n"
     "  --stacks     also capture native stacks of the live ranks (eu-stack, else gdb)\n"
     "  --all-hosts  also ship recorders another host wrote (a run directory on a shared filesystem)\n"
-    "  --full       the whole flight recorders (rankNNNNN.flight) instead of the ranks' summaries\n";
+    "  --full       the whole flight recorders (rankNNNNN.flight) instead of the ranks' summaries\n"
+    "  --text       the stream as base64 lines (what the one srun for every node of `gather --slurm` asks)\n";
 
 constexpr const char* kGatherHelp =
     "usage: rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec 'ssh {host}') -o DIR\n"
@@ -47,7 +49,9 @@ constexpr const char* kGatherHelp =
     "DIR: DIR/hosts/<host>/ as each node sent it, DIR itself a run directory of every rank (hangdoctor DIR,\n"
     "rankscope inspect DIR), DIR/gather.json the record (nodes asked, answered, unreachable and why).\n"
     "RUN_DIR is the run directory's path as the nodes see it.\n\n"
-    "  --slurm JOBID          the nodes of a running Slurm job; one `srun --jobid JOBID --overlap` per node\n"
+    "  --slurm JOBID          the nodes of a running Slurm job: one `srun --jobid JOBID --overlap` step for\n"
+    "                         all of them (Slurm's fan-out tree); a node it leaves silent is asked alone\n"
+    "  --srun-per-node        with --slurm: one srun step a node instead\n"
     "  --hosts FILE --exec T  one host per line; T is the command that reaches a host, {host} replaced\n"
     "                         (e.g. 'ssh -o BatchMode=yes {host}'); the snapshot command is appended\n"
     "  -o DIR                 where to unpack (empty, or an earlier gather, which is replaced)\n"
@@ -64,7 +68,8 @@ constexpr const char* kHangdoctorGatherHelp =
     "  hangdoctor RUN_DIR --slurm JOBID [--gather-dir DIR] [--deadline SECONDS] [--remote-rankscope PATH]\n"
     "  hangdoctor RUN_DIR --hosts FILE --exec 'ssh {host}' [same options]\n"
     "RUN_DIR is the run directory as the nodes see it. Every node runs `rankscope snapshot RUN_DIR` (the\n"
-    "rankscope beside this hangdoctor, or --remote-rankscope), in parallel; nodes silent at the deadline\n"
+    "rankscope beside this hangdoctor, or --remote-rankscope), in parallel (with --slurm in one srun step\n"
+    "for all nodes; --srun-per-node: one a node); nodes silent at the deadline\n"
     "(default 20 s) are stopped and reported unreachable with their ranks. The streams are unpacked into\n"
     "--gather-dir (kept) or a temporary folder, then diagnosed; process states (frozen, dead) come from\n"
     "each node's /proc. --stacks takes native stacks on the nodes; --full has them send whole flight\n"
@@ -80,6 +85,7 @@ struct GatherFlags {
   int max_parallel = 256;
   bool stacks = false;
   bool full = false;
+  bool srun_per_node = false;  // one srun step a node (the shape before the fan-out launch)
   bool any() const { return !slurm_job.empty() || !hosts_file.empty(); }
 };
 
@@ -146,8 +152,29 @@ Result<std::vector<GatherTarget>> targets_for(const GatherFlags& f, const std::s
   return targets_running(f, default_remote, snapshot);
 }
 
+// The one srun step for every node of a Slurm job (gather.h FanOutLaunch).
+Result<FanOutLaunch> fan_out_for(const GatherFlags& f, const std::string& run_dir, const std::string& default_remote) {
+  const std::string remote = f.remote_rankscope.empty() ? default_remote : f.remote_rankscope;
+  if (remote.empty()) return invalid_argument("cannot tell this rankscope's path: give --remote-rankscope PATH");
+  std::string command = shell_quote(remote) + " snapshot " + shell_quote(run_dir);
+  if (f.stacks) command += " --stacks";
+  if (f.full) command += " --full";
+  return slurm_fan_out(f.slurm_job, command + " --text", command, f.deadline_s);
+}
+
 Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string& run_dir, const std::string& default_remote,
                                          const fs::path& out_dir) {
+  if (!f.slurm_job.empty() && !f.srun_per_node && f.hosts_file.empty() && f.exec_template.empty()) {
+    RS_ASSIGN_OR_RETURN(const auto launch, fan_out_for(f, run_dir, default_remote));
+    GatherOptions o;
+    o.deadline_s = f.stacks && !f.deadline_given ? kStacksDeadlineS : f.deadline_s;
+    o.out_dir = out_dir;
+    o.run_dir = run_dir;
+    o.launcher = "slurm";
+    o.job_id = f.slurm_job;
+    o.max_parallel = f.max_parallel;
+    return gather_fan_out(launch, o);
+  }
   RS_ASSIGN_OR_RETURN(auto targets, targets_for(f, run_dir, default_remote));
   GatherOptions o;
   // Stacks take up to seconds a process (eu-stack, else gdb, each under a time limit): without a
@@ -252,24 +279,41 @@ Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::v
 
 int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
   std::string dir;
+  bool text = false;
   NodeSnapshotOptions o;
   for (const std::string_view a : args) {
     if (a == "--help" || a == "-h") return std::fputs(kSnapshotHelp, stdout), 0;
     if (a == "--stacks") o.stacks = true;
     else if (a == "--all-hosts") o.all_hosts = true;
     else if (a == "--full") o.full = true;
+    else if (a == "--text") text = true;
     else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kSnapshotHelp), 2;
     else if (dir.empty()) dir = a;
     else return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
   }
   if (dir.empty()) return std::fputs(kSnapshotHelp, err), 2;
-  if (::isatty(::fileno(out)))
+  if (!text && ::isatty(::fileno(out)))
     return std::fprintf(err, "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
                              "(rankscope snapshot RUN_DIR > node.snap), or let `rankscope gather` run it\n"), 2;
   hang::SystemProcessTable processes;
   hang::ExternalStackCollector stacks;
-  auto r = write_node_snapshot(dir, out, processes, stacks, o);
+  if (!text) {
+    auto r = write_node_snapshot(dir, out, processes, stacks, o);
+    if (!r.ok()) return std::fprintf(err, "rankscope snapshot: %s\n", r.status().message().c_str()), 2;
+    return 0;
+  }
+  // The stream in memory, then as base64 lines (srun --label interleaves the nodes' lines).
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* mem = ::open_memstream(&buffer, &size);
+  if (!mem) return std::fprintf(err, "rankscope snapshot: cannot open a memory stream\n"), 2;
+  auto r = write_node_snapshot(dir, mem, processes, stacks, o);
+  std::fclose(mem);
+  const std::string lines = base64_lines(std::span(reinterpret_cast<const uint8_t*>(buffer), size));
+  std::free(buffer);
   if (!r.ok()) return std::fprintf(err, "rankscope snapshot: %s\n", r.status().message().c_str()), 2;
+  if (std::fwrite(lines.data(), 1, lines.size(), out) != lines.size() || std::fflush(out) != 0)
+    return std::fprintf(err, "rankscope snapshot: cannot write the stream\n"), 2;
   return 0;
 }
 
@@ -287,6 +331,7 @@ int gather_main(Args args, std::FILE* out, std::FILE* err) {
     if ((a == "-o" || a == "--out") && i + 1 < args.size()) f.out_dir = args[++i];
     else if (a == "--stacks") f.stacks = true;
     else if (a == "--full") f.full = true;
+    else if (a == "--srun-per-node") f.srun_per_node = true;
     else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()), a.data(), kGatherHelp), 2;
     else if (run_dir.empty()) run_dir = a;
     else return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
@@ -320,6 +365,10 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
       f.full = true;
       continue;
     }
+    if (a == "--srun-per-node") {
+      f.srun_per_node = true;
+      continue;
+    }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
     if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size()) rest.push_back(args[++i]);
@@ -332,8 +381,9 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
       return rc;
     }
   if (!f.any()) {
-    if (!gather_dir.empty() || !f.exec_template.empty() || f.full)
-      return std::fprintf(env.err, "hangdoctor: --gather-dir, --exec and --full go with --slurm JOBID or --hosts FILE\n"), 2;
+    if (!gather_dir.empty() || !f.exec_template.empty() || f.full || f.srun_per_node)
+      return std::fprintf(env.err, "hangdoctor: --gather-dir, --exec, --full and --srun-per-node go with --slurm JOBID or "
+                                   "--hosts FILE\n"), 2;
     return hang::run_hangdoctor(args, env);
   }
   if (!run_dir_at) return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"), 2;

@@ -3,7 +3,8 @@
 // Slurm facts (22.05; research/multi-host.md): `squeue -h -j J -o '%T|%u|%N'` gives the state, the
 // owner and the compressed node list ("n[1-4]"); `scontrol show hostnames LIST` expands it, one per
 // line; `srun --jobid J --overlap` starts a step inside the running job, sharing its resources, and
-// only the owner or root may. squeue exits 1 with "Invalid job id specified" for an unknown job.
+// only the owner or root may; with -N N --ntasks-per-node 1 it starts one task a node, numbered in
+// the order of the node list, and --label prefixes each line of a task's output with "ID: ". squeue exits 1 with "Invalid job id specified" for an unknown job.
 #include <unistd.h>
 
 #include <fstream>
@@ -95,8 +96,10 @@ Result<std::vector<GatherTarget>> exec_targets(const std::vector<std::string>& h
   return targets;
 }
 
-Result<std::vector<GatherTarget>> slurm_targets(const std::string& job_id, const std::string& snapshot_command,
-                                                double deadline_s) {
+namespace {
+
+// The nodes of a running Slurm job, in the order of its node list (the order srun gives its tasks).
+Result<std::vector<std::string>> slurm_job_nodes(const std::string& job_id, double deadline_s) {
   if (job_id.empty() || job_id.find_first_not_of("0123456789_+") != std::string::npos)
     return invalid_argument(fmt::format("--slurm '{}': a Slurm job id is digits (e.g. 4242, or 4242_3 for an array task)", job_id));
   for (const char* tool : {"squeue", "scontrol", "srun"})
@@ -131,13 +134,40 @@ Result<std::vector<GatherTarget>> slurm_targets(const std::string& job_id, const
     start = nl + 1;
   }
   if (hosts.empty()) return invalid_argument(fmt::format("Slurm job {}: no node in '{}'", job_id, nodelist));
+  for (const auto& host : hosts) RS_RETURN_IF_ERROR(check_host_name(host));
+  return hosts;
+}
+
+std::vector<GatherTarget> one_srun_each(const std::string& job_id, const std::vector<std::string>& hosts,
+                                        const std::string& snapshot_command) {
   std::vector<GatherTarget> targets;
-  for (const auto& host : hosts) {
-    RS_RETURN_IF_ERROR(check_host_name(host));
+  for (const auto& host : hosts)
     targets.push_back({host, fmt::format("srun --jobid {} --overlap --ntasks-per-node 1 -N 1 -n 1 -w {} --quiet {}",
                                          shell_quote(job_id), host, snapshot_command)});
-  }
   return targets;
+}
+
+}  // namespace
+
+Result<std::vector<GatherTarget>> slurm_targets(const std::string& job_id, const std::string& snapshot_command,
+                                                double deadline_s) {
+  RS_ASSIGN_OR_RETURN(const auto hosts, slurm_job_nodes(job_id, deadline_s));
+  return one_srun_each(job_id, hosts, snapshot_command);
+}
+
+Result<FanOutLaunch> slurm_fan_out(const std::string& job_id, const std::string& text_snapshot_command,
+                                   const std::string& snapshot_command, double deadline_s) {
+  FanOutLaunch l;
+  l.job_id = job_id;
+  RS_ASSIGN_OR_RETURN(l.hosts, slurm_job_nodes(job_id, deadline_s));
+  const size_t n = l.hosts.size();
+  // -N and -n as many as the job's nodes, one task each: Slurm numbers the tasks in the order of
+  // the job's node list. --label prefixes every line with its task id; --quiet keeps srun's own
+  // progress lines off stderr.
+  l.command = fmt::format("srun --jobid {} --overlap -N {} -n {} --ntasks-per-node 1 --label --quiet {}", shell_quote(job_id), n,
+                          n, text_snapshot_command);
+  l.one_each = one_srun_each(job_id, l.hosts, snapshot_command);
+  return l;
 }
 
 }  // namespace rankscope::gather

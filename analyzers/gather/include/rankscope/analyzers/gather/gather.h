@@ -65,8 +65,32 @@ struct NodeAnswer {
   std::string host;
   std::vector<uint8_t> stream;  // its stdout: a snapshot stream, whole or not
   std::string reason;           // why the command gave no clean answer (node_launch.h); "" when it did
+  // Where one command served many nodes: why this node's stream may have stopped short (the shared
+  // command's end), said only when its stream is empty or incomplete.
+  std::string reason_if_incomplete;
   double seconds = 0;
 };
+
+// One launch for every node of a Slurm job (the shape of its fan-out tree: one job step, slurmd
+// forwarding the launch down a tree): `command` runs the snapshot on every node at once, each writing
+// its stream as base64 lines (`rankscope snapshot --text`) that srun labels with the task id, task i
+// running on hosts[i]. `one_each` is the per-node launch of the same snapshot, for nodes the one step
+// left silent while time was left (a node whose slurmd could not take the launch).
+struct FanOutLaunch {
+  std::string job_id;
+  std::vector<std::string> hosts;
+  std::string command;
+  std::vector<GatherTarget> one_each;
+};
+
+// Asks Slurm for the job's nodes (as slurm_targets) and builds the one srun for all of them:
+// `srun --jobid J --overlap -N N --ntasks-per-node 1 -n N --label --quiet TEXT_SNAPSHOT`.
+Result<FanOutLaunch> slurm_fan_out(const std::string& job_id, const std::string& text_snapshot_command,
+                                   const std::string& snapshot_command, double deadline_s);
+
+// Runs the one launch, splits its output by task into the nodes' streams, asks the nodes it left
+// silent one at a time within what is left of the deadline, then merge_node_answers.
+Result<format::GatherRecord> gather_fan_out(const FanOutLaunch& launch, const GatherOptions& options);
 
 // The head's part of a gather: decodes every answer (on all cores), merges them into
 // options.out_dir (created; expected empty) and writes gather.json, whose `seconds` adds `launch_s`.
