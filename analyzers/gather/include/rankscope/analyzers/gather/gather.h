@@ -1,9 +1,9 @@
 // gather.h — runs the snapshot on every node of a job and unpacks the streams into one run directory.
 //
-// Is: the nodes to ask (from Slurm: `squeue` + `scontrol show hostnames`, one `srun --jobid J
-// --overlap --ntasks-per-node 1 -N 1 -w NODE` each, so every node's stream is separate; or from a
-// hosts file and an --exec template such as 'ssh {host}'), the parallel launch under one deadline
-// (node_launch.h), then merge_node_answers: the bounded decoding of each stream (its manifest,
+// Is: the nodes to ask (from Slurm: `squeue` + `scontrol show hostnames`, then one `srun --jobid J
+// --overlap -N N --label` step for all of them whose output is split by task (FanOutLaunch), or one
+// `srun ... -N 1 -w NODE` each; or from a hosts file and an --exec template such as 'ssh {host}'),
+// the parallel launch under one deadline (node_launch.h), then merge_node_answers: the bounded decoding of each stream (its manifest,
 // rank summaries and run.json kept in memory and merged into one file each for the job:
 // DIR/snapshots.json, DIR/summaries.ranks, DIR/run.json; whole files into DIR/hosts/<host>/), the
 // merge into DIR as an ordinary run directory, and DIR/gather.json (format/gathered_run.h). One node's silence, error
