@@ -72,13 +72,38 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   // The mapping keeps the file; the descriptor is not needed after mmap. Closing it lets a
   // process hold thousands of recorders (rankscope synth --ranks 16384) within its fd limit.
   ::close(fd);
-  w->params_ = params;
+  w->init(id, params);
+  return w;
+}
 
-  // The file is fresh (ftruncate zero-fills), so only non-zero fields need writing.
-  FlightHeader* h = w->header();
+Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create_in_memory(
+    std::span<uint8_t> memory, const std::filesystem::path& file, const FlightIdentity& id, const FlightLayoutParams& params) {
+  if (params.max_threads == 0 || params.max_comms == 0 || params.ring_entries == 0 || params.max_range_depth == 0)
+    return invalid_argument("flight recorder layout needs at least one thread, comm, ring entry and range level");
+  const uint64_t bytes = flight_file_bytes(params);
+  if (memory.size() < bytes || reinterpret_cast<uintptr_t>(memory.data()) % alignof(FlightHeader) != 0)
+    return invalid_argument(fmt::format("{}: {} bytes of memory for a recorder of {}, or misaligned", file.string(),
+                                        memory.size(), bytes));
+  // Created now, so that a folder that cannot take it is said at once, not at close().
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(fmt::format("cannot create {}: {}", file.string(), std::strerror(errno)));
+  ::close(fd);
+  std::unique_ptr<FlightRecorderWriter> w(new FlightRecorderWriter());
+  w->base_ = memory.data();
+  w->size_ = bytes;
+  w->save_to_ = file;
+  w->init(id, params);
+  return w;
+}
+
+void FlightRecorderWriter::init(const FlightIdentity& id, const FlightLayoutParams& params) {
+  params_ = params;
+
+  // The bytes are zero (a fresh file, or memory zeroed), so only non-zero fields need writing.
+  FlightHeader* h = header();
   h->schema_version = kFlightSchemaVersion;
   h->header_bytes = sizeof(FlightHeader);
-  h->file_bytes = bytes;
+  h->file_bytes = size_;
   h->layout = params;
   h->thread_slot_bytes = uint32_t(thread_slot_bytes(params));
   h->comm_slot_bytes = uint32_t(comm_slot_bytes(params));
@@ -90,7 +115,7 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   h->bounds.bounds_offset = h->params_offset + uint64_t(params.max_params) * sizeof(ParamSlot);
   h->bounds.max_bounds = kDefaultMaxBounds;
   h->bounds.bound_slot_bytes = sizeof(BoundSlot);
-  init_peer_counts_directory(w->base_, h->bounds.bounds_offset + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot), params);
+  init_peer_counts_directory(base_, h->bounds.bounds_offset + uint64_t(kDefaultMaxBounds) * sizeof(BoundSlot), params);
   h->rank = id.rank;
   h->world_size = id.world_size;
   h->local_rank = id.local_rank;
@@ -103,20 +128,38 @@ Result<std::unique_ptr<FlightRecorderWriter>> FlightRecorderWriter::create(
   h->live.heartbeat_ns = id.start_ns;
   h->watchdog.comm_index = -1;
   h->grad.backward_step = -1;
-  for (uint32_t i = 0; i < params.max_params; ++i) w->param_slot(int(i))->arrived_step = -1;
+  for (uint32_t i = 0; i < params.max_params; ++i) param_slot(int(i))->arrived_step = -1;
   // Magic last: a reader never sees a magic with half-written layout fields.
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(h->magic, kFlightMagic, sizeof(kFlightMagic));
   std::atomic_ref<uint32_t>(h->ready).store(1, std::memory_order_release);
-  return w;
 }
 
-FlightRecorderWriter::~FlightRecorderWriter() {
-  if (base_) {
+Status FlightRecorderWriter::close() {
+  if (!base_) return {};
+  Status status;
+  if (save_to_.empty()) {
     ::msync(base_, size_, MS_ASYNC);
     ::munmap(base_, size_);
+  } else {
+    // The file gets the bytes; blocks of zeros stay holes, as in a mapped recorder never touched there.
+    const int fd = ::open(save_to_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && ::ftruncate(fd, off_t(size_)) == 0;
+    constexpr size_t kBlock = 4096;
+    static const uint8_t kZeros[kBlock] = {};
+    for (size_t at = 0; ok && at < size_; at += kBlock) {
+      const size_t n = std::min(kBlock, size_ - at);
+      if (std::memcmp(base_ + at, kZeros, n) == 0) continue;
+      ok = ::pwrite(fd, base_ + at, n, off_t(at)) == ssize_t(n);
+    }
+    if (!ok) status = io_error(fmt::format("cannot write {}: {}", save_to_.string(), std::strerror(errno)));
+    if (fd >= 0) ::close(fd);
   }
+  base_ = nullptr;
+  return status;
 }
+
+FlightRecorderWriter::~FlightRecorderWriter() { (void)close(); }
 
 uint8_t* FlightRecorderWriter::thread_slot(int slot) {
   return base_ + header()->threads_offset + uint64_t(slot) * header()->thread_slot_bytes;

@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -62,6 +65,50 @@ TEST_F(FlightRecorderTest, IdentityAndLiveStateRoundTrip) {
   EXPECT_EQ(s->live.heartbeat_ns, 9999);
   EXPECT_FALSE(s->live.torn);
   EXPECT_TRUE(s->warnings.empty());
+}
+
+// A recorder kept in memory and saved on close() is the file the mapped writer leaves, byte for byte.
+TEST_F(FlightRecorderTest, InMemoryRecorderSavesTheMappedRecordersBytes) {
+  auto fill = [](FlightRecorderWriter& w) {
+    w.set_step(4, 700);
+    w.set_phase("backward/block1/mlp");
+    const int slot = w.claim_thread_slot(11, "main");
+    w.push_range(slot, "step", 650);
+    const int comm = w.register_comm("tp0", 2, 1);
+    const uint64_t seq = w.collective_enqueue(comm, {CollectiveOp::kAllReduceSum, DataType::kFloat32, 256, 1024, -1}, 4, "grad_sync", 800);
+    w.collective_complete(comm, seq, 900);
+    (void)w.collective_enqueue(comm, {CollectiveOp::kAllGather, DataType::kBFloat16, 64, 128, -1}, 4, "forward/embed", 950);
+    w.heartbeat(1000);
+  };
+  FlightIdentity id{3, 8, 1, 4242, "node7", "run-abc", 1000};
+  {
+    auto mapped = make();
+    fill(*mapped);
+    ASSERT_TRUE(mapped->close().ok());
+  }
+  const auto memory_file = dir_ / "rank00004.flight";
+  std::vector<uint64_t> memory((flight_file_bytes({}) + 7) / 8, 0);
+  auto in_memory = FlightRecorderWriter::create_in_memory(std::span(reinterpret_cast<uint8_t*>(memory.data()), memory.size() * 8),
+                                                          memory_file, id);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status().to_string();
+  EXPECT_TRUE(std::filesystem::exists(memory_file));  // created at once, written at close()
+  fill(**in_memory);
+  ASSERT_TRUE((*in_memory)->close().ok());
+  EXPECT_TRUE((*in_memory)->close().ok());  // a second close does nothing
+  auto read_bytes = [](const std::filesystem::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::vector<char>((std::istreambuf_iterator<char>(in)), {});
+  };
+  EXPECT_EQ(read_bytes(memory_file), read_bytes(file_));
+  auto s = read_flight_recorder(memory_file);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->live.step, 4);
+  ASSERT_EQ(s->comms.size(), 1u);
+  EXPECT_EQ(s->comms[0].ring.size(), 2u);
+  // Too little memory, or a folder that does not exist: refused at once.
+  EXPECT_FALSE(FlightRecorderWriter::create_in_memory(std::span(reinterpret_cast<uint8_t*>(memory.data()), 64), dir_ / "x.flight", id).ok());
+  EXPECT_FALSE(FlightRecorderWriter::create_in_memory(std::span(reinterpret_cast<uint8_t*>(memory.data()), memory.size() * 8),
+                                                      dir_ / "no" / "such" / "x.flight", id).ok());
 }
 
 TEST_F(FlightRecorderTest, RangeStacksPerThread) {

@@ -10,6 +10,8 @@
 // Cost at scale: flight-recorder ranges and gradient arrivals are written only for the last few
 // steps before the end (what a snapshot can show anyway); collectives are always written so that
 // sequence numbers and rings are exact.
+#include <sys/mman.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +171,21 @@ class Simulation {
   std::filesystem::path dir_;
   ModelShape shape_;
   StepProgram program_;
+  // Anonymous memory reserved once for every recorder: one mapping, pages taken as touched.
+  struct Arena {
+    explicit Arena(size_t bytes) : size(bytes) {
+      void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      base = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+    }
+    ~Arena() {
+      if (base) ::munmap(base, size);
+    }
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+    uint8_t* base = nullptr;
+    size_t size = 0;
+  };
+  std::unique_ptr<Arena> arena_;  // declared before ranks_: the writers it backs go first
   std::vector<RankSim> ranks_;
   std::vector<std::vector<int>> tp_groups_, dp_groups_, ep_groups_;
   std::vector<int> world_group_;
@@ -280,7 +297,16 @@ Status Simulation::open_rank(RankSim& r, const std::string& run_id, int64_t star
   layout.max_comms = 4;
   layout.ring_entries = o_.ring_entries;
   layout.max_params = uint32_t(std::max<size_t>(8, program_.params.size()));
-  RS_ASSIGN_OR_RETURN(r.flight, format::FlightRecorderWriter::create(format::flight_recorder_path(dir_, r.rank), id, layout));
+  // Every rank's recorder is written at once: in one arena of memory, saved at the end, not one
+  // mapping a rank (Linux allows 65,530 mappings a process: vm.max_map_count).
+  const size_t bytes = (format::flight_file_bytes(layout) + 4095) / 4096 * 4096;
+  if (!arena_) {
+    arena_ = std::make_unique<Arena>(bytes * size_t(o_.ranks));
+    if (!arena_->base) return io_error(fmt::format("cannot reserve {} bytes for {} recorders", arena_->size, o_.ranks));
+  }
+  RS_ASSIGN_OR_RETURN(r.flight, format::FlightRecorderWriter::create_in_memory(
+                                    std::span(arena_->base + bytes * size_t(r.rank), bytes),
+                                    format::flight_recorder_path(dir_, r.rank), id, layout));
   format::EventStreamHeader header;
   header.rank = r.rank;
   header.world_size = o_.ranks;
@@ -665,6 +691,7 @@ Result<SynthSummary> Simulation::run() {
   for (auto& r : ranks_) {
     RS_RETURN_IF_ERROR(r.events->flush());
     r.events.reset();
+    RS_RETURN_IF_ERROR(r.flight->close());
     r.flight.reset();
   }
   RS_RETURN_IF_ERROR(format::write_run_metadata(dir_, metadata(run_id, start_ns)));

@@ -73,6 +73,17 @@ class FlightRecorderWriter {
   static Result<std::unique_ptr<FlightRecorderWriter>> create(const std::filesystem::path& file,
                                                               const FlightIdentity& identity,
                                                               const FlightLayoutParams& params = {});
+  // The same recorder kept in `memory` (at least flight_file_bytes(params), aligned to 8, all zero:
+  // fresh anonymous memory, whose untouched pages then cost nothing) and written to `file` by close(): for a program holding many recorders at once that no one
+  // reads while they are written (rankscope synth: 65,536 ranks would be 65,536 mappings, past
+  // Linux's vm.max_map_count). `file` is created empty now.
+  static Result<std::unique_ptr<FlightRecorderWriter>> create_in_memory(std::span<uint8_t> memory,
+                                                                        const std::filesystem::path& file,
+                                                                        const FlightIdentity& identity,
+                                                                        const FlightLayoutParams& params = {});
+  // Unmaps the file, or writes the memory to it (zero blocks as holes); later calls do nothing.
+  // The destructor closes too, without saying what went wrong.
+  Status close();
   ~FlightRecorderWriter();
   FlightRecorderWriter(const FlightRecorderWriter&) = delete;
   FlightRecorderWriter& operator=(const FlightRecorderWriter&) = delete;
@@ -140,8 +151,10 @@ class FlightRecorderWriter {
 
   void begin_record(CollectiveRecord* r);
 
+  void init(const FlightIdentity& identity, const FlightLayoutParams& params);
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
+  std::filesystem::path save_to_;  // in memory: where close() writes it
   FlightLayoutParams params_;
   bool concurrent_ = false;
 };
