@@ -280,10 +280,17 @@ std::vector<int> Classifier::find_dead() {
       // it is never much older than anyone's progress. One that stopped before others still made
       // progress died first; the launcher then killed the rest.
       constexpr int64_t kTickSlack = 200'000'000;
+      // The latest progress of the others: the largest last activity, or for the rank that holds
+      // it the second largest (linear: at 65,536 gone ranks a pairwise scan is 4 billion steps).
+      int64_t first = 0, second = 0;
+      int first_rank = -1;
+      for (int o : candidates) {
+        const int64_t a = views_[o].last_activity_ns;
+        if (first_rank < 0 || a > first) second = first_rank < 0 ? 0 : first, first = a, first_rank = o;
+        else second = std::max(second, a);
+      }
       for (int r : candidates) {
-        int64_t others = 0;
-        for (int o : candidates)
-          if (o != r) others = std::max(others, views_[o].last_activity_ns);
+        const int64_t others = std::max<int64_t>(0, r == first_rank ? second : first);
         if (format::add_saturating(views_[r].heartbeat_ns, kTickSlack) < others) dead.push_back(r);
       }
     }
