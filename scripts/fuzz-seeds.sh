@@ -108,6 +108,7 @@ seed fuzz_flight_recorder $(files '*.flight' "$fx" "$data/real-gpu")
 seed fuzz_event_stream $(files '*.events' "$fx" "$data/real-gpu")
 seed fuzz_run_metadata $(files 'run.json' "$fx" "$data/real-gpu")
 seed fuzz_snapshot_stream $(files '*.snap' "$fx")
+seed fuzz_rank_summaries $(files '*.ranks' "$fx")
 
 # The NCCL profiler plugin's run: process.json, the communicator's recorder and the NVTX recorder.
 plugin=$data/real-gpu/plugin-p2p-run/nccl
