@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,13 @@ class Classifier {
   WordingFacts facts_;
   bool job_gone_ = false;  // every unfinished rank's process is gone: nothing will progress again
   std::vector<int> frozen_;  // heartbeat stopped while others beat, process here, no thread runs
+  struct CompletedCounts {
+    bool group = false;  // the communicator is a known group
+    uint64_t first = 0, second = 0;
+    int first_rank = -1;
+    bool has_second = false;
+  };
+  mutable std::unordered_map<std::string, CompletedCounts> completed_on_;  // by communicator
 };
 
 // The activation-recompute setting in words: "off", "1 (GELU)", "2 (GELU and LayerNorm)"; ""
@@ -561,13 +569,36 @@ void Classifier::blame_terminal(const WaitGraph& g) {
 // The culprit's oldest open collective, when another member completed it.
 std::optional<CollectiveRef> Classifier::completed_by_a_peer(const RankView& v) const {
   if (!v.readable() || !v.waiting() || v.dead) return std::nullopt;
-  const GroupView* group = find_group(groups_, v.pending_comm->name);
-  if (!group) return std::nullopt;
-  for (int m : group->ranks) {
-    if (m == v.rank || m < 0 || m >= int(views_.size()) || !views_[m].readable()) continue;
-    const auto* c = views_[m].comm(v.pending_comm->name);
-    if (c && c->completed_count > v.pending->seq) return collective_ref(v.pending_comm->name, *v.pending);
+  const std::string& name = v.pending_comm->name;
+  // The members' completed counts on the communicator, worked out once for all its waiters (at
+  // 16,384 ranks in one group a scan per waiter is quadratic): the largest, whose rank, and the
+  // second largest, for the member that holds the largest.
+  auto [it, fresh] = completed_on_.try_emplace(name);
+  CompletedCounts& counts = it->second;
+  if (fresh) {
+    if (const GroupView* group = find_group(groups_, name)) {
+      counts.group = true;
+      for (int m : group->ranks) {
+        if (m < 0 || m >= int(views_.size()) || !views_[m].readable()) continue;
+        const auto* c = views_[m].comm(name);
+        if (!c) continue;
+        if (counts.first_rank < 0 || c->completed_count > counts.first) {
+          counts.second = counts.first_rank < 0 ? counts.second : std::max(counts.second, counts.first);
+          counts.has_second = counts.first_rank >= 0 || counts.has_second;
+          counts.first = c->completed_count;
+          counts.first_rank = m;
+        } else {
+          counts.second = counts.has_second ? std::max(counts.second, c->completed_count) : c->completed_count;
+          counts.has_second = true;
+        }
+      }
+    }
   }
+  if (!counts.group) return std::nullopt;
+  // The most any other member completed there.
+  const bool other = v.rank == counts.first_rank ? counts.has_second : counts.first_rank >= 0;
+  const uint64_t most = v.rank == counts.first_rank ? counts.second : counts.first;
+  if (other && most > v.pending->seq) return collective_ref(name, *v.pending);
   return std::nullopt;
 }
 
