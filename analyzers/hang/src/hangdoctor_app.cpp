@@ -197,15 +197,19 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
     std::error_code ec;
     return fs::exists(p / "run.json", ec) || format::is_gathered_run(p);
   };
-  auto add_one = [&](const fs::path& p) -> bool {
+  // `no_dump_prefix`: p is a file of a folder no other file name of which extends p's, so p names
+  // no Flight Recorder dumps as a prefix (looks_like_fr_dumps would list the folder to find that
+  // out, once for each of its files: 2048 log files took 4 million directory entries).
+  auto add_one = [&](const fs::path& p, bool no_dump_prefix = false) -> bool {
     std::error_code ec;
     if (p != "-" && fs::is_directory(p, ec) && run_dir(p)) return false;
-    if (p != "-" && torch_fr::looks_like_fr_dumps(p)) {
+    const bool plain_file = no_dump_prefix && fs::is_regular_file(p, ec);
+    if (p != "-" && !plain_file && torch_fr::looks_like_fr_dumps(p)) {
       several_dumps |= parts.dumps.has_value();
       parts.dumps = p;
     } else if (p != "-" && stacks::looks_like_stacks(p)) {
       parts.stacks.push_back(p);
-    } else if (is_log(p)) {
+    } else if (plain_file || is_log(p)) {  // is_log(a file) = not a dump prefix
       parts.logs.push_back(p);
     } else {
       return false;
@@ -222,8 +226,14 @@ SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesy
       std::sort(entries.begin(), entries.end());
       Parts held;
       std::swap(held, parts);
-      for (const auto& e : entries)
-        if (!e.filename().string().starts_with(".") && e.extension() != ".json") add_one(e);  // not truth.json
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const fs::path& e = entries[i];
+        if (e.filename().string().starts_with(".") || e.extension() == ".json") continue;  // not truth.json
+        // Sorted: the names a name is a prefix of come right after it.
+        const bool extended =
+            i + 1 < entries.size() && entries[i + 1].filename().string().starts_with(e.filename().string());
+        add_one(e, !extended);
+      }
       std::swap(held, parts);
       // Two kinds or more, stacks, or a job's folder that was unreadable as a folder of logs (its
       // job.log holds torchrun's lines only): read joined. A folder of logs stays one.
