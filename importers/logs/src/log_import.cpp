@@ -36,9 +36,15 @@ bool is_log_name(const fs::path& p) {
   return ext == ".log" || ext == ".out" || ext == ".err" || ext == ".txt" || ext.empty();
 }
 
+// A reader's buffer: one a thread, kept from file to file and never zeroed (a buffer made for each
+// of 2048 files had the kernel clear 8 GB of fresh pages).
+struct ReadBuffer {
+  std::unique_ptr<char[]> bytes = std::make_unique_for_overwrite<char[]>(kChunk + kMaxLine);
+  char* data() { return bytes.get(); }
+};
+
 Status read_stream(std::FILE* f, const std::string& name, LogJob& job, uint64_t& done, uint64_t total,
-                   void (*progress)(uint64_t, uint64_t), uint64_t& next_report) {
-  std::vector<char> buf(kChunk + kMaxLine);
+                   void (*progress)(uint64_t, uint64_t), uint64_t& next_report, ReadBuffer& buf) {
   size_t kept = 0;  // bytes of an unfinished line at the front of buf
   uint64_t line_no = 0;
   bool skipping = false;  // inside a line longer than kMaxLine: drop the rest of it
@@ -206,6 +212,7 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
   std::mutex progress_mutex;
   uint64_t next_report = 256ull << 20;
   auto work = [&] {
+    ReadBuffer buffer;
     for (size_t i = next++; i < files.size(); i = next++) {
       std::unique_ptr<std::FILE, FileCloser> in(std::fopen(files[i].c_str(), "rb"));
       if (!in) {
@@ -214,7 +221,7 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
       }
       jobs[i].files.push_back(files[i].string());
       uint64_t mine = 0, unused = ~0ull;
-      statuses[i] = read_stream(in.get(), files[i].string(), jobs[i], mine, total, nullptr, unused);
+      statuses[i] = read_stream(in.get(), files[i].string(), jobs[i], mine, total, nullptr, unused, buffer);
       const uint64_t now = done_all += mine;
       if (progress) {
         std::lock_guard lock(progress_mutex);
@@ -238,7 +245,8 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
   if (from_stdin) {
     job.files.push_back("-");
     uint64_t done = done_all;
-    if (Status s = read_stream(stdin, "stdin", job, done, 0, progress, next_report); !s.ok()) return s;
+    ReadBuffer buffer;
+    if (Status s = read_stream(stdin, "stdin", job, done, 0, progress, next_report, buffer); !s.ok()) return s;
   }
   LogImport out;
   out.lines = job.lines;

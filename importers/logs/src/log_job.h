@@ -155,9 +155,15 @@ struct LogJob {
   std::unordered_map<uint64_t, CommMember*> member_index;                    // hash of (host, pid, pointer)
 
   ProcessLog& process(std::string_view host, int pid);
+  // The process of (host, pid) when one of the last few looked up is it; null otherwise. A host
+  // found here is one hosts_of_pid already holds.
+  ProcessLog* recent_process(std::string_view host, int pid);
 
  private:
-  ProcessLog* last_process_ = nullptr;  // consecutive lines mostly come from one process
+  // A node's log interleaves its ranks' lines: the processes looked up last, newest first, so a
+  // line costs no map lookup (and no key string) while they repeat.
+  static constexpr size_t kRecent = 16;
+  std::array<ProcessLog*, kRecent> recent_{};
 };
 
 // Adds what `from` read (other files) to `into` (log_merge.cpp).

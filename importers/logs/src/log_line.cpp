@@ -68,8 +68,9 @@ bool split_place(std::string_view place, LogLine& out) {
 //   "<host>:<pid>:<tid> NCCL CALL <call>"                                   (no device)
 // with anything in front (a timestamp from 2.26, a launcher's prefix, another process's glued line).
 // The words between the place and "NCCL" are walked back over, at most four.
-bool split_nccl(std::string_view s, LogLine& out) {
-  for (size_t at = s.find("NCCL "); at != std::string_view::npos; at = s.find("NCCL ", at + 1)) {
+// `first`: where "NCCL " first occurs in `s`.
+bool split_nccl(std::string_view s, size_t first, LogLine& out) {
+  for (size_t at = first; at != std::string_view::npos; at = s.find("NCCL ", at + 1)) {
     if (at < 2 || s[at - 1] != ' ') continue;
     const std::string_view after = s.substr(at + 5);
     const char level = nccl_level(after);
@@ -218,7 +219,7 @@ LogLine split_log_line(std::string_view line) {
   out.message = line;
   if (split_torch(line, out)) return out;
   // NCCL's lines hold "NCCL " by definition: most lines of a log are looked at no further.
-  if (line.find("NCCL ") != std::string_view::npos) split_nccl(line, out);
+  if (const size_t at = line.find("NCCL "); at != std::string_view::npos) split_nccl(line, at, out);
   return out;
 }
 

@@ -141,6 +141,7 @@ void LogRunBuild::nccl_comm_snapshots(const Comm& c) {
     s.size = c.nranks;
     s.rank_in_comm = r;
     const uint64_t first = m->calls > CommMember::kKeep ? m->calls - CommMember::kKeep : 0;
+    s.ring.reserve(size_t(m->calls - first));
     for (uint64_t i = first; i < m->calls; ++i) {
       const NcclCall& call = m->last[i % CommMember::kKeep];
       s.ring.push_back(record(i + 1, call, i + 1 <= completed, -1));

@@ -102,9 +102,15 @@ bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
   std::string_view pointer;
   long long nranks = 0;
   std::string_view rest = msg.substr(colon + 2);
+  // Words are short: a loop finds the next space sooner than a call to memchr.
+  auto word_end = [&rest] {
+    size_t end = 0;
+    while (end < rest.size() && rest[end] != ' ') ++end;
+    return end;
+  };
   while (!rest.empty()) {
-    const size_t key_end = rest.find(' ');
-    if (key_end == std::string_view::npos) break;
+    const size_t key_end = word_end();
+    if (key_end == rest.size()) break;  // a last word alone is no key/value pair
     const std::string_view key = rest.substr(0, key_end);
     rest.remove_prefix(key_end + 1);
     if (key.starts_with("[nranks=")) {
@@ -112,25 +118,36 @@ bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
       take_number(v, nranks);
       continue;  // "[nranks=N]" is a word of its own: the next word is a key
     }
-    const size_t value_end = std::min(rest.find(' '), rest.size());
+    const size_t value_end = word_end();
     std::string_view value = rest.substr(0, value_end);
     rest.remove_prefix(std::min(value_end + 1, rest.size()));
     long long v = 0;
-    if (key == "opCount") {
-      if (take_number(value, v, true)) c.op_count = uint64_t(v);
-    } else if (key == "count") {
-      if (take_number(value, v)) c.count = uint64_t(v);
-    } else if (key == "datatype") {
-      if (take_number(value, v)) {
-        c.datatype = int(v);
-        c.dtype = dtype_of(v);
-      }
-    } else if (key == "op") {
-      if (take_number(value, v)) c.red_op = int(v);
-    } else if (key == "root") {
-      if (take_number(value, v)) c.root = int(v);
-    } else if (key == "comm") {
-      pointer = value;
+    // Keys told apart by length first: most words are not the ones read.
+    switch (key.size()) {
+      case 7:
+        if (key == "opCount" && take_number(value, v, true)) c.op_count = uint64_t(v);
+        break;
+      case 5:
+        if (key == "count" && take_number(value, v)) c.count = uint64_t(v);
+        break;
+      case 8:
+        if (key == "datatype" && take_number(value, v)) {
+          c.datatype = int(v);
+          c.dtype = dtype_of(v);
+        }
+        break;
+      case 2:
+        if (key == "op" && take_number(value, v)) c.red_op = int(v);
+        break;
+      case 4:
+        if (key == "root") {
+          if (take_number(value, v)) c.root = int(v);
+        } else if (key == "comm") {
+          pointer = value;
+        }
+        break;
+      default:
+        break;
     }
   }
   if (pointer.empty()) return false;
@@ -208,15 +225,18 @@ void read_nccl_message(LogJob& job, const LogLine& line, const std::string& file
   // host: "-1mew0:64904:64904 [1] NCCL INFO ...". Where a known host of the same pid ends the word,
   // that host it is.
   LogLine l = line;
-  auto& hosts = job.hosts_of_pid[l.pid];
-  if (std::find(hosts.begin(), hosts.end(), l.host) == hosts.end()) {
-    const std::string* known = nullptr;
-    for (const auto& h : hosts)
-      if (l.host.size() > h.size() && l.host.ends_with(h)) known = &h;
-    if (known) l.host = *known;
-    else hosts.emplace_back(l.host);
+  ProcessLog* recent = job.recent_process(l.host, l.pid);  // its host is a known one
+  if (!recent) {
+    auto& hosts = job.hosts_of_pid[l.pid];
+    if (std::find(hosts.begin(), hosts.end(), l.host) == hosts.end()) {
+      const std::string* known = nullptr;
+      for (const auto& h : hosts)
+        if (l.host.size() > h.size() && l.host.ends_with(h)) known = &h;
+      if (known) l.host = *known;
+      else hosts.emplace_back(l.host);
+    }
   }
-  ProcessLog& p = job.process(l.host, l.pid);
+  ProcessLog& p = recent ? *recent : job.process(l.host, l.pid);
   if (l.tagged_rank >= 0) p.tagged_rank = l.tagged_rank;
   const std::string_view msg = l.message;
   if (l.level == 'W' || l.level == 'A') {

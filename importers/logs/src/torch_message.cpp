@@ -302,14 +302,25 @@ void read_line(LogJob& job, const LogLine& l, const std::string& file, uint64_t 
   read_torch_message(job, l, file, line_no);
 }
 
+ProcessLog* LogJob::recent_process(std::string_view host, int pid) {
+  for (size_t i = 0; i < kRecent && recent_[i]; ++i) {
+    ProcessLog* p = recent_[i];
+    if (p->pid != pid || p->host != host) continue;
+    std::rotate(recent_.begin(), recent_.begin() + long(i), recent_.begin() + long(i) + 1);
+    return p;
+  }
+  return nullptr;
+}
+
 ProcessLog& LogJob::process(std::string_view host, int pid) {
-  if (last_process_ && last_process_->pid == pid && last_process_->host == host) return *last_process_;
+  if (ProcessLog* p = recent_process(host, pid)) return *p;
   auto [it, fresh] = processes.try_emplace({std::string(host), pid});
   if (fresh) {
     it->second.host = host;
     it->second.pid = pid;
   }
-  last_process_ = &it->second;
+  std::rotate(recent_.begin(), recent_.end() - 1, recent_.end());  // the oldest drops out
+  recent_[0] = &it->second;
   return it->second;
 }
 
