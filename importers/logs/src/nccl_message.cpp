@@ -146,8 +146,7 @@ bool read_coll(LogJob& job, const LogLine& l, std::string_view msg) {
           pointer = value;
         }
         break;
-      default:
-        break;
+      default: break;
     }
   }
   if (pointer.empty()) return false;
@@ -232,8 +231,10 @@ void read_nccl_message(LogJob& job, const LogLine& line, const std::string& file
       const std::string* known = nullptr;
       for (const auto& h : hosts)
         if (l.host.size() > h.size() && l.host.ends_with(h)) known = &h;
-      if (known) l.host = *known;
-      else hosts.emplace_back(l.host);
+      if (known)
+        l.host = *known;
+      else
+        hosts.emplace_back(l.host);
     }
   }
   ProcessLog& p = recent ? *recent : job.process(l.host, l.pid);
