@@ -4,8 +4,9 @@
 // a GPU error on two ranks. The dumps are written first (not timed); then the bench re-runs itself as
 // a fresh process that times `hangdoctor DIR --json FILE` in-process (discover, unpickle, import,
 // classify, text and JSON), so the peak RSS it prints (getrusage ru_maxrss) is hangdoctor's alone.
-// Usage: torch_fr_megatron_bench [TP PP DP [ITERATIONS]]. Prints numbers and whether the verdict
-// names the fault ranks; asserts nothing about the verdict (the analyzer is being rewritten).
+// Usage: torch_fr_megatron_bench [TP PP DP [ITERATIONS]] [--write DIR]. Prints numbers and whether the
+// verdict names the fault ranks; asserts nothing about the verdict (the analyzer is being rewritten).
+// With --write the dumps are only written into DIR and kept (for a profiler), their fault ranks printed.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +80,11 @@ int analyze(const fs::path& dir, const std::string& fault_ranks) {
 int main(int argc, char** argv) {
   using namespace rankscope::torch_fr::testing;
   if (argc == 4 && std::string(argv[1]) == "--analyze") return analyze(argv[2], argv[3]);
+  fs::path keep;  // --write DIR
+  if (argc >= 3 && std::string(argv[argc - 2]) == "--write") {
+    keep = argv[argc - 1];
+    argc -= 2;
+  }
   MegatronJobSpec spec;
   spec.layout.tp = argc > 3 ? std::atoi(argv[1]) : 8;
   spec.layout.pp = argc > 3 ? std::atoi(argv[2]) : 8;
@@ -95,7 +101,8 @@ int main(int argc, char** argv) {
   spec.fault_ranks = {world / 2 + 9 % stage, world / 2 + 14 % stage + (stage > 16 ? spec.layout.tp : 0)};
   spec.only_active = false;
   spec.ring = 2000;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("rs_torch_fr_megatron_bench_{}", ::getpid());
+  const fs::path dir =
+      keep.empty() ? fs::temp_directory_path() / fmt::format("rs_torch_fr_megatron_bench_{}", ::getpid()) : keep;
   fs::remove_all(dir);
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
@@ -111,6 +118,10 @@ int main(int argc, char** argv) {
   std::printf("torch_fr_megatron_bench: %s\n  dumps: %.1f MB, written in %.1f s (not timed)\n", job.description.c_str(),
               double(bytes) / 1e6, seconds_since(t0));
   std::fflush(stdout);
+  if (!keep.empty()) {
+    std::printf("  kept in %s; fault ranks %s\n", dir.c_str(), fault_ranks.c_str());
+    return 0;
+  }
   const std::string self = fs::canonical("/proc/self/exe").string();
   const int rc = std::system(("'" + self + "' --analyze '" + dir.string() + "' " + fault_ranks).c_str());
   fs::remove_all(dir);

@@ -121,6 +121,14 @@ format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries,
   c.size = int(g.ranks.size());
   c.rank_in_comm = rank_in_group;
   int64_t max_seq = 0, max_completed = 0;
+  // Sized once: grown entry by entry, 4096 ranks' rings spent a quarter of the import in the
+  // kernel, clearing the fresh pages of each larger copy.
+  c.ring.reserve(entries.size());
+  if (members_known) {
+    size_t a2a = 0;
+    for (const FrEntry* e : entries) a2a += e->op == format::CollectiveOp::kAllToAllV && e->out_numel > 0;
+    c.peer_counts.reserve(a2a);
+  }
   for (const FrEntry* entry : entries) {
     const FrEntry& e = *entry;
     // A send/recv carries the group's collective counter as it stood: that many were issued.
@@ -157,6 +165,7 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
   c.size = 2;
   c.rank_in_comm = rank == pair.lo ? 0 : 1;
   const int peer = rank == pair.lo ? pair.hi : pair.lo;
+  c.ring.reserve(side.calls.size());
   for (const auto& [e, seq] : side.calls) {
     if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // a batch's calls share a number: keep the first
     format::CollectiveOp as_lower = e->op;
@@ -197,6 +206,7 @@ struct RankOut {
   format::FlightRecorderSnapshot snapshot;
   std::vector<std::pair<std::string, std::pair<int, int>>> pair_groups;  // (name, ranks) of its pair communicators
   bool status_pending = false;
+  size_t entries = 0;  // the dump's, counted before they are let go
 };
 
 // The job's dumps into one run directory, in the phases import_fr_dumps runs in order; each reads
@@ -221,7 +231,7 @@ struct JobImport {
   format::RunMetadata meta;
   DumpTime when;
   std::vector<std::vector<Membership>> member_of;
-  std::vector<const std::pair<const int, FrDump>*> in_order;
+  std::vector<std::pair<const int, FrDump>*> in_order;
   std::vector<RankOut> built;
 
   explicit JobImport(const fs::path& p) : path(p), found(discover_dumps(p)) {}
@@ -383,7 +393,7 @@ void JobImport::place_members() {
 // One rank's snapshot: its own dump, the job-wide tables read only.
 void JobImport::build_snapshot(size_t k) {
   const int r = in_order[k]->first;
-  const FrDump& d = in_order[k]->second;
+  FrDump& d = in_order[k]->second;
   RankOut& o = built[k];
   std::vector<GroupEntries>& by_group = grouped.at(r);  // its own element: no other thread touches it
   // A row with work enqueued past what completed is pending, unless the rank's own entries show
@@ -444,14 +454,18 @@ void JobImport::build_snapshot(size_t k) {
   }
   s.threads.push_back(std::move(main));
   if (d.partial) s.warnings.push_back("the dump ends early (killed while writing?): read as far as it went");
-  std::vector<GroupEntries>().swap(by_group);  // the last pass that reads it: its memory goes as snapshots grow
+  // The last pass that reads this rank's entries (its pair sides point into its own dump only): their
+  // memory goes as the snapshots grow, so the import never holds both whole.
+  std::vector<GroupEntries>().swap(by_group);
+  o.entries = d.entries.size();
+  std::vector<FrEntry>().swap(d.entries);
 }
 
 // Each rank's snapshot is its own work: built over the cores. What is shared (the metadata's pair
 // communicators, the counts) is merged after, in rank order, so the result does not depend on the
 // threads.
 void JobImport::build_snapshots() {
-  for (const auto& rd : dumps) in_order.push_back(&rd);
+  for (auto& rd : dumps) in_order.push_back(&rd);
   built.resize(in_order.size());
   {
     std::atomic<size_t> next_rank{0};
@@ -504,7 +518,7 @@ void JobImport::assemble_run() {
     out.found.push_back(r);
     if (d.partial) out.partial.push_back(r);
     out.timing = out.timing || d.timing;
-    out.entries += d.entries.size();
+    out.entries += built[built_at].entries;
     // Each rank's backends in the order its entries name them (RankSummary): in rank order, the
     // order the job's entries name them.
     const RankSummary& summary = *summary_of.at(r);
