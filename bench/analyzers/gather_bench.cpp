@@ -17,7 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/synth.h"

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/analyzers/gather/node_simulator.h"
+#include "rankscope/gather/node_simulator.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "self_usage.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather_test_support.h"
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/format/run_directory.h"
 

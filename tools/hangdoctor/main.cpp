@@ -1,11 +1,11 @@
 // main.cpp — `hangdoctor`: names the rank, the collective and what it was doing, for a stuck job.
 // Thin: the diagnosis is rankscope_analyzers_hang (hangdoctor_app.h); --slurm / --hosts gather the
-// nodes' snapshots first (rankscope_analyzers_gather, gather_cli.h). Anything thrown on the way (the
+// nodes' snapshots first (rankscope_gather, gather_cli.h). Anything thrown on the way (the
 // gather included) is exit 2 and one line naming the input (format/command_boundary.h), never an abort.
 #include <string_view>
 #include <vector>
 
-#include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/gather/gather_cli.h"
 #include "rankscope/format/command_boundary.h"
 
 int main(int argc, char** argv) {

@@ -1,5 +1,5 @@
 // gather_command.cpp — `rankscope snapshot`, `gather` and `kineto-pack`: thin over gather_cli.h.
-#include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/gather/gather_cli.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {

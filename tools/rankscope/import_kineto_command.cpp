@@ -1,6 +1,6 @@
 // import_kineto_command.cpp — `rankscope import-kineto TRACE... -o RUN_DIR`: PyTorch profiler
 // (Kineto) traces, one per rank, written as a run directory; with --slurm/--hosts, read on the nodes
-// where they were written (kineto_gather.h). Thin: rankscope_kineto, rankscope_analyzers_gather.
+// where they were written (kineto_gather.h). Thin: rankscope_kineto, rankscope_gather.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "import_summary_output.h"
-#include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/gather/gather_cli.h"
 #include "rankscope/kineto/kineto_import.h"
 #include "subcommands.h"
 

@@ -9,7 +9,7 @@
 // before anything is allocated (a count of N elements needs at least N bytes), every enum against
 // its range, and every string-pool index against the pool, so a hostile or cut stream is a clean
 // error, never a crash or an allocation larger than about 64 x the input.
-// Is not: the transport (a snapshot stream, format/snapshot_stream.h) or the launch (analyzers/gather).
+// Is not: the transport (a snapshot stream, format/snapshot_stream.h) or the launch (gather/).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 // plugin's files, stacks; a run.json that differs from the first); DIR itself is an ordinary run
 // directory whose other files are hard links into hosts/ (copies where links fail), so analyzers
 // read it unchanged; DIR/gather.json says which nodes were asked, which answered
-// and why the others did not. Is not: the gathering itself (analyzers/gather) or the codec
+// and why the others did not. Is not: the gathering itself (gather/) or the codec
 // (snapshot_stream.h).
 #pragma once
 

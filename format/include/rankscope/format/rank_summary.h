@@ -10,7 +10,7 @@
 // snapshots, so no analyzer learns which it was given. A recorder holding evidence a summary does
 // not carry (the NCCL plugin's section, all_to_all_v per-peer counts) is not summarized: it travels
 // whole. The decoder trusts nothing: every count is checked against the bytes left, every enum and
-// string index against its range. Is not: where summaries travel (analyzers/gather) or what they mean.
+// string index against its range. Is not: where summaries travel (gather/) or what they mean.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // closed by an end record that counts them. The decoder trusts nothing: names are checked (no
 // absolute path, no "..", a small alphabet), sizes are checked against limits before a byte is
 // inflated, and a stream that stops early or lies about its end is an error that still keeps the
-// entries that arrived whole. Is not: what goes into a snapshot (analyzers/gather) or where it is
+// entries that arrived whole. Is not: what goes into a snapshot (gather/) or where it is
 // unpacked.
 #pragma once
 

@@ -49,7 +49,7 @@ struct TraceInput {
 };
 Result<std::vector<TraceInput>> find_trace_inputs(const std::vector<std::filesystem::path>& inputs);
 
-// --- importing where the traces were written (`import-kineto --slurm/--hosts`, analyzers/gather) ---
+// --- importing where the traces were written (`import-kineto --slurm/--hosts`, gather/) ---
 // Each node reads its own traces and sends what was kept of them (trace_wire.h: the rows, 10-50x
 // smaller than the text) as a snapshot stream (format/snapshot_stream.h): `pack.json` first (host,
 // files with their paths and sizes), then `trace-NNNNNN.rkw` per trace. The head unpacks each node's

@@ -2,7 +2,7 @@
 //
 // Is: the headline ("4 of 4 nodes answered in 0.41 s (12.3 MB)") that is the first line of a
 // diagnosis of a gathered run, and one finding per node that did not answer, with the ranks it
-// held. Is not: the gathering (analyzers/gather) or the record's format (format/gathered_run.h).
+// held. Is not: the gathering (gather/) or the record's format (format/gathered_run.h).
 #pragma once
 
 #include <string>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 #include "rankscope/kineto/kineto_import.h"
 
 namespace rankscope::gather {

@@ -5,7 +5,7 @@
 // layer), and at B + 0.9 s every rank whose group finished enters the gradient all-reduce on dp
 // and waits; the slow node enters it slow_node_late_s later. The culprit stopped inside the last
 // layer's MLP at B + 0.27 s, so its tp peers wait in that MLP's all-reduce from B + 0.28 s.
-#include "rankscope/analyzers/gather/node_simulator.h"
+#include "rankscope/gather/node_simulator.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // kineto_gather.cpp — see kineto_gather.h: launch `kineto-pack` on every node, unpack each stream
 // into a folder of its own, import them all as one job.
-#include "rankscope/analyzers/gather/kineto_gather.h"
+#include "rankscope/gather/kineto_gather.h"
 
 #include <stdlib.h>
 

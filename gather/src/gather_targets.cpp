@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "node_launch.h"
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 
 namespace rankscope::gather {
 namespace {

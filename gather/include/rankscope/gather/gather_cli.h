@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/analyzers/gather/kineto_gather.h"
+#include "rankscope/gather/kineto_gather.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 
 namespace rankscope::gather {

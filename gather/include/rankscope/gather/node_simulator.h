@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 
 namespace rankscope::gather {
 

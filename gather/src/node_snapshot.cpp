@@ -4,7 +4,7 @@
 // can be written first because every recorder's header (its identity: host, pid, rank) is read
 // before the stream starts. Recorders are copied once with pread: the reader downstream checks each
 // seqlocked section, so a copy taken mid-update is marked torn there, not here.
-#include "rankscope/analyzers/gather/node_snapshot.h"
+#include "rankscope/gather/node_snapshot.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,7 +3,7 @@
 // The merge makes DIR an ordinary run directory (hard links into hosts/, copies where the
 // filesystem refuses links), so no analyzer learns where a file came from. A rank, an NCCL
 // recorder or an evidence file sent by two nodes keeps the first node's copy and says so.
-#include "rankscope/analyzers/gather/gather.h"
+#include "rankscope/gather/gather.h"
 
 #include <algorithm>
 #include <atomic>

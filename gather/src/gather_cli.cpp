@@ -3,7 +3,7 @@
 // One parser for the gathering flags serves both commands, so `rankscope gather` and hangdoctor
 // accept the same spelling. The snapshot command a node runs is `<remote rankscope> snapshot
 // <RUN_DIR> [--stacks]`, every word shell-quoted (ssh hands it to the remote shell).
-#include "rankscope/analyzers/gather/gather_cli.h"
+#include "rankscope/gather/gather_cli.h"
 
 #include <unistd.h>
 
@@ -21,8 +21,8 @@
 
 #include "node_launch.h"
 #include "text_stream.h"
-#include "rankscope/analyzers/gather/gather.h"
-#include "rankscope/analyzers/gather/node_snapshot.h"
+#include "rankscope/gather/gather.h"
+#include "rankscope/gather/node_snapshot.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
 
 namespace rankscope::gather {
