@@ -17,12 +17,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "rankscope/gather/gather.h"
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/synth.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
+#include "rankscope/gather/gather.h"
 
 namespace {
 

@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/gather/node_simulator.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/rank_list.h"
+#include "rankscope/gather/node_simulator.h"
 #include "self_usage.h"
 
 namespace {

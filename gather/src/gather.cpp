@@ -18,10 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "node_launch.h"
-#include "text_stream.h"
 #include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
+#include "text_stream.h"
 
 namespace rankscope::gather {
 namespace {
@@ -31,10 +31,12 @@ namespace fs = std::filesystem;
 Status prepare_out_dir(const fs::path& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) return invalid_argument(fmt::format("-o {}: exists and is not a directory", dir.string()));
+    if (!fs::is_directory(dir, ec))
+      return invalid_argument(fmt::format("-o {}: exists and is not a directory", dir.string()));
     const bool empty = fs::is_empty(dir, ec);
     if (!empty && !format::is_gathered_run(dir))
-      return invalid_argument(fmt::format("-o {}: not empty and not an earlier gather; refusing to write into it", dir.string()));
+      return invalid_argument(
+          fmt::format("-o {}: not empty and not an earlier gather; refusing to write into it", dir.string()));
     if (!empty)  // an earlier gather: replaced whole, so nothing stale survives
       for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove_all(e.path(), ec);
   }
@@ -123,14 +125,20 @@ std::string tsv_field(std::string s) {
 }
 
 void append_processes(const std::string& node, const nlohmann::json& manifest, std::string& out) {
-  const std::string boot = manifest.contains("boot_id") && manifest["boot_id"].is_string() ? manifest["boot_id"].get<std::string>() : "";
+  const std::string boot =
+      manifest.contains("boot_id") && manifest["boot_id"].is_string() ? manifest["boot_id"].get<std::string>() : "";
   if (!manifest.contains("processes") || !manifest["processes"].is_array()) return;
   for (const auto& p : manifest["processes"]) {
     if (!p.is_object()) continue;
-    const auto text = [&](const char* key) { return p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : ""; };
-    const auto number = [&](const char* key) { return p.contains(key) && p[key].is_number_integer() ? p[key].get<int64_t>() : 0; };
-    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", node, tsv_field(boot), tsv_field(text("host")), number("pid"),
-                       tsv_field(text("alive")), tsv_field(text("state")), tsv_field(text("wchan")), number("threads"));
+    const auto text = [&](const char* key) {
+      return p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : "";
+    };
+    const auto number = [&](const char* key) {
+      return p.contains(key) && p[key].is_number_integer() ? p[key].get<int64_t>() : 0;
+    };
+    out +=
+        fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", node, tsv_field(boot), tsv_field(text("host")), number("pid"),
+                    tsv_field(text("alive")), tsv_field(text("state")), tsv_field(text("wchan")), number("threads"));
   }
 }
 
@@ -138,10 +146,10 @@ void append_processes(const std::string& node, const nlohmann::json& manifest, s
 struct Merge {
   std::map<std::string, std::string> owner;  // entry name -> the node whose copy DIR uses
   std::vector<uint8_t> run_json;
-  std::vector<uint8_t> summaries;            // every node's block, end to end
-  std::string manifests;                     // snapshots.json
+  std::vector<uint8_t> summaries;  // every node's block, end to end
+  std::string manifests;           // snapshots.json
   std::string processes = "# node\tboot_id\thost\tpid\talive\tstate\twchan\tthreads\n";  // processes.tsv
-  std::vector<uint8_t> has_rank;             // by rank: a recorder or a summary arrived
+  std::vector<uint8_t> has_rank;  // by rank: a recorder or a summary arrived
   void mark(int r) {
     if (r < 0 || r >= (1 << 24)) return;
     if (size_t(r) >= has_rank.size()) has_rank.resize(size_t(r) + 1, 0);
@@ -158,11 +166,14 @@ void merge_files(const fs::path& out, const std::string& host, const std::vector
     const fs::path from = host_dir / name, to = out / name;
     const auto [it, fresh] = m.owner.emplace(name, host);
     if (!fresh) {
-      problems.push_back(fmt::format("{} came from {} and from {}; the gathered run uses {}'s", name, it->second, host, it->second));
+      problems.push_back(
+          fmt::format("{} came from {} and from {}; the gathered run uses {}'s", name, it->second, host, it->second));
       continue;
     }
-    if (Status s = link_or_copy(from, to); !s.ok()) problems.push_back(s.message());
-    else if (auto r = format::rank_of_file_name(name, ".flight")) m.mark(*r);
+    if (Status s = link_or_copy(from, to); !s.ok())
+      problems.push_back(s.message());
+    else if (auto r = format::rank_of_file_name(name, ".flight"))
+      m.mark(*r);
   }
 }
 
@@ -183,7 +194,8 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
   node.reason = a.reason;
   if (a.stream.empty()) {
     if (node.reason.empty()) node.reason = a.reason_if_incomplete;
-    if (node.reason.empty()) node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
+    if (node.reason.empty())
+      node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
     return node;
   }
   // Whatever arrived was decoded, even from a node that failed: whole entries are kept.
@@ -191,14 +203,16 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
   node.bytes = d.result.bytes;
   node.answered = d.result.status.ok() && node.reason.empty();
   if (!d.result.status.ok() && node.reason.empty()) node.reason = a.reason_if_incomplete;
-  if (!d.result.status.ok()) node.reason = node.reason.empty() ? d.result.status.message() : node.reason + "; " + d.result.status.message();
+  if (!d.result.status.ok())
+    node.reason = node.reason.empty() ? d.result.status.message() : node.reason + "; " + d.result.status.message();
   ManifestFacts facts;
   if (d.has_manifest) {
     facts = read_manifest(d.manifest);
     node.snapshot_host = facts.host;
     if (facts.json.is_object()) {
       // The manifest as the node wrote it (valid JSON: it parsed), and its processes as lines.
-      m.manifests += fmt::format("{}{{\"node\": \"{}\", \"snapshot\": {}}}", m.manifests.empty() ? "[\n" : ",\n", a.host, d.manifest);
+      m.manifests += fmt::format("{}{{\"node\": \"{}\", \"snapshot\": {}}}", m.manifests.empty() ? "[\n" : ",\n",
+                                 a.host, d.manifest);
       append_processes(a.host, facts.json, m.processes);
     } else
       problems.push_back(fmt::format("{}: its {} is damaged", a.host, format::kSnapshotManifest));
@@ -209,9 +223,10 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
       m.run_json = d.run_json;
       if (Status s = write_bytes(out / format::kRunMetadataFile, m.run_json); !s.ok()) problems.push_back(s.message());
     } else if (d.run_json != m.run_json) {  // every node of a shared run.json sends the same bytes
-      (void)format::write_snapshot_entry(out / format::kGatheredHostsDir / a.host, format::kRunMetadataFile, d.run_json);
-      problems.push_back(fmt::format("{} came from {} and from {}; the gathered run uses {}'s", format::kRunMetadataFile,
-                                     it->second, a.host, it->second));
+      (void)format::write_snapshot_entry(out / format::kGatheredHostsDir / a.host, format::kRunMetadataFile,
+                                         d.run_json);
+      problems.push_back(fmt::format("{} came from {} and from {}; the gathered run uses {}'s",
+                                     format::kRunMetadataFile, it->second, a.host, it->second));
     }
   }
   if (d.has_summaries) {
@@ -227,8 +242,10 @@ format::GatheredNode merge_node(const NodeAnswer& a, DecodedNode& d, const fs::p
     std::vector<int> arrived;
     std::error_code ec;
     for (int r : node.ranks) {
-      const bool summarized = d.has_summaries && std::binary_search(facts.summarized.begin(), facts.summarized.end(), r);
-      (summarized || fs::exists(format::flight_recorder_path(host_dir, r), ec) ? arrived : node.missing_ranks).push_back(r);
+      const bool summarized =
+          d.has_summaries && std::binary_search(facts.summarized.begin(), facts.summarized.end(), r);
+      (summarized || fs::exists(format::flight_recorder_path(host_dir, r), ec) ? arrived : node.missing_ranks)
+          .push_back(r);
     }
     node.ranks = std::move(arrived);
   }
@@ -250,18 +267,23 @@ void place_missing_ranks(const Merge& m, format::GatherRecord& record) {
   std::vector<format::GatheredNode*> silent;  // failed nodes that said nothing of their ranks
   std::map<std::string, format::GatheredNode*> silent_by_host;
   for (auto& n : record.nodes)
-    if (!n.answered && n.ranks.empty() && n.missing_ranks.empty()) silent.push_back(&n), silent_by_host[short_host(n.host)] = &n;
+    if (!n.answered && n.ranks.empty() && n.missing_ranks.empty())
+      silent.push_back(&n), silent_by_host[short_host(n.host)] = &n;
   std::vector<int> unplaced;
   for (int r : record.ranks_missing) {
     if (placed.count(r)) continue;
     format::GatheredNode* home = nullptr;
     if (size_t(r) < meta->hosts.size())
-      if (auto it = silent_by_host.find(short_host(meta->hosts[size_t(r)])); it != silent_by_host.end()) home = it->second;
-    if (home) home->missing_ranks.push_back(r);
-    else unplaced.push_back(r);
+      if (auto it = silent_by_host.find(short_host(meta->hosts[size_t(r)])); it != silent_by_host.end())
+        home = it->second;
+    if (home)
+      home->missing_ranks.push_back(r);
+    else
+      unplaced.push_back(r);
   }
   // One silent node: the ranks nobody sent were its (run.json need not say where each rank ran).
-  if (silent.size() == 1) silent[0]->missing_ranks.insert(silent[0]->missing_ranks.end(), unplaced.begin(), unplaced.end());
+  if (silent.size() == 1)
+    silent[0]->missing_ranks.insert(silent[0]->missing_ranks.end(), unplaced.begin(), unplaced.end());
   if (silent.size() == 1) std::sort(silent[0]->missing_ranks.begin(), silent[0]->missing_ranks.end());
 }
 
@@ -306,8 +328,9 @@ Result<format::GatherRecord> gather_fan_out(const FanOutLaunch& launch, const Ga
   std::vector<LaunchedCommand> one(1);
   one[0].command = launch.command;
   run_commands(one, o.deadline_s, o.max_stream_bytes, 1);
-  LabeledStreams split = split_labeled_base64(std::string_view(reinterpret_cast<const char*>(one[0].out.data()), one[0].out.size()),
-                                              launch.hosts.size());
+  LabeledStreams split =
+      split_labeled_base64(std::string_view(reinterpret_cast<const char*>(one[0].out.data()), one[0].out.size()),
+                           launch.hosts.size());
   std::vector<uint8_t>().swap(one[0].out);
   std::string why = why_unanswered(one[0], o.deadline_s);
   if (why.empty()) why = "it ended without this node's whole stream";
@@ -348,7 +371,8 @@ Result<format::GatherRecord> gather_fan_out(const FanOutLaunch& launch, const Ga
   return record;
 }
 
-Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers, const GatherOptions& o, double launch_s) {
+Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers, const GatherOptions& o,
+                                                double launch_s) {
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
   fs::create_directories(o.out_dir / format::kGatheredHostsDir, ec);
@@ -380,7 +404,8 @@ Result<format::GatherRecord> merge_node_answers(std::vector<NodeAnswer>& answers
     decoded[i] = DecodedNode();
   }
   if (!m.summaries.empty())
-    if (Status s = write_bytes(o.out_dir / format::kRankSummaryEntry, m.summaries); !s.ok()) record.problems.push_back(s.message());
+    if (Status s = write_bytes(o.out_dir / format::kRankSummaryEntry, m.summaries); !s.ok())
+      record.problems.push_back(s.message());
   if (!m.manifests.empty()) m.manifests += "\n]\n";
   if (Status s = write_bytes(o.out_dir / format::kGatheredProcesses,
                              std::span(reinterpret_cast<const uint8_t*>(m.processes.data()), m.processes.size()));

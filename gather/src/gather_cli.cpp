@@ -20,10 +20,10 @@
 #include <fmt/format.h>
 
 #include "node_launch.h"
-#include "text_stream.h"
+#include "rankscope/analyzers/hang/gather_wording.h"
 #include "rankscope/gather/gather.h"
 #include "rankscope/gather/node_snapshot.h"
-#include "rankscope/analyzers/hang/gather_wording.h"
+#include "text_stream.h"
 
 namespace rankscope::gather {
 namespace {
@@ -92,15 +92,18 @@ struct GatherFlags {
 enum class Parsed { kNotMine, kTaken, kBad };
 
 // The gathering flags hangdoctor, `gather` and `import-kineto` share; each takes a value.
-constexpr std::string_view kGatherValueFlags[] = {"--slurm", "--hosts", "--exec", "--remote-rankscope", "--deadline",
-                                                  "--max-parallel"};
+constexpr std::string_view kGatherValueFlags[] = {"--slurm",    "--hosts",       "--exec", "--remote-rankscope",
+                                                  "--deadline", "--max-parallel"};
 
 // The flags of gathering; `i` is moved past a value it takes.
 Parsed parse_gather_flag(Args args, size_t& i, GatherFlags& f, std::FILE* err) {
   const std::string_view a = args[i];
   const bool has_value = i + 1 < args.size();
-  std::string* text = a == "--slurm" ? &f.slurm_job : a == "--hosts" ? &f.hosts_file : a == "--exec" ? &f.exec_template
-                    : a == "--remote-rankscope" ? &f.remote_rankscope : nullptr;
+  std::string* text = a == "--slurm"              ? &f.slurm_job
+                      : a == "--hosts"            ? &f.hosts_file
+                      : a == "--exec"             ? &f.exec_template
+                      : a == "--remote-rankscope" ? &f.remote_rankscope
+                                                  : nullptr;
   if (text) {
     if (!has_value) return std::fprintf(err, "%.*s needs a value\n", int(a.size()), a.data()), Parsed::kBad;
     *text = args[++i];
@@ -115,8 +118,10 @@ Parsed parse_gather_flag(Args args, size_t& i, GatherFlags& f, std::FILE* err) {
       std::fprintf(err, "%.*s needs a positive number, got '%.*s'\n", int(a.size()), a.data(), int(v.size()), v.data());
       return Parsed::kBad;
     }
-    if (a == "--deadline") f.deadline_s = x, f.deadline_given = true;
-    else f.max_parallel = int(x);
+    if (a == "--deadline")
+      f.deadline_s = x, f.deadline_given = true;
+    else
+      f.max_parallel = int(x);
     return Parsed::kTaken;
   }
   return Parsed::kNotMine;
@@ -162,8 +167,8 @@ Result<FanOutLaunch> fan_out_for(const GatherFlags& f, const std::string& run_di
   return slurm_fan_out(f.slurm_job, command + " --text", command, f.deadline_s);
 }
 
-Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string& run_dir, const std::string& default_remote,
-                                         const fs::path& out_dir) {
+Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string& run_dir,
+                                         const std::string& default_remote, const fs::path& out_dir) {
   if (!f.slurm_job.empty() && !f.srun_per_node && f.hosts_file.empty() && f.exec_template.empty()) {
     RS_ASSIGN_OR_RETURN(const auto launch, fan_out_for(f, run_dir, default_remote));
     GatherOptions o;
@@ -207,7 +212,8 @@ std::vector<std::string_view> hangdoctor_value_flags() {
 }
 
 bool is_gather_flag(std::string_view flag, bool* takes_value) {
-  const bool value = std::find(std::begin(kGatherValueFlags), std::end(kGatherValueFlags), flag) != std::end(kGatherValueFlags);
+  const bool value =
+      std::find(std::begin(kGatherValueFlags), std::end(kGatherValueFlags), flag) != std::end(kGatherValueFlags);
   if (takes_value) *takes_value = value;
   return value;
 }
@@ -229,7 +235,9 @@ int kineto_pack_main(Args args, std::FILE* out, std::FILE* err) {
         return std::fprintf(err, "rankscope kineto-pack: --threads needs a positive number\n"), 2;
       threads = n;
     } else if (!a.empty() && a[0] == '-') {
-      return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kKinetoPackHelp), 2;
+      return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(a.size()), a.data(),
+                          kKinetoPackHelp),
+             2;
     } else {
       inputs.emplace_back(std::string(a));
     }
@@ -244,8 +252,8 @@ int kineto_pack_main(Args args, std::FILE* out, std::FILE* err) {
   return 0;
 }
 
-Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs, const fs::path& run_dir,
-                                                  const kineto::ImportOptions& options) {
+Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs,
+                                                  const fs::path& run_dir, const kineto::ImportOptions& options) {
   GatherFlags f;
   std::string bad;
   for (size_t i = 0; i < gather_args.size(); ++i) {
@@ -257,7 +265,8 @@ Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::v
     if (err) std::fclose(err);
     std::string said = text ? std::string(text, size) : std::string();
     std::free(text);
-    if (p == Parsed::kBad) return invalid_argument(said.empty() ? "bad gathering flag" : said.substr(0, said.find('\n')));
+    if (p == Parsed::kBad)
+      return invalid_argument(said.empty() ? "bad gathering flag" : said.substr(0, said.find('\n')));
     if (p == Parsed::kNotMine) return invalid_argument(fmt::format("'{}' is not a gathering flag", gather_args[i]));
   }
   if (!f.any() && !f.exec_template.empty()) return invalid_argument("--exec goes with --hosts FILE");
@@ -283,18 +292,29 @@ int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
   NodeSnapshotOptions o;
   for (const std::string_view a : args) {
     if (a == "--help" || a == "-h") return std::fputs(kSnapshotHelp, stdout), 0;
-    if (a == "--stacks") o.stacks = true;
-    else if (a == "--all-hosts") o.all_hosts = true;
-    else if (a == "--full") o.full = true;
-    else if (a == "--text") text = true;
-    else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(), kSnapshotHelp), 2;
-    else if (dir.empty()) dir = a;
-    else return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
+    if (a == "--stacks")
+      o.stacks = true;
+    else if (a == "--all-hosts")
+      o.all_hosts = true;
+    else if (a == "--full")
+      o.full = true;
+    else if (a == "--text")
+      text = true;
+    else if (!a.empty() && a[0] == '-')
+      return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(),
+                          kSnapshotHelp),
+             2;
+    else if (dir.empty())
+      dir = a;
+    else
+      return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
   }
   if (dir.empty()) return std::fputs(kSnapshotHelp, err), 2;
   if (!text && ::isatty(::fileno(out)))
-    return std::fprintf(err, "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
-                             "(rankscope snapshot RUN_DIR > node.snap), or let `rankscope gather` run it\n"), 2;
+    return std::fprintf(err,
+                        "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
+                        "(rankscope snapshot RUN_DIR > node.snap), or let `rankscope gather` run it\n"),
+           2;
   hang::SystemProcessTable processes;
   hang::ExternalStackCollector stacks;
   if (!text) {
@@ -328,13 +348,22 @@ int gather_main(Args args, std::FILE* out, std::FILE* err) {
       case Parsed::kBad: return 2;
       case Parsed::kNotMine: break;
     }
-    if ((a == "-o" || a == "--out") && i + 1 < args.size()) f.out_dir = args[++i];
-    else if (a == "--stacks") f.stacks = true;
-    else if (a == "--full") f.full = true;
-    else if (a == "--srun-per-node") f.srun_per_node = true;
-    else if (!a.empty() && a[0] == '-') return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()), a.data(), kGatherHelp), 2;
-    else if (run_dir.empty()) run_dir = a;
-    else return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
+    if ((a == "-o" || a == "--out") && i + 1 < args.size())
+      f.out_dir = args[++i];
+    else if (a == "--stacks")
+      f.stacks = true;
+    else if (a == "--full")
+      f.full = true;
+    else if (a == "--srun-per-node")
+      f.srun_per_node = true;
+    else if (!a.empty() && a[0] == '-')
+      return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()),
+                          a.data(), kGatherHelp),
+             2;
+    else if (run_dir.empty())
+      run_dir = a;
+    else
+      return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
   }
   if (run_dir.empty() || f.out_dir.empty() || !f.any()) return std::fputs(kGatherHelp, err), 2;
   auto r = gather_with(f, run_dir, self_executable(), f.out_dir);
@@ -371,8 +400,10 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
-    if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size()) rest.push_back(args[++i]);
-    else if (!a.empty() && a[0] != '-' && !run_dir_at) run_dir_at = rest.size() - 1;
+    if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size())
+      rest.push_back(args[++i]);
+    else if (!a.empty() && a[0] != '-' && !run_dir_at)
+      run_dir_at = rest.size() - 1;
   }
   for (const std::string_view a : args)
     if (a == "--help" || a == "-h") {
@@ -382,13 +413,20 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     }
   if (!f.any()) {
     if (!gather_dir.empty() || !f.exec_template.empty() || f.full || f.srun_per_node)
-      return std::fprintf(env.err, "hangdoctor: --gather-dir, --exec, --full and --srun-per-node go with --slurm JOBID or "
-                                   "--hosts FILE\n"), 2;
+      return std::fprintf(env.err,
+                          "hangdoctor: --gather-dir, --exec, --full and --srun-per-node go with --slurm JOBID or "
+                          "--hosts FILE\n"),
+             2;
     return hang::run_hangdoctor(args, env);
   }
-  if (!run_dir_at) return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"), 2;
+  if (!run_dir_at)
+    return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"),
+           2;
   for (auto& a : rest) {
-    if (a == "--wait") return std::fprintf(env.err, "hangdoctor: --wait follows a local run; with --slurm/--hosts, run it again to look again\n"), 2;
+    if (a == "--wait")
+      return std::fprintf(env.err,
+                          "hangdoctor: --wait follows a local run; with --slurm/--hosts, run it again to look again\n"),
+             2;
     if (a == "--stacks") f.stacks = true;  // taken on the nodes, at snapshot time
   }
   std::erase(rest, std::string_view("--stacks"));

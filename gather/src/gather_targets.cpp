@@ -4,7 +4,8 @@
 // owner and the compressed node list ("n[1-4]"); `scontrol show hostnames LIST` expands it, one per
 // line; `srun --jobid J --overlap` starts a step inside the running job, sharing its resources, and
 // only the owner or root may; with -N N --ntasks-per-node 1 it starts one task a node, numbered in
-// the order of the node list, and --label prefixes each line of a task's output with "ID: ". squeue exits 1 with "Invalid job id specified" for an unknown job.
+// the order of the node list, and --label prefixes each line of a task's output with "ID: ". squeue exits 1 with
+// "Invalid job id specified" for an unknown job.
 #include <unistd.h>
 
 #include <fstream>
@@ -47,7 +48,8 @@ Result<std::string> run_local(const std::string& command, double deadline_s) {
   const std::string err = trim(c.err_tail);
   if (c.timed_out) return io_error(fmt::format("`{}` gave no answer within {:.0f} s", command, deadline_s));
   if (c.exit_code != 0)
-    return invalid_argument(fmt::format("`{}` failed (exit {}){}{}", command, c.exit_code, err.empty() ? "" : ": ", err));
+    return invalid_argument(
+        fmt::format("`{}` failed (exit {}){}{}", command, c.exit_code, err.empty() ? "" : ": ", err));
   return std::string(c.out.begin(), c.out.end());
 }
 
@@ -74,7 +76,8 @@ Result<std::vector<std::string>> read_hosts_file(const std::filesystem::path& fi
     if (line.empty()) continue;
     if (Status s = check_host_name(line); !s.ok())
       return invalid_argument(fmt::format("{}:{}: {}", file.string(), n, s.message()));
-    if (!seen.insert(line).second) return invalid_argument(fmt::format("{}:{}: host {} listed twice", file.string(), n, line));
+    if (!seen.insert(line).second)
+      return invalid_argument(fmt::format("{}:{}: host {} listed twice", file.string(), n, line));
     hosts.push_back(line);
   }
   if (hosts.empty()) return invalid_argument(fmt::format("{}: no host in the hosts file", file.string()));
@@ -101,16 +104,19 @@ namespace {
 // The nodes of a running Slurm job, in the order of its node list (the order srun gives its tasks).
 Result<std::vector<std::string>> slurm_job_nodes(const std::string& job_id, double deadline_s) {
   if (job_id.empty() || job_id.find_first_not_of("0123456789_+") != std::string::npos)
-    return invalid_argument(fmt::format("--slurm '{}': a Slurm job id is digits (e.g. 4242, or 4242_3 for an array task)", job_id));
+    return invalid_argument(
+        fmt::format("--slurm '{}': a Slurm job id is digits (e.g. 4242, or 4242_3 for an array task)", job_id));
   for (const char* tool : {"squeue", "scontrol", "srun"})
     if (!on_path(tool))
-      return not_found(fmt::format("{} not found on PATH: --slurm needs Slurm's client commands on this machine "
-                                   "(Debian: apt install slurm-client), or use --hosts FILE --exec 'ssh {{host}}'",
-                                   tool));
+      return not_found(
+          fmt::format("{} not found on PATH: --slurm needs Slurm's client commands on this machine "
+                      "(Debian: apt install slurm-client), or use --hosts FILE --exec 'ssh {{host}}'",
+                      tool));
   RS_ASSIGN_OR_RETURN(std::string line,
                       run_local(fmt::format("squeue -h -j {} -o '%T|%u|%N'", shell_quote(job_id)), deadline_s));
   line = trim(line);
-  if (line.empty()) return not_found(fmt::format("Slurm job {} is not in the queue (finished, or never existed)", job_id));
+  if (line.empty())
+    return not_found(fmt::format("Slurm job {} is not in the queue (finished, or never existed)", job_id));
   if (line.find('\n') != std::string::npos) line.resize(line.find('\n'));  // an array: its first task
   const size_t bar1 = line.find('|'), bar2 = line.find('|', bar1 == std::string::npos ? 0 : bar1 + 1);
   if (bar1 == std::string::npos || bar2 == std::string::npos)
@@ -121,8 +127,8 @@ Result<std::vector<std::string>> slurm_job_nodes(const std::string& job_id, doub
     return invalid_argument(fmt::format("Slurm job {} is {}, not RUNNING: no node runs it to ask", job_id, state));
   const char* me = std::getenv("USER");
   if (::geteuid() != 0 && me && !user.empty() && user != me)
-    return invalid_argument(fmt::format("Slurm job {} belongs to {}: only its owner or root may srun --overlap into it",
-                                        job_id, user));
+    return invalid_argument(
+        fmt::format("Slurm job {} belongs to {}: only its owner or root may srun --overlap into it", job_id, user));
   RS_ASSIGN_OR_RETURN(const std::string names,
                       run_local(fmt::format("scontrol show hostnames {}", shell_quote(nodelist)), deadline_s));
   std::vector<std::string> hosts;
@@ -164,8 +170,8 @@ Result<FanOutLaunch> slurm_fan_out(const std::string& job_id, const std::string&
   // -N and -n as many as the job's nodes, one task each: Slurm numbers the tasks in the order of
   // the job's node list. --label prefixes every line with its task id; --quiet keeps srun's own
   // progress lines off stderr.
-  l.command = fmt::format("srun --jobid {} --overlap -N {} -n {} --ntasks-per-node 1 --label --quiet {}", shell_quote(job_id), n,
-                          n, text_snapshot_command);
+  l.command = fmt::format("srun --jobid {} --overlap -N {} -n {} --ntasks-per-node 1 --label --quiet {}",
+                          shell_quote(job_id), n, n, text_snapshot_command);
   l.one_each = one_srun_each(job_id, l.hosts, snapshot_command);
   return l;
 }

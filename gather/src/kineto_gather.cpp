@@ -40,7 +40,8 @@ class ScratchDir {
     const fs::path parent = fs::absolute(run_dir, ec).parent_path();
     fs::create_directories(parent, ec);
     std::string tmpl = (parent / ".rankscope-kineto-nodes-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) return io_error(fmt::format("cannot create a folder in {} for the nodes' streams", parent.string()));
+    if (!::mkdtemp(tmpl.data()))
+      return io_error(fmt::format("cannot create a folder in {} for the nodes' streams", parent.string()));
     return ScratchDir(tmpl);
   }
   ScratchDir(ScratchDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
@@ -105,11 +106,14 @@ Result<KinetoGatherResult> import_kineto_from_nodes(const std::vector<GatherTarg
     node.seconds = commands[i].seconds;
     node.stream_bytes = sizes[i];
     node.reason = why_unanswered(commands[i], o.deadline_s);
-    if (node.reason.empty() && sizes[i] == 0) node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
+    if (node.reason.empty() && sizes[i] == 0)
+      node.reason = "the command succeeded but sent nothing (is the remote rankscope the right one?)";
     if (sizes[i] > 0) {
       // A node whose stream failed half-way is not imported in part: its traces are whole or absent,
       // so a rank is never half there without the import knowing.
-      if (!decoded[i].status.ok()) node.reason = node.reason.empty() ? decoded[i].status.message() : node.reason + "; " + decoded[i].status.message();
+      if (!decoded[i].status.ok())
+        node.reason =
+            node.reason.empty() ? decoded[i].status.message() : node.reason + "; " + decoded[i].status.message();
       read_pack_manifest(scratch.path() / node.host, node);
     }
     node.answered = node.reason.empty();
@@ -120,7 +124,8 @@ Result<KinetoGatherResult> import_kineto_from_nodes(const std::vector<GatherTarg
   }
   if (packed.empty()) {
     std::string why;
-    for (const auto& n : result.nodes) why += fmt::format("\n  {}: {}", n.host, n.answered ? "no trace there" : n.reason);
+    for (const auto& n : result.nodes)
+      why += fmt::format("\n  {}: {}", n.host, n.answered ? "no trace there" : n.reason);
     return invalid_argument(fmt::format("no node sent a trace:{}", why));
   }
   RS_ASSIGN_OR_RETURN(result.summary, kineto::import_kineto_packed(packed, run_dir, options));

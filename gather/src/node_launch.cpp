@@ -106,8 +106,10 @@ void run_commands(std::vector<LaunchedCommand>& commands, double deadline_s, uin
     while (next < commands.size() && int(running.size()) < std::max(1, max_parallel) && Clock::now() < deadline) {
       Running r;
       r.cmd = &commands[next++];
-      if (spawn(r)) running.push_back(r);
-      else r.cmd->err_tail = std::string("cannot start the command: ") + std::strerror(errno);
+      if (spawn(r))
+        running.push_back(r);
+      else
+        r.cmd->err_tail = std::string("cannot start the command: ") + std::strerror(errno);
     }
     // Done: every pipe closed and every child reaped.
     for (auto& r : running) reap(r, false);
@@ -129,8 +131,10 @@ void run_commands(std::vector<LaunchedCommand>& commands, double deadline_s, uin
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     // Pipes all closed but a child not reaped yet: wake up soon to reap it.
     const int wait_ms = int(std::clamp<long long>(left, 0, fds.empty() ? 10 : 100));
-    if (!fds.empty()) ::poll(fds.data(), fds.size(), wait_ms);
-    else ::usleep(useconds_t(wait_ms) * 1000);
+    if (!fds.empty())
+      ::poll(fds.data(), fds.size(), wait_ms);
+    else
+      ::usleep(useconds_t(wait_ms) * 1000);
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       auto [r, is_out] = owners[i];
@@ -193,7 +197,9 @@ std::string why_unanswered(const LaunchedCommand& c, double deadline_s) {
   std::string err = c.err_tail;
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   if (const size_t nl = err.rfind('\n'); nl != std::string::npos) err = err.substr(nl + 1);  // the last line says most
-  if (c.timed_out) return fmt::format("no answer within the {:.1f} s deadline{}{}", deadline_s, err.empty() ? "" : "; last said: ", err);
+  if (c.timed_out)
+    return fmt::format("no answer within the {:.1f} s deadline{}{}", deadline_s,
+                       err.empty() ? "" : "; last said: ", err);
   if (c.overflowed) return "sent more than the stream limit; stopped";
   if (!c.started) return err.empty() ? "the launcher could not be started" : err;
   if (c.exit_code != 0 && err.empty()) return fmt::format("the command failed (exit {}) and said nothing", c.exit_code);

@@ -14,14 +14,14 @@
 namespace rankscope::gather {
 
 struct LaunchedCommand {
-  std::string command;           // given to /bin/sh -c
-  std::vector<uint8_t> out;      // stdout, up to the cap
-  std::string err_tail;          // the last 2 KiB of stderr
-  bool started = false;          // fork succeeded
-  bool timed_out = false;        // killed at the deadline
-  bool overflowed = false;       // stdout went past the cap: killed
-  int exit_code = -1;            // exit status; 128 + signal when killed by one; -1 unknown
-  double seconds = 0;            // from the start of the batch to its end (EOF and exit)
+  std::string command;       // given to /bin/sh -c
+  std::vector<uint8_t> out;  // stdout, up to the cap
+  std::string err_tail;      // the last 2 KiB of stderr
+  bool started = false;      // fork succeeded
+  bool timed_out = false;    // killed at the deadline
+  bool overflowed = false;   // stdout went past the cap: killed
+  int exit_code = -1;        // exit status; 128 + signal when killed by one; -1 unknown
+  double seconds = 0;        // from the start of the batch to its end (EOF and exit)
 };
 
 // Runs every command (at most `max_parallel` at a time, the rest queued) and returns when all have

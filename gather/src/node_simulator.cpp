@@ -111,7 +111,8 @@ format::FlightRecorderSnapshot rank_snapshot(const Layout& l, int rank) {
   const auto [culprit_site, culprit_at] = tp_call(l, int(l.culprit_seq % uint64_t(l.tp_per_step)));
   if (in_culprit_group) {
     main.stack.push_back({format::intern_name(culprit_site), l.step_begin + culprit_at - 10 * kMs});
-    if (is_culprit) main.stack.push_back({format::intern_name(culprit_site + "/fc2"), l.step_begin + culprit_at - 8 * kMs});
+    if (is_culprit)
+      main.stack.push_back({format::intern_name(culprit_site + "/fc2"), l.step_begin + culprit_at - 8 * kMs});
   } else {
     main.stack.push_back({format::intern_name("grad_sync"), l.sync_at + late});
   }
@@ -125,7 +126,8 @@ format::FlightRecorderSnapshot rank_snapshot(const Layout& l, int rank) {
   tp.size = job.ranks_per_node;
   tp.rank_in_comm = local;
   const uint64_t step_base = uint64_t(S) * uint64_t(l.tp_per_step);
-  tp.next_seq = in_culprit_group ? (is_culprit ? l.culprit_seq : l.culprit_seq + 1) : step_base + uint64_t(l.tp_per_step);
+  tp.next_seq =
+      in_culprit_group ? (is_culprit ? l.culprit_seq : l.culprit_seq + 1) : step_base + uint64_t(l.tp_per_step);
   const uint64_t closed = in_culprit_group ? l.culprit_seq : tp.next_seq;
   tp.completed_count = closed;
   for (uint64_t seq = closed >= kClosedKept ? closed - kClosedKept : 0; seq < closed; ++seq) {
@@ -135,7 +137,8 @@ format::FlightRecorderSnapshot rank_snapshot(const Layout& l, int rank) {
     tp.ring.push_back(record(seq, format::CollectiveOp::kAllReduceSum, 4u << 20, begin, begin + 3 * kMs, step, site));
   }
   if (in_culprit_group && !is_culprit)
-    tp.ring.push_back(record(l.culprit_seq, format::CollectiveOp::kAllReduceSum, 4u << 20, l.step_begin + culprit_at, 0, S, culprit_site));
+    tp.ring.push_back(record(l.culprit_seq, format::CollectiveOp::kAllReduceSum, 4u << 20, l.step_begin + culprit_at, 0,
+                             S, culprit_site));
   s.comms.push_back(std::move(tp));
 
   // dp{local}: one gradient all-reduce a step; this step's open except in the culprit's group.
@@ -148,10 +151,12 @@ format::FlightRecorderSnapshot rank_snapshot(const Layout& l, int rank) {
   dp.completed_count = uint64_t(S);
   for (int64_t step = std::max<int64_t>(0, S - kClosedKept); step < S; ++step) {
     const int64_t at = l.sync_at - (S - step) * kSecond;
-    dp.ring.push_back(record(uint64_t(step), format::CollectiveOp::kAllReduceSum, 16u << 20, at, at + 40 * kMs, step, "grad_sync"));
+    dp.ring.push_back(
+        record(uint64_t(step), format::CollectiveOp::kAllReduceSum, 16u << 20, at, at + 40 * kMs, step, "grad_sync"));
   }
   if (!in_culprit_group)
-    dp.ring.push_back(record(uint64_t(S), format::CollectiveOp::kAllReduceSum, 16u << 20, l.sync_at + late, 0, S, "grad_sync"));
+    dp.ring.push_back(
+        record(uint64_t(S), format::CollectiveOp::kAllReduceSum, 16u << 20, l.sync_at + late, 0, S, "grad_sync"));
   s.comms.push_back(std::move(dp));
 
   uint64_t issued = 0, completed = 0;
@@ -192,16 +197,26 @@ Result<std::vector<uint8_t>> node_stream(const Layout& l, int node, const std::s
     const int rank = node * job.ranks_per_node + k;
     summaries.add(rank_snapshot(l, rank));
     summarized.push_back(rank);
-    processes.push_back({{"host", simulated_host(node)}, {"pid", 4000 + k}, {"ranks", {rank}}, {"alive", "alive"},
-                         {"state", "runnable"}, {"wchan", ""}, {"threads", 12}});
+    processes.push_back({{"host", simulated_host(node)},
+                         {"pid", 4000 + k},
+                         {"ranks", {rank}},
+                         {"alive", "alive"},
+                         {"state", "runnable"},
+                         {"wchan", ""},
+                         {"threads", 12}});
   }
   nlohmann::json files = {format::kRankSummaryEntry};
   if (run_json_text) files.push_back(format::kRunMetadataFile);
-  const nlohmann::json manifest = {{"format", "rankscope-snapshot"},  {"version", format::kSnapshotVersion},
-                                   {"host", simulated_host(node)},    {"boot_id", fmt::format("boot-{}", node)},
-                                   {"taken_unix_ms", job.now_ns / kMs}, {"run_dir", "/scratch/run"},
-                                   {"rankscope_version", "simulated"}, {"processes", processes},
-                                   {"files", files},                  {"summarized", summarized},
+  const nlohmann::json manifest = {{"format", "rankscope-snapshot"},
+                                   {"version", format::kSnapshotVersion},
+                                   {"host", simulated_host(node)},
+                                   {"boot_id", fmt::format("boot-{}", node)},
+                                   {"taken_unix_ms", job.now_ns / kMs},
+                                   {"run_dir", "/scratch/run"},
+                                   {"rankscope_version", "simulated"},
+                                   {"processes", processes},
+                                   {"files", files},
+                                   {"summarized", summarized},
                                    {"skipped", nlohmann::json::array()}};
   char* buffer = nullptr;
   size_t size = 0;
@@ -234,15 +249,19 @@ Result<SimulatedGather> simulate_gather(const SimulatedJob& job) {
   l.tp_per_step = 4 * job.layers;
   l.step_begin = job.now_ns - int64_t(job.stuck_s * kSecond) - 900 * kMs;
   l.sync_at = l.step_begin + 900 * kMs;
-  l.culprit = job.culprit >= 0 ? job.culprit : (job.nodes / 2) * job.ranks_per_node + std::min(3, job.ranks_per_node - 1);
-  if (l.culprit >= l.world) return invalid_argument(fmt::format("culprit rank {} is outside a job of {} ranks", l.culprit, l.world));
+  l.culprit =
+      job.culprit >= 0 ? job.culprit : (job.nodes / 2) * job.ranks_per_node + std::min(3, job.ranks_per_node - 1);
+  if (l.culprit >= l.world)
+    return invalid_argument(fmt::format("culprit rank {} is outside a job of {} ranks", l.culprit, l.world));
   l.culprit_node = l.culprit / job.ranks_per_node;
-  l.culprit_seq = uint64_t(job.step) * uint64_t(l.tp_per_step) + uint64_t(2 * job.layers - 1);  // the last forward MLP's
+  l.culprit_seq =
+      uint64_t(job.step) * uint64_t(l.tp_per_step) + uint64_t(2 * job.layers - 1);  // the last forward MLP's
   l.slow_node = job.slow_node == -1 ? job.nodes / 4 : job.slow_node;
   if (l.slow_node == l.culprit_node || l.slow_node >= job.nodes) l.slow_node = -2;
   int dead_first = job.dead_switch_first >= 0 ? job.dead_switch_first : (3 * job.nodes / 4) / 32 * 32;
   const int dead_count = std::min(job.dead_switch_nodes, job.nodes);
-  if (dead_count > 0 && dead_first + dead_count > job.nodes) return invalid_argument("the dead switch's nodes are outside the job");
+  if (dead_count > 0 && dead_first + dead_count > job.nodes)
+    return invalid_argument("the dead switch's nodes are outside the job");
   if (dead_count > 0 && l.culprit_node >= dead_first && l.culprit_node < dead_first + dead_count)
     return invalid_argument("the culprit sits behind the dead switch: nothing could name it");
 

@@ -18,8 +18,8 @@
 
 #include "process_liveness.h"
 #include "rankscope/format/flight_identity.h"
-#include "rankscope/format/json_text.h"
 #include "rankscope/format/flight_recorder_reader.h"
+#include "rankscope/format/json_text.h"
 #include "rankscope/format/nccl_plugin_run.h"
 #include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
@@ -51,7 +51,8 @@ Result<std::vector<uint8_t>> read_whole(const fs::path& p, uint64_t limit) {
 }
 
 int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 bool is_plugin_file(const fs::path& p) {
@@ -84,7 +85,8 @@ std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnaps
   std::vector<FileToShip> out;
   for (auto& f : found) {
     if (int(out.size()) >= o.max_evidence_files) {
-      skipped.push_back(fmt::format("{}: older than the {} newest evidence files", f.second.name, o.max_evidence_files));
+      skipped.push_back(
+          fmt::format("{}: older than the {} newest evidence files", f.second.name, o.max_evidence_files));
       continue;
     }
     out.push_back(std::move(f.second));
@@ -147,7 +149,8 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
       auto& p = procs[{id->host, id->pid}];
       p.host = id->host;
       p.pid = id->pid;
-      if (id->rank >= 0 && std::find(p.ranks.begin(), p.ranks.end(), id->rank) == p.ranks.end()) p.ranks.push_back(id->rank);
+      if (id->rank >= 0 && std::find(p.ranks.begin(), p.ranks.end(), id->rank) == p.ranks.end())
+        p.ranks.push_back(id->rank);
     }
     // An unreadable recorder still travels: the reader downstream says what is wrong with it.
     ++summary.recorders;
@@ -159,15 +162,22 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   std::vector<std::pair<std::string, std::string>> stack_files;  // (entry name, text)
   for (const auto& [key, p] : procs) {
     const hang::ProcessStatus s = processes.status(p.host, p.pid);
-    proc_json.push_back({{"host", p.host}, {"pid", p.pid}, {"ranks", p.ranks}, {"alive", analyzers::liveness_name(s.alive)},
-                         {"state", hang::os_run_state_name(s.state)}, {"wchan", s.wchan}, {"threads", s.threads}});
+    proc_json.push_back({{"host", p.host},
+                         {"pid", p.pid},
+                         {"ranks", p.ranks},
+                         {"alive", analyzers::liveness_name(s.alive)},
+                         {"state", hang::os_run_state_name(s.state)},
+                         {"wchan", s.wchan},
+                         {"threads", s.threads}});
     if (o.stacks && s.alive == analyzers::Liveness::kAlive && summary.stacks < o.max_stacks) {
       auto text = stacks.collect(p.pid);
       const int rank = p.ranks.empty() ? -1 : p.ranks.front();
-      const auto name = fmt::format("{}/{}-snapshot-{}.stacks.txt", format::kEvidenceDir,
-                                    rank >= 0 ? fmt::format("rank{:05d}", rank) : fmt::format("pid{}", p.pid), unix_ms_now());
+      const auto name =
+          fmt::format("{}/{}-snapshot-{}.stacks.txt", format::kEvidenceDir,
+                      rank >= 0 ? fmt::format("rank{:05d}", rank) : fmt::format("pid{}", p.pid), unix_ms_now());
       if (text.ok()) {
-        stack_files.push_back({name, fmt::format("# rankscope snapshot --stacks: rank {} pid {} on {}\n", rank, p.pid, p.host) + *text});
+        stack_files.push_back(
+            {name, fmt::format("# rankscope snapshot --stacks: rank {} pid {} on {}\n", rank, p.pid, p.host) + *text});
         ++summary.stacks;
       } else {
         summary.skipped.push_back(fmt::format("stacks of pid {}: {}", p.pid, text.status().message()));

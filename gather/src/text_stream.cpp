@@ -54,7 +54,8 @@ std::string base64_lines(std::span<const uint8_t> bytes) {
   out.reserve(bytes.size() / 3 * 4 + bytes.size() / 57 + 8);
   size_t line = 0;
   for (size_t i = 0; i < bytes.size(); i += 3) {
-    const uint32_t a = bytes[i], b = i + 1 < bytes.size() ? bytes[i + 1] : 0, c = i + 2 < bytes.size() ? bytes[i + 2] : 0;
+    const uint32_t a = bytes[i], b = i + 1 < bytes.size() ? bytes[i + 1] : 0,
+                   c = i + 2 < bytes.size() ? bytes[i + 2] : 0;
     const uint32_t x = (a << 16) | (b << 8) | c;
     out += kBase64[(x >> 18) & 63];
     out += kBase64[(x >> 12) & 63];
@@ -79,7 +80,8 @@ LabeledStreams split_labeled_base64(std::string_view out, size_t tasks) {
     size_t at = 0;
     while (at < line.size() && line[at] == ' ') ++at;
     size_t task = 0, digits = 0;
-    while (at < line.size() && line[at] >= '0' && line[at] <= '9' && digits < 9) task = task * 10 + size_t(line[at++] - '0'), ++digits;
+    while (at < line.size() && line[at] >= '0' && line[at] <= '9' && digits < 9)
+      task = task * 10 + size_t(line[at++] - '0'), ++digits;
     if (digits == 0 || line.substr(at, 2) != ": " || task >= tasks) {
       if (!line.empty()) ++foreign;
       continue;

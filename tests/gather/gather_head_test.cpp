@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "gather_test_support.h"
-#include "rankscope/gather/node_simulator.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/format/rank_list.h"
+#include "rankscope/gather/node_simulator.h"
 
 namespace rankscope::gather {
 namespace {

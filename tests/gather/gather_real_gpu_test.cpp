@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gather_test_support.h"
-#include "rankscope/gather/gather.h"
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/format/run_directory.h"
+#include "rankscope/gather/gather.h"
 
 namespace rankscope::gather {
 namespace {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/gather/gather_cli.h"
 #include "rankscope/format/command_boundary.h"
+#include "rankscope/gather/gather_cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);

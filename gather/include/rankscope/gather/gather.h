@@ -3,8 +3,8 @@
 // Is: the nodes to ask (from Slurm: `squeue` + `scontrol show hostnames`, then one `srun --jobid J
 // --overlap -N N --label` step for all of them whose output is split by task (FanOutLaunch), or one
 // `srun ... -N 1 -w NODE` each; or from a hosts file and an --exec template such as 'ssh {host}'),
-// the parallel launch under one deadline (node_launch.h), then merge_node_answers: the bounded decoding of each stream (its manifest,
-// rank summaries and run.json kept in memory and merged into one file each for the job:
+// the parallel launch under one deadline (node_launch.h), then merge_node_answers: the bounded decoding of each stream
+// (its manifest, rank summaries and run.json kept in memory and merged into one file each for the job:
 // DIR/snapshots.json, DIR/summaries.ranks, DIR/run.json; whole files into DIR/hosts/<host>/), the
 // merge into DIR as an ordinary run directory, and DIR/gather.json (format/gathered_run.h). One node's silence, error
 // or hostile stream is recorded for that node; the others' data is kept. Is not: the snapshot
@@ -28,12 +28,12 @@ struct GatherTarget {
 };
 
 struct GatherOptions {
-  std::filesystem::path out_dir;       // created; an empty folder or an earlier gather (replaced)
-  std::string run_dir;                 // RUN_DIR as the nodes see it (recorded)
-  std::string launcher = "exec";       // recorded: "slurm" or "exec"
-  std::string job_id;                  // recorded
+  std::filesystem::path out_dir;  // created; an empty folder or an earlier gather (replaced)
+  std::string run_dir;            // RUN_DIR as the nodes see it (recorded)
+  std::string launcher = "exec";  // recorded: "slurm" or "exec"
+  std::string job_id;             // recorded
   double deadline_s = 20;
-  int max_parallel = 256;              // commands running at once
+  int max_parallel = 256;                  // commands running at once
   uint64_t max_stream_bytes = 1ull << 30;  // per node, compressed
   format::SnapshotLimits limits;
 };

@@ -42,7 +42,8 @@ struct KinetoGatherResult {
 // record, and its ranks are missing from the import (which says how many). Fails when no node sent
 // a trace, or on the import's own errors (two jobs mixed, a rank twice). `o.out_dir` is unused:
 // the streams are unpacked into a temporary folder beside `run_dir`, removed at the end.
-Result<KinetoGatherResult> import_kineto_from_nodes(const std::vector<GatherTarget>& targets, const std::filesystem::path& run_dir,
-                                                    const GatherOptions& o, const kineto::ImportOptions& options);
+Result<KinetoGatherResult> import_kineto_from_nodes(const std::vector<GatherTarget>& targets,
+                                                    const std::filesystem::path& run_dir, const GatherOptions& o,
+                                                    const kineto::ImportOptions& options);
 
 }  // namespace rankscope::gather

@@ -25,14 +25,14 @@ namespace rankscope::gather {
 struct SimulatedJob {
   int nodes = 16384;
   int ranks_per_node = 8;
-  int layers = 4;                  // transformer blocks: two tp all-reduces each, forward and backward
-  int64_t step = 1000;             // the step the job hangs in
-  double stuck_s = 60;             // how long the waiters have waited when the nodes are asked
-  int culprit = -1;                // -1: rank 3 of the middle node
-  int slow_node = -1;              // -1: the node a quarter of the way; -2: none
-  double slow_node_late_s = 4;     // how much later the slow node reached the gradient all-reduce
-  int dead_switch_first = -1;      // -1: the first node three quarters of the way (a multiple of 32)
-  int dead_switch_nodes = 32;      // 0: none
+  int layers = 4;                              // transformer blocks: two tp all-reduces each, forward and backward
+  int64_t step = 1000;                         // the step the job hangs in
+  double stuck_s = 60;                         // how long the waiters have waited when the nodes are asked
+  int culprit = -1;                            // -1: rank 3 of the middle node
+  int slow_node = -1;                          // -1: the node a quarter of the way; -2: none
+  double slow_node_late_s = 4;                 // how much later the slow node reached the gradient all-reduce
+  int dead_switch_first = -1;                  // -1: the first node three quarters of the way (a multiple of 32)
+  int dead_switch_nodes = 32;                  // 0: none
   int64_t now_ns = 1'796'000'000'000'000'000;  // the moment the nodes are asked (rank 0's clock)
 };
 
@@ -43,7 +43,7 @@ struct SimulatedGather {
   int slow_node = -1;
   std::vector<std::string> dead_hosts;
   std::vector<int> dead_ranks;
-  uint64_t stream_bytes = 0;        // all answers together
+  uint64_t stream_bytes = 0;  // all answers together
 };
 
 // The name of node k: n00000, n00001, ...

@@ -5,10 +5,10 @@
 // recorder here the state /proc gives: alive or gone, runnable/stopped/traced/D/zombie, wchan),
 // then by default what the verdict needs of each rank written on this host (summaries.ranks,
 // format/rank_summary.h), or with --full (and for a recorder a summary cannot carry) the whole
-// rankNNNNN.flight, then run.json when present, the NCCL plugin's nccl/ files, recent evidence/ stacks, and with --stacks fresh native stacks of its
-// live ranks. Event streams are left out: they grow with the run, recorders do not. Recorders that
-// another host wrote (a run directory on a shared filesystem) are left to that host's snapshot.
-// Is not: the gathering over many nodes (gather.h) or the codec.
+// rankNNNNN.flight, then run.json when present, the NCCL plugin's nccl/ files, recent evidence/ stacks, and with
+// --stacks fresh native stacks of its live ranks. Event streams are left out: they grow with the run, recorders do not.
+// Recorders that another host wrote (a run directory on a shared filesystem) are left to that host's snapshot. Is not:
+// the gathering over many nodes (gather.h) or the codec.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +24,9 @@
 namespace rankscope::gather {
 
 struct NodeSnapshotOptions {
-  bool stacks = false;           // capture native stacks of live ranks (eu-stack, else gdb)
-  int max_stacks = 8;            // processes captured (each up to 30 s: eu-stack, then gdb, time-limited)
-  bool all_hosts = false;        // also ship recorders written on other hosts
+  bool stacks = false;     // capture native stacks of live ranks (eu-stack, else gdb)
+  int max_stacks = 8;      // processes captured (each up to 30 s: eu-stack, then gdb, time-limited)
+  bool all_hosts = false;  // also ship recorders written on other hosts
   // Whole recorders instead of what the verdict needs of each rank (format/rank_summary.h).
   bool full = false;
   uint64_t max_evidence_file_bytes = 1 << 20;  // older or larger evidence files stay behind
@@ -34,12 +34,12 @@ struct NodeSnapshotOptions {
 };
 
 struct NodeSnapshotSummary {
-  int recorders = 0;             // flight recorders shipped (probe and plugin), whole or summarized
-  int summarized = 0;            // of those, sent as summaries
-  int processes = 0;             // processes whose state is recorded
+  int recorders = 0;   // flight recorders shipped (probe and plugin), whole or summarized
+  int summarized = 0;  // of those, sent as summaries
+  int processes = 0;   // processes whose state is recorded
   int stacks = 0;
-  uint64_t bytes_in = 0;         // uncompressed payload
-  uint64_t bytes_out = 0;        // the stream
+  uint64_t bytes_in = 0;             // uncompressed payload
+  uint64_t bytes_out = 0;            // the stream
   std::vector<std::string> skipped;  // what was left out and why
 };
 
