@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "train_job.h"
 
 namespace rankscope::analyzers {
@@ -67,7 +67,7 @@ TEST(SkewE2E, InjectedDelayIsTheTopFinding) {
 
 TEST(SkewE2E, ExportOfTheDelayedRunHasBothRanksAndFlows) {
   std::ostringstream out;
-  auto summary = export_chrome_trace(delayed_run(), out);
+  auto summary = reports::export_chrome_trace(delayed_run(), out);
   ASSERT_TRUE(summary.ok()) << summary.status().to_string();
   const auto trace = nlohmann::json::parse(out.str(), nullptr, false);
   ASSERT_FALSE(trace.is_discarded()) << "export is not valid JSON";

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 
 namespace rankscope::analyzers {
 namespace {
@@ -46,7 +46,7 @@ TEST(SkewFixture, WindowAfterWarmUp) {
 
 TEST(SkewFixture, ExportsTwoRanksWithTracedRanges) {
   std::ostringstream out;
-  auto summary = export_chrome_trace(kFixture, out);
+  auto summary = reports::export_chrome_trace(kFixture, out);
   ASSERT_TRUE(summary.ok()) << summary.status().to_string();
   const auto trace = nlohmann::json::parse(out.str());
   int ranges = 0;

@@ -18,7 +18,7 @@
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "skew_fake_run.h"
 #include "skew_gpu_fake_run.h"
 
@@ -170,7 +170,7 @@ struct GpuTracks {
 };
 GpuTracks gpu_tracks(const fs::path& run) {
   std::ostringstream out;
-  auto summary = export_chrome_trace(run, out);
+  auto summary = reports::export_chrome_trace(run, out);
   EXPECT_TRUE(summary.ok()) << summary.status().to_string();
   const json trace = json::parse(out.str());
   GpuTracks t;

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "rankscope/format/event_stream.h"
 #include "skew_fake_run.h"
 
@@ -20,11 +20,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct Exported {
-  ChromeTraceSummary summary;
+  reports::ChromeTraceSummary summary;
   json trace;
 };
 
-Exported export_two_ranks(const ChromeTraceOptions& options) {
+Exported export_two_ranks(const reports::ChromeTraceOptions& options) {
   testing::FakeRunSpec spec;
   spec.world_size = 2;
   spec.tp = 2;
@@ -39,9 +39,9 @@ Exported export_two_ranks(const ChromeTraceOptions& options) {
   const fs::path dir = testing::fresh_temp_dir("trace-export");
   testing::write_fake_run(dir, spec);
   std::ostringstream out;
-  auto summary = export_chrome_trace(dir, out, options);
+  auto summary = reports::export_chrome_trace(dir, out, options);
   EXPECT_TRUE(summary.ok()) << summary.status().to_string();
-  Exported e{summary.ok() ? *summary : ChromeTraceSummary{}, json::parse(out.str(), nullptr, false)};
+  Exported e{summary.ok() ? *summary : reports::ChromeTraceSummary{}, json::parse(out.str(), nullptr, false)};
   return e;
 }
 
@@ -130,7 +130,7 @@ TEST(ChromeTrace, TwoRanksOnTheAlignedClockWithFlows) {
 }
 
 TEST(ChromeTrace, StepWindow) {
-  ChromeTraceOptions window;
+  reports::ChromeTraceOptions window;
   window.first_step = 3;
   window.last_step = 4;
   const Exported x = export_two_ranks(window);
@@ -162,7 +162,7 @@ TEST(ChromeTrace, KernelsGoOnTheRanksGpuTrack) {
   w.reset();
 
   std::ostringstream out;
-  auto summary = export_chrome_trace(dir, out);
+  auto summary = reports::export_chrome_trace(dir, out);
   ASSERT_TRUE(summary.ok()) << summary.status().to_string();
   const json trace = json::parse(out.str());
   const auto ks = events(trace, "X", "kernel");
@@ -184,7 +184,7 @@ TEST(ChromeTrace, KernelsGoOnTheRanksGpuTrack) {
 
 TEST(ChromeTrace, MissingRunDirectoryIsAnError) {
   std::ostringstream out;
-  auto r = export_chrome_trace(fs::temp_directory_path() / "rankscope-no-such-run", out);
+  auto r = reports::export_chrome_trace(fs::temp_directory_path() / "rankscope-no-such-run", out);
   EXPECT_FALSE(r.ok());
 }
 

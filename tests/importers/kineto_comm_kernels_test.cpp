@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "rankscope/kineto/kineto_import.h"
 
 namespace rankscope::kineto {
@@ -65,10 +65,10 @@ TEST_F(DeepEpTrace, UserPatternMakesACustomKernelTransfer) {
 }
 
 TEST_F(DeepEpTrace, ChromeExportNamesTheRuleOfEachKernel) {
-  analyzers::ChromeTraceOptions options;
+  reports::ChromeTraceOptions options;
   options.comm_kernel_patterns = {"moe_exchange"};
   std::ostringstream out;
-  auto summary = analyzers::export_chrome_trace(run(), out, options);
+  auto summary = reports::export_chrome_trace(run(), out, options);
   ASSERT_TRUE(summary.ok()) << summary.status().to_string();
   const nlohmann::json trace = nlohmann::json::parse(out.str());
   int deepep = 0, user = 0, compute = 0;

@@ -1,12 +1,12 @@
 // export_command.cpp — `rankscope export RUN_DIR --chrome FILE`: a Chrome trace for Perfetto.
-// Thin: rankscope_analyzers_trace.
+// Thin: rankscope_reports_trace.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "rankscope/torch_fr/fr_chrome.h"
 #include "subcommands.h"
 
@@ -32,7 +32,7 @@ constexpr const char* kExportHelp =
 
 int export_command(Args args) {
   std::string run_dir, chrome;
-  analyzers::ChromeTraceOptions options;
+  reports::ChromeTraceOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--help" || a == "-h") {
@@ -92,7 +92,7 @@ int export_command(Args args) {
                 static_cast<unsigned long long>(fr->events));
     return 0;
   }
-  auto summary = analyzers::export_chrome_trace(run_dir, out, options);
+  auto summary = reports::export_chrome_trace(run_dir, out, options);
   out.close();
   if (!summary.ok() || !out) {
     std::remove(tmp.c_str());

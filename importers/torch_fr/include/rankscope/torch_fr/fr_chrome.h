@@ -2,7 +2,7 @@
 // process per rank, one track per process group, each collective a slice from enqueue to its
 // discovered completion (to the newest time in the dumps when it never completed), with the group,
 // seq, op, size, state and call site as arguments. Is not: the run-directory exporter
-// (analyzers/trace), which has ranges and steps that dumps do not hold.
+// (reports/trace), which has ranges and steps that dumps do not hold.
 #pragma once
 
 #include <ostream>

@@ -21,7 +21,7 @@
 
 #include "rankscope/format/status.h"
 
-namespace rankscope::analyzers {
+namespace rankscope::reports {
 
 struct ChromeTraceOptions {
   int64_t first_step = std::numeric_limits<int64_t>::min();  // inclusive window
@@ -39,4 +39,4 @@ struct ChromeTraceSummary {
 Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_dir, std::ostream& out,
                                                const ChromeTraceOptions& options = {});
 
-}  // namespace rankscope::analyzers
+}  // namespace rankscope::reports

@@ -1,5 +1,5 @@
 // chrome_trace.cpp — see chrome_trace.h.
-#include "rankscope/analyzers/trace/chrome_trace.h"
+#include "rankscope/reports/chrome_trace.h"
 
 #include <algorithm>
 #include <map>
@@ -14,7 +14,7 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/vocabulary.h"
 
-namespace rankscope::analyzers {
+namespace rankscope::reports {
 namespace {
 
 using nlohmann::json;
@@ -243,4 +243,4 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
   return summary;
 }
 
-}  // namespace rankscope::analyzers
+}  // namespace rankscope::reports
