@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/reports/chrome_trace.h"
 #include "rankscope/format/event_stream.h"
+#include "rankscope/reports/chrome_trace.h"
 #include "skew_fake_run.h"
 
 namespace rankscope::analyzers {

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/reports/chrome_trace.h"
 #include "rankscope/kineto/kineto_import.h"
+#include "rankscope/reports/chrome_trace.h"
 
 namespace rankscope::kineto {
 namespace {

@@ -49,8 +49,8 @@ struct Arrival {
 
 class RankExporter : public format::EventStreamVisitor {
  public:
-  RankExporter(int rank, int64_t t0_ns, const ChromeTraceOptions& options, const format::KernelClassifier& classifier, EventSink& sink,
-               std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals)
+  RankExporter(int rank, int64_t t0_ns, const ChromeTraceOptions& options, const format::KernelClassifier& classifier,
+               EventSink& sink, std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals)
       : rank_(rank), t0_ns_(t0_ns), options_(options), classifier_(classifier), sink_(sink), arrivals_(arrivals) {}
 
   void on_name(uint32_t id, format::NameKind kind, std::string_view name) override {
@@ -62,8 +62,13 @@ class RankExporter : public format::EventStreamVisitor {
   void on_step(const format::StepRecord& step) override {
     if (!in_window(step.step)) return;
     thread_name(kStepsTid, "steps", 0);
-    sink_.write({{"ph", "X"}, {"cat", "step"}, {"name", fmt::format("step {}", step.step)}, {"pid", rank_},
-                 {"tid", kStepsTid}, {"ts", us(step.begin_ns)}, {"dur", dur_us(step.begin_ns, step.end_ns)},
+    sink_.write({{"ph", "X"},
+                 {"cat", "step"},
+                 {"name", fmt::format("step {}", step.step)},
+                 {"pid", rank_},
+                 {"tid", kStepsTid},
+                 {"ts", us(step.begin_ns)},
+                 {"dur", dur_us(step.begin_ns, step.end_ns)},
                  {"args", {{"step", step.step}}}});
     for (const auto& c : step.collectives) {
       const std::string& comm = name(c.comm_id);
@@ -71,15 +76,28 @@ class RankExporter : public format::EventStreamVisitor {
       if (fresh) thread_name(it->second, "comm " + comm, it->second);
       const std::string op(format::short_op_name(format::CollectiveOp(c.op)));
       const bool done = c.end_ns > 0 && c.end_ns >= c.enqueue_ns;
-      sink_.write({{"ph", "X"}, {"cat", "collective"}, {"name", fmt::format("{} {}", comm, op)}, {"pid", rank_},
-                   {"tid", it->second}, {"ts", us(c.enqueue_ns)}, {"dur", done ? dur_us(c.enqueue_ns, c.end_ns) : 0.0},
-                   {"args", {{"comm", comm}, {"seq", c.seq}, {"op", op}, {"bytes", c.bytes},
-                             {"range", name(c.range_id)}, {"step", step.step},
-                             {"state", std::string(format::state_name(format::CollectiveState(c.state)))}}}});
+      sink_.write({{"ph", "X"},
+                   {"cat", "collective"},
+                   {"name", fmt::format("{} {}", comm, op)},
+                   {"pid", rank_},
+                   {"tid", it->second},
+                   {"ts", us(c.enqueue_ns)},
+                   {"dur", done ? dur_us(c.enqueue_ns, c.end_ns) : 0.0},
+                   {"args",
+                    {{"comm", comm},
+                     {"seq", c.seq},
+                     {"op", op},
+                     {"bytes", c.bytes},
+                     {"range", name(c.range_id)},
+                     {"step", step.step},
+                     {"state", std::string(format::state_name(format::CollectiveState(c.state)))}}}});
       arrivals_[{comm, c.seq}].push_back({rank_, it->second, us(c.enqueue_ns), done ? us(c.end_ns) : -1e300});
     }
     for (const auto& cv : step.counters) {
-      sink_.write({{"ph", "C"}, {"name", name(cv.name_id)}, {"pid", rank_}, {"ts", us(step.end_ns)},
+      sink_.write({{"ph", "C"},
+                   {"name", name(cv.name_id)},
+                   {"pid", rank_},
+                   {"ts", us(step.end_ns)},
                    {"args", {{"value", cv.value}}}});
     }
   }
@@ -88,8 +106,14 @@ class RankExporter : public format::EventStreamVisitor {
     if (!in_window(step)) return;
     for (const auto& r : ranges) {
       thread_name(int64_t(r.tid), fmt::format("thread {}", r.tid), 1);
-      sink_.write({{"ph", "X"}, {"cat", "range"}, {"name", name(r.name_id)}, {"pid", rank_}, {"tid", int64_t(r.tid)},
-                   {"ts", us(r.begin_ns)}, {"dur", dur_us(r.begin_ns, r.end_ns)}, {"args", {{"step", step}, {"depth", r.depth}}}});
+      sink_.write({{"ph", "X"},
+                   {"cat", "range"},
+                   {"name", name(r.name_id)},
+                   {"pid", rank_},
+                   {"tid", int64_t(r.tid)},
+                   {"ts", us(r.begin_ns)},
+                   {"dur", dur_us(r.begin_ns, r.end_ns)},
+                   {"args", {{"step", step}, {"depth", r.depth}}}});
     }
   }
 
@@ -128,18 +152,29 @@ class RankExporter : public format::EventStreamVisitor {
       }
       lanes[lane].push_back(end);
       const int64_t tid = kStreamTidBase + int64_t(k.device) * 1'000'000 + int64_t(lane);
-      thread_name(tid, lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane), tid);
+      thread_name(tid,
+                  lane == 0 ? fmt::format("gpu {}", k.device) : fmt::format("gpu {} concurrent {}", k.device, lane),
+                  tid);
       // Categories: "nccl" for NCCL's kernels (as before), "comm" for other communication kernels
       // (DeepEP, NVSHMEM, custom all-reduce, the user's --comm-kernel), "memcpy", "kernel".
       const format::KernelVerdict& verdict = classify(k.name_id);
-      const char* category = verdict.kind == format::KernelClass::kCommunication ? (verdict.rule == "nccl" ? "nccl" : "comm")
-                             : verdict.kind == format::KernelClass::kMemory      ? "memcpy"
-                                                                                 : "kernel";
-      sink_.write({{"ph", "X"}, {"cat", category}, {"name", name(k.name_id)}, {"pid", rank_}, {"tid", tid},
-                   {"ts", us(shown_begin)}, {"dur", dur_us(shown_begin, k.end_ns)},
-                   {"args", {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},
-                             {"step", step}, {"stream", k.stream}, {"overlap_ns", shown_begin - k.begin_ns},
-                             {"class_rule", verdict.rule}}}});
+      const char* category = verdict.kind == format::KernelClass::kCommunication
+                                 ? (verdict.rule == "nccl" ? "nccl" : "comm")
+                             : verdict.kind == format::KernelClass::kMemory ? "memcpy"
+                                                                            : "kernel";
+      sink_.write({{"ph", "X"},
+                   {"cat", category},
+                   {"name", name(k.name_id)},
+                   {"pid", rank_},
+                   {"tid", tid},
+                   {"ts", us(shown_begin)},
+                   {"dur", dur_us(shown_begin, k.end_ns)},
+                   {"args",
+                    {{"range", k.range_id == 0 ? std::string("(outside any range)") : name(k.range_id)},
+                     {"step", step},
+                     {"stream", k.stream},
+                     {"overlap_ns", shown_begin - k.begin_ns},
+                     {"class_rule", verdict.rule}}}});
     }
   }
 
@@ -160,7 +195,11 @@ class RankExporter : public format::EventStreamVisitor {
   void thread_name(int64_t tid, const std::string& label, int64_t sort_index) {
     if (!named_.insert(tid).second) return;
     sink_.write({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank_}, {"tid", tid}, {"args", {{"name", label}}}});
-    sink_.write({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", rank_}, {"tid", tid}, {"args", {{"sort_index", sort_index}}}});
+    sink_.write({{"ph", "M"},
+                 {"name", "thread_sort_index"},
+                 {"pid", rank_},
+                 {"tid", tid},
+                 {"args", {{"sort_index", sort_index}}}});
   }
 
   int rank_;
@@ -180,7 +219,8 @@ class RankExporter : public format::EventStreamVisitor {
 
 // From the last arriver's slice to each rank that waited for it, at the moment of the last arrival
 // (inside every waiter's slice, which lasts until completion).
-uint64_t write_flows(const std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals, EventSink& sink) {
+uint64_t write_flows(const std::map<std::pair<std::string, uint64_t>, std::vector<Arrival>>& arrivals,
+                     EventSink& sink) {
   uint64_t id = 0;
   for (const auto& [key, ranks] : arrivals) {
     if (ranks.size() < 2) continue;
@@ -190,10 +230,21 @@ uint64_t write_flows(const std::map<std::pair<std::string, uint64_t>, std::vecto
     for (const Arrival& w : ranks) {
       if (&w == &*last || w.end_us < last->arrival_us) continue;
       ++id;
-      sink.write({{"ph", "s"}, {"cat", "collective"}, {"name", name}, {"id", id}, {"pid", last->rank},
-                  {"tid", last->tid}, {"ts", last->arrival_us}});
-      sink.write({{"ph", "f"}, {"bp", "e"}, {"cat", "collective"}, {"name", name}, {"id", id}, {"pid", w.rank},
-                  {"tid", w.tid}, {"ts", last->arrival_us}});
+      sink.write({{"ph", "s"},
+                  {"cat", "collective"},
+                  {"name", name},
+                  {"id", id},
+                  {"pid", last->rank},
+                  {"tid", last->tid},
+                  {"ts", last->arrival_us}});
+      sink.write({{"ph", "f"},
+                  {"bp", "e"},
+                  {"cat", "collective"},
+                  {"name", name},
+                  {"id", id},
+                  {"pid", w.rank},
+                  {"tid", w.tid},
+                  {"ts", last->arrival_us}});
     }
   }
   return id;
@@ -205,7 +256,8 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
                                                const ChromeTraceOptions& options) {
   format::OpenOptions open;
   open.read_flight_recorders = false;
-  RS_ASSIGN_OR_RETURN(const format::KernelClassifier classifier, format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
+  RS_ASSIGN_OR_RETURN(const format::KernelClassifier classifier,
+                      format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
   RS_ASSIGN_OR_RETURN(format::RunDirectory run, format::open_run_directory(run_dir, open));
   ChromeTraceSummary summary;
   summary.problems = run.problems;
@@ -224,9 +276,11 @@ Result<ChromeTraceSummary> export_chrome_trace(const std::filesystem::path& run_
       continue;
     }
     std::string label = fmt::format("rank {}", files.rank);
-    if (run.metadata && size_t(files.rank) < run.metadata->hosts.size()) label += " (" + run.metadata->hosts[size_t(files.rank)] + ")";
+    if (run.metadata && size_t(files.rank) < run.metadata->hosts.size())
+      label += " (" + run.metadata->hosts[size_t(files.rank)] + ")";
     sink.write({{"ph", "M"}, {"name", "process_name"}, {"pid", files.rank}, {"args", {{"name", label}}}});
-    sink.write({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", files.rank}, {"args", {{"sort_index", files.rank}}}});
+    sink.write(
+        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", files.rank}, {"args", {{"sort_index", files.rank}}}});
     RankExporter exporter(files.rank, t0, options, classifier, sink, arrivals);
     auto scanned = format::scan_rank_events(files, exporter);
     if (!scanned.ok()) {
