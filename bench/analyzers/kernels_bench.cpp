@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "rankscope/analyzers/kernels/kernels_analyzer.h"
+#include "rankscope/analyzers/device_timeline/kernels_analyzer.h"
 #include "synthetic_run.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory_layout.h"

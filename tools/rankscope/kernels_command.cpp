@@ -1,14 +1,14 @@
 // kernels_command.cpp — `rankscope kernels`: the device timeline of each rank as Holistic Trace
 // Analysis shows it (compute/communication overlap, idle time by cause, kernel breakdown, launch
 // statistics, queue length), from the capture window of a run directory. Thin:
-// rankscope_analyzers_kernels.
+// rankscope_analyzers_device_timeline.
 #include <charconv>
 #include <cstdio>
 #include <string>
 
-#include "rankscope/analyzers/kernels/kernels_analyzer.h"
-#include "rankscope/analyzers/kernels/kernels_json.h"
-#include "rankscope/analyzers/kernels/kernels_text.h"
+#include "rankscope/analyzers/device_timeline/kernels_analyzer.h"
+#include "rankscope/analyzers/device_timeline/kernels_json.h"
+#include "rankscope/analyzers/device_timeline/kernels_text.h"
 #include "rankscope/format/json_text.h"
 #include "subcommands.h"
 

@@ -8,8 +8,8 @@
 #include <fmt/ranges.h>
 
 #include "rankscope/analyzers/critical_path/critical_path.h"
-#include "rankscope/analyzers/kernels/kernels_analyzer.h"
-#include "rankscope/analyzers/kernels/kernels_json.h"
+#include "rankscope/analyzers/device_timeline/kernels_analyzer.h"
+#include "rankscope/analyzers/device_timeline/kernels_json.h"
 
 namespace rankscope::cli {
 namespace {

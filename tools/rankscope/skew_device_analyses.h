@@ -4,7 +4,7 @@
 // Is: one call that runs `analyze_kernels` (where the run has kernel records) and
 // `analyze_critical_path` (over the last ten traced steps), puts their JSON under `kernels` and
 // `critical_path` (the latter without per-step segments: `rankscope critical-path --json` has them),
-// and prints a short text summary. Is not: either analysis (analyzers/kernels, analyzers/critical_path).
+// and prints a short text summary. Is not: either analysis (analyzers/device_timeline, analyzers/critical_path).
 #pragma once
 
 #include <cstdio>

@@ -11,7 +11,7 @@
 // its result, JSON and text. Uses what the run has: collectives always (so CPU runs without a
 // capture window still get the cross-rank chain, host time unnamed); range instances, kernels and
 // launches of the capture window where present. Is not: the per-rank time classes (skew) or the
-// kernel analyses (analyzers/kernels). docs/CRITICAL_PATH.md has the rules and their limits.
+// kernel analyses (analyzers/device_timeline). docs/CRITICAL_PATH.md has the rules and their limits.
 #pragma once
 
 #include <cstdint>
