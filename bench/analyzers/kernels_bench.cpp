@@ -14,10 +14,10 @@
 #include <string>
 
 #include "rankscope/analyzers/device_timeline/kernels_analyzer.h"
-#include "synthetic_run.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
+#include "synthetic_run.h"
 
 namespace {
 

@@ -27,7 +27,8 @@ TEST(KernelsBreakdown, TimeByKindTopKernelsAndTheSpreadAcrossRanks) {
   // gemm per rank: 100 + 300 = 400, 100 + 700 = 800, 100 + 2300 = 2400 µs.
   analyzers::KernelsOptions options;
   options.top_kernels = 2;
-  auto report = analyze_fake_run("breakdown", {rank_with(500, 600), rank_with(900, 950), rank_with(2500, 2600)}, options);
+  auto report =
+      analyze_fake_run("breakdown", {rank_with(500, 600), rank_with(900, 950), rank_with(2500, 2600)}, options);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
 
   const auto& kinds = report->ranks[0].kinds;

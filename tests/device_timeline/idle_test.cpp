@@ -8,7 +8,6 @@
 namespace rankscope::testing {
 namespace idle_test {
 
-
 // Stream 7, µs (threshold 30 µs):
 //   k1 0-100 (launched 0)
 //   k2 160-200, launched at 150, after k1 ended: gap 100-160 = 60 host wait
@@ -19,8 +18,9 @@ namespace idle_test {
 // Stream 8: s8 300-400 (launched 290), which fills stream 7's 300-400 gap on the device.
 FakeRank mixed_causes() {
   FakeRank r;
-  r.ops = {launched("k1", 7, 0, 100, 0, 5),      launched("k2", 7, 160, 200, 150, 155), launched("k3", 7, 210, 300, 110, 115),
-           launched("k4", 7, 400, 450, 120, 125), unlaunched("k5", 7, 460, 470),       unlaunched("k6", 7, 600, 700),
+  r.ops = {launched("k1", 7, 0, 100, 0, 5),       launched("k2", 7, 160, 200, 150, 155),
+           launched("k3", 7, 210, 300, 110, 115), launched("k4", 7, 400, 450, 120, 125),
+           unlaunched("k5", 7, 460, 470),         unlaunched("k6", 7, 600, 700),
            launched("s8", 8, 300, 400, 290, 295)};
   return r;
 }
@@ -28,7 +28,8 @@ FakeRank mixed_causes() {
 // Stream 7: 0-100; 300-400 launched at 250 (host wait 200); 420-500 launched at 410 (host wait 20).
 FakeRank starved() {
   FakeRank r;
-  r.ops = {launched("k1", 7, 0, 100, 0, 5), launched("k2", 7, 300, 400, 250, 255), launched("k3", 7, 420, 500, 410, 415)};
+  r.ops = {launched("k1", 7, 0, 100, 0, 5), launched("k2", 7, 300, 400, 250, 255),
+           launched("k3", 7, 420, 500, 410, 415)};
   return r;
 }
 

@@ -64,8 +64,8 @@ void write_kernels_run(const std::filesystem::path& dir, const std::vector<FakeR
         kernels.push_back({name, 0, o->stream, o->device, at(o->begin_us), at(o->end_us)});
         if (o->launch_begin_us) {
           const uint32_t api = w.intern(format::NameKind::kApi, o->api);
-          launches.push_back({api, name, 100, o->stream, o->device, uint32_t(launches.size() + 1), at(*o->launch_begin_us),
-                              at(o->launch_end_us), at(o->begin_us), at(o->end_us)});
+          launches.push_back({api, name, 100, o->stream, o->device, uint32_t(launches.size() + 1),
+                              at(*o->launch_begin_us), at(o->launch_end_us), at(o->begin_us), at(o->end_us)});
         }
       }
       w.write_trace_kernels(step, kernels);

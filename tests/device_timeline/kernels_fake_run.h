@@ -29,9 +29,11 @@ struct FakeOp {
 };
 
 // An op with its launch call [lb, le].
-inline FakeOp launched(std::string name, uint32_t stream, double begin, double end, double lb, double le, int64_t step = 1) {
+inline FakeOp launched(std::string name, uint32_t stream, double begin, double end, double lb, double le,
+                       int64_t step = 1) {
   FakeOp o;
-  o.name = std::move(name), o.stream = stream, o.begin_us = begin, o.end_us = end, o.launch_begin_us = lb, o.launch_end_us = le;
+  o.name = std::move(name), o.stream = stream, o.begin_us = begin, o.end_us = end, o.launch_begin_us = lb,
+  o.launch_end_us = le;
   o.step = step;
   return o;
 }

@@ -51,7 +51,8 @@ int64_t unlaunched_ops(const nlohmann::json& trace) {
     const std::string cat = e.value("cat", "");
     if ((cat == "cuda_runtime" || cat == "cuda_driver") && e.contains("args") && e["args"].contains("correlation"))
       calls.insert(e["args"]["correlation"].get<int64_t>());
-    if (cat == "user_annotation" && e.value("name", "").rfind("ProfilerStep#", 0) == 0) first_step = std::min(first_step, e["ts"].get<double>());
+    if (cat == "user_annotation" && e.value("name", "").rfind("ProfilerStep#", 0) == 0)
+      first_step = std::min(first_step, e["ts"].get<double>());
   }
   int64_t n = 0;
   for (const auto& e : trace["traceEvents"]) {
@@ -71,15 +72,20 @@ TEST(KernelsImport, KinetoLaunchesAreTheTracesRuntimeCalls) {
 
   std::ifstream in(kKinetoFixtures / "nccl-2ranks/rank0.json");
   const nlohmann::json trace = nlohmann::json::parse(in);
-  struct Event { double ts, dur; std::string name; };
+  struct Event {
+    double ts, dur;
+    std::string name;
+  };
   std::map<int64_t, Event> calls, ops;
   for (const auto& e : trace["traceEvents"]) {
     if (!e.contains("cat") || !e.contains("args") || !e["args"].contains("correlation")) continue;
     const std::string cat = e["cat"];
     const Event ev{e["ts"].get<double>(), e["dur"].get<double>(), e["name"].get<std::string>()};
     const int64_t id = e["args"]["correlation"].get<int64_t>();
-    if (cat == "cuda_runtime" || cat == "cuda_driver") calls[id] = ev;
-    else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") ops[id] = ev;
+    if (cat == "cuda_runtime" || cat == "cuda_driver")
+      calls[id] = ev;
+    else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset")
+      ops[id] = ev;
   }
 
   auto stream = format::read_event_stream(format::event_stream_path(run, 0));
@@ -154,7 +160,8 @@ TEST(KernelsRealPair, GlooJobOnAnH100) {
     // Every op has its launch call, except those the trace recorded without one (we keep them in
     // the breakdown and the idle time; HTA drops them).
     EXPECT_EQ(r.launches.launches + r.launches.ops_without_launch, r.ops);
-    EXPECT_EQ(r.launches.ops_without_launch, unlaunched_ops(read_gzip_json(kRealPair / fmt::format("rank{}.json.gz", r.rank))));
+    EXPECT_EQ(r.launches.ops_without_launch,
+              unlaunched_ops(read_gzip_json(kRealPair / fmt::format("rank{}.json.gz", r.rank))));
     EXPECT_GT(r.launches.ops_without_launch, 0) << "this pair has some: the test would not see them dropped";
     std::set<std::string> apis;
     for (const auto& [name, n] : r.launches.apis) apis.insert(name);

@@ -9,7 +9,6 @@
 namespace rankscope::testing {
 namespace launch_stats_test {
 
-
 // µs:             call       op        cpu  gpu  delay (op begin - call end, clipped at 0)
 //   a             0-10       5-25      10   20   0
 //   slow_launch   20-100     100-110   80   10   0      call over 50 µs: a runtime outlier
@@ -21,9 +20,12 @@ FakeRank launches() {
   FakeRank r;
   FakeOp ex = launched("ex_kernel", 7, 410, 420, 140, 145);
   ex.api = "cuLaunchKernelEx";
-  r.ops = {launched("a_kernel", 7, 5, 25, 0, 10),         launched("slow_launch_kernel", 7, 100, 110, 20, 100),
-           launched("queued_kernel", 7, 315, 325, 110, 115), launched("tiny_kernel", 7, 400, 403, 120, 130),
-           ex,                                            unlaunched("lost_kernel", 7, 500, 510)};
+  r.ops = {launched("a_kernel", 7, 5, 25, 0, 10),
+           launched("slow_launch_kernel", 7, 100, 110, 20, 100),
+           launched("queued_kernel", 7, 315, 325, 110, 115),
+           launched("tiny_kernel", 7, 400, 403, 120, 130),
+           ex,
+           unlaunched("lost_kernel", 7, 500, 510)};
   return r;
 }
 

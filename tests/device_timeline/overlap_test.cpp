@@ -16,7 +16,8 @@ constexpr const char* kAllReduce = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 // One step's ops, shifted by `at` µs: NCCL 100-300 beside compute `comp_begin`-400 (a nested
 // kernel on a third stream adds nothing) and a memcpy 100-200 (memory: neither side).
 std::vector<FakeOp> step_ops(double at, int64_t step, double comp_begin) {
-  return {unlaunched(kAllReduce, 11, at + 100, at + 300, step), unlaunched("gemm_kernel", 7, at + comp_begin, at + 400, step),
+  return {unlaunched(kAllReduce, 11, at + 100, at + 300, step),
+          unlaunched("gemm_kernel", 7, at + comp_begin, at + 400, step),
           unlaunched("gelu_kernel", 8, at + 290, at + 295, step),
           unlaunched("Memcpy DtoD (Device -> Device)", 9, at + 100, at + 200, step)};
 }

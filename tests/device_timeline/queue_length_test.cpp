@@ -8,14 +8,14 @@
 namespace rankscope::testing {
 namespace queue_length_test {
 
-
 // Stream 7: four calls at 0, 1, 2, 3 µs; their kernels begin at 10, 20, 30, 40 (10 µs each).
 // Length: 1 at 0, 2 at 1, 3 at 2, 4 at 3, 3 at 10, 2 at 20, 1 at 30, 0 at 40.
 // Stream 9: an op whose recorded begin (99) precedes its call (100): it leaves the queue as it
 // enters, never a negative length.
 FakeRank queued() {
   FakeRank r;
-  for (int i = 0; i < 4; ++i) r.ops.push_back(launched("k" + std::to_string(i), 7, 10.0 * (i + 1), 10.0 * (i + 2), i, i + 0.5));
+  for (int i = 0; i < 4; ++i)
+    r.ops.push_back(launched("k" + std::to_string(i), 7, 10.0 * (i + 1), 10.0 * (i + 2), i, i + 0.5));
   r.ops.push_back(launched("early", 9, 99, 105, 100, 101));
   return r;
 }

@@ -20,9 +20,12 @@ void book(IdleByCause& idle, const RankTimeline& t, const Op& next, int64_t gap_
   if (gap <= 0) return;
   ++idle.gaps;
   const bool launched_late = next.launch >= 0 && t.launches[size_t(next.launch)].begin > gap_begin;
-  if (launched_late) idle.host_wait_ns += gap;
-  else if (gap < options.kernel_wait_threshold_ns) idle.kernel_wait_ns += gap;
-  else idle.other_ns += gap;
+  if (launched_late)
+    idle.host_wait_ns += gap;
+  else if (gap < options.kernel_wait_threshold_ns)
+    idle.kernel_wait_ns += gap;
+  else
+    idle.other_ns += gap;
 }
 
 }  // namespace
@@ -75,8 +78,10 @@ IdleResult compute_idle(const RankTimeline& t, const KernelsOptions& options) {
   for (const auto& [device, v] : busy_until) r.span_ns += v.first - window_begin[device];
   const int64_t idle = r.device.total_ns();
   r.host_bound = r.span_ns > 0 && double(r.device.host_wait_ns) >= options.host_bound_share * double(r.span_ns) &&
-                 r.device.host_wait_ns >= r.device.kernel_wait_ns && r.device.host_wait_ns >= r.device.other_ns && idle > 0;
-  if (!t.traced_steps.empty()) r.host_wait_ms_per_step = double(r.device.host_wait_ns) / 1e6 / double(t.traced_steps.size());
+                 r.device.host_wait_ns >= r.device.kernel_wait_ns && r.device.host_wait_ns >= r.device.other_ns &&
+                 idle > 0;
+  if (!t.traced_steps.empty())
+    r.host_wait_ms_per_step = double(r.device.host_wait_ns) / 1e6 / double(t.traced_steps.size());
   return r;
 }
 

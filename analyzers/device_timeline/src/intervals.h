@@ -18,8 +18,10 @@ inline std::vector<Interval> merge_intervals(std::vector<Interval> v) {
   std::sort(v.begin(), v.end());
   std::vector<Interval> out;
   for (const Interval& x : v) {
-    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-    else out.push_back(x);
+    if (!out.empty() && x.first <= out.back().second)
+      out.back().second = std::max(out.back().second, x.second);
+    else
+      out.push_back(x);
   }
   return out;
 }
@@ -37,8 +39,10 @@ inline int64_t intersection_length(const std::vector<Interval>& a, const std::ve
   while (i < a.size() && j < b.size()) {
     const int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
     if (hi > lo) sum += hi - lo;
-    if (a[i].second < b[j].second) ++i;
-    else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return sum;
 }

@@ -23,8 +23,8 @@ struct RankWork {
   std::unordered_map<std::string, int64_t> kernel_total_ns;  // every kernel name of the rank (for the spread)
 };
 
-void analyse_rank(const format::RankFiles& files, const format::KernelClassifier& classifier, const KernelsOptions& options,
-                  RankWork& out) {
+void analyse_rank(const format::RankFiles& files, const format::KernelClassifier& classifier,
+                  const KernelsOptions& options, RankWork& out) {
   out.result.rank = files.rank;
   if (!files.has_events()) {
     out.result.problem = "no event stream";
@@ -84,9 +84,7 @@ std::string rank_ranges(const std::vector<int>& ranks) {
   return s;
 }
 
-std::string short_name(const std::string& name) {
-  return name.size() <= 60 ? name : name.substr(0, 57) + "...";
-}
+std::string short_name(const std::string& name) { return name.size() <= 60 ? name : name.substr(0, 57) + "..."; }
 
 void add_findings(KernelsReport& report, const std::vector<const RankKernels*>& ok) {
   const KernelsOptions& o = report.options;
@@ -103,11 +101,12 @@ void add_findings(KernelsReport& report, const std::vector<const RankKernels*>& 
       const double comm_ms = double(worst->overlap.communication_ns) / 1e6 / std::max(1, worst->traced_steps);
       report.findings.push_back(
           {"low_overlap", ranks, worst->overlap.exposed_ms_per_step,
-           fmt::format("compute/communication overlap is low on rank{} {}: on rank {} only {:.0f}% of its {:.2f} ms a step of "
-                       "communication-kernel time runs beside a compute kernel, so {:.2f} ms a step of communication is not "
-                       "hidden (overlap it with compute: bucketed gradient all-reduce, prefetching all-gathers)",
-                       ranks.size() > 1 ? "s" : "", rank_list(ranks), worst->rank, 100 * *worst->overlap.ratio, comm_ms,
-                       worst->overlap.exposed_ms_per_step)});
+           fmt::format(
+               "compute/communication overlap is low on rank{} {}: on rank {} only {:.0f}% of its {:.2f} ms a step of "
+               "communication-kernel time runs beside a compute kernel, so {:.2f} ms a step of communication is not "
+               "hidden (overlap it with compute: bucketed gradient all-reduce, prefetching all-gathers)",
+               ranks.size() > 1 ? "s" : "", rank_list(ranks), worst->rank, 100 * *worst->overlap.ratio, comm_ms,
+               worst->overlap.exposed_ms_per_step)});
     }
   }
   // Host-bound ranks.
@@ -122,10 +121,12 @@ void add_findings(KernelsReport& report, const std::vector<const RankKernels*>& 
     if (worst) {
       report.findings.push_back(
           {"host_bound", ranks, worst->idle.host_wait_ms_per_step,
-           fmt::format("rank{} {} {} host-bound: on rank {} the GPU waits {:.2f} ms a step ({:.0f}% of its busy span) for the "
-                       "CPU to launch the next op (fewer, larger kernels, CUDA graphs, or a faster input pipeline help)",
-                       ranks.size() > 1 ? "s" : "", rank_list(ranks), ranks.size() > 1 ? "are" : "is", worst->rank,
-                       worst->idle.host_wait_ms_per_step, 100.0 * double(worst->idle.device.host_wait_ns) / double(worst->idle.span_ns))});
+           fmt::format(
+               "rank{} {} {} host-bound: on rank {} the GPU waits {:.2f} ms a step ({:.0f}% of its busy span) for the "
+               "CPU to launch the next op (fewer, larger kernels, CUDA graphs, or a faster input pipeline help)",
+               ranks.size() > 1 ? "s" : "", rank_list(ranks), ranks.size() > 1 ? "are" : "is", worst->rank,
+               worst->idle.host_wait_ms_per_step,
+               100.0 * double(worst->idle.device.host_wait_ns) / double(worst->idle.span_ns))});
     }
   }
   // Long launch calls (HTA's runtime outliers).
@@ -147,10 +148,12 @@ void add_findings(KernelsReport& report, const std::vector<const RankKernels*>& 
       const LaunchOutlier& c = worst->launches.longest_calls.front();
       report.findings.push_back(
           {"launch_outliers", ranks, worst_cost,
-           fmt::format("{} launch call{} took over {} µs on the host (rank{} {}); the longest, {} of {} on rank {} at step {}, "
+           fmt::format("{} launch call{} took over {} µs on the host (rank{} {}); the longest, {} of {} on rank {} at "
+                       "step {}, "
                        "took {:.3f} ms",
-                       count, count > 1 ? "s" : "", o.runtime_outlier_ns / 1000, ranks.size() > 1 ? "s" : "", rank_list(ranks),
-                       c.api.empty() ? "a launch" : c.api, short_name(c.kernel), worst->rank, c.step, double(c.cpu_ns) / 1e6)});
+                       count, count > 1 ? "s" : "", o.runtime_outlier_ns / 1000, ranks.size() > 1 ? "s" : "",
+                       rank_list(ranks), c.api.empty() ? "a launch" : c.api, short_name(c.kernel), worst->rank, c.step,
+                       double(c.cpu_ns) / 1e6)});
     }
   }
   // A rank whose GPU spends clearly more time in one kind than the median rank.
@@ -159,20 +162,25 @@ void add_findings(KernelsReport& report, const std::vector<const RankKernels*>& 
       const double extra = k.ms_per_step.max - k.ms_per_step.median;
       if (extra < 0.5 || extra < 0.1 * k.ms_per_step.median) continue;
       report.findings.push_back(
-          {"kernel_spread", {k.ms_per_step.max_rank}, extra,
-           fmt::format("rank {} spends {:.2f} ms a step in {} kernels, the median rank {:.2f} ms ({:+.0f}%)", k.ms_per_step.max_rank,
-                       k.ms_per_step.max, format::kernel_class_name(k.kind), k.ms_per_step.median,
-                       k.ms_per_step.median > 0 ? 100 * extra / k.ms_per_step.median : 100.0)});
+          {"kernel_spread",
+           {k.ms_per_step.max_rank},
+           extra,
+           fmt::format("rank {} spends {:.2f} ms a step in {} kernels, the median rank {:.2f} ms ({:+.0f}%)",
+                       k.ms_per_step.max_rank, k.ms_per_step.max, format::kernel_class_name(k.kind),
+                       k.ms_per_step.median, k.ms_per_step.median > 0 ? 100 * extra / k.ms_per_step.median : 100.0)});
     }
   }
   std::stable_sort(report.findings.begin(), report.findings.end(),
-                   [](const KernelsFinding& a, const KernelsFinding& b) { return a.cost_ms_per_step > b.cost_ms_per_step; });
+                   [](const KernelsFinding& a, const KernelsFinding& b) {
+                     return a.cost_ms_per_step > b.cost_ms_per_step;
+                   });
 }
 
 }  // namespace
 
 Result<KernelsReport> analyze_kernels(const std::filesystem::path& run_dir, const KernelsOptions& options) {
-  RS_ASSIGN_OR_RETURN(format::KernelClassifier classifier, format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
+  RS_ASSIGN_OR_RETURN(format::KernelClassifier classifier,
+                      format::KernelClassifier::with_patterns(options.comm_kernel_patterns));
   format::OpenOptions open;
   open.read_flight_recorders = false;
   RS_ASSIGN_OR_RETURN(format::RunDirectory run, format::open_run_directory(run_dir, open));
@@ -220,11 +228,14 @@ Result<KernelsReport> analyze_kernels(const std::filesystem::path& run_dir, cons
     any_launches |= r.launches.launches > 0;
   }
   for (const auto& [problem, ranks] : ranks_with_problem)
-    report.problems.push_back(fmt::format("{} {}: {}", ranks.size() > 1 ? "ranks" : "rank", rank_ranges(ranks), problem));
+    report.problems.push_back(
+        fmt::format("{} {}: {}", ranks.size() > 1 ? "ranks" : "rank", rank_ranges(ranks), problem));
   if (!ok.empty() && !any_launches)
     report.problems.push_back(
-        "no launch records (TRACE_LAUNCHES) in this run: launch statistics, queue lengths and the host-wait share of idle time "
-        "need them; the probe does not record launches yet, and imports written before they were added need re-importing");
+        "no launch records (TRACE_LAUNCHES) in this run: launch statistics, queue lengths and the host-wait share of "
+        "idle time "
+        "need them; the probe does not record launches yet, and imports written before they were added need "
+        "re-importing");
 
   // Spread across ranks, per kind and per kernel that some rank has in its top list.
   std::map<std::pair<KernelClass, std::string>, bool> top_names;
@@ -245,9 +256,10 @@ Result<KernelsReport> analyze_kernels(const std::filesystem::path& run_dir, cons
     }
     report.kernel_spread.push_back({key.second, key.first, spread(v)});
   }
-  std::stable_sort(report.kernel_spread.begin(), report.kernel_spread.end(), [](const KernelSpread& a, const KernelSpread& b) {
-    return a.kind != b.kind ? a.kind < b.kind : a.ms_per_step.max > b.ms_per_step.max;
-  });
+  std::stable_sort(report.kernel_spread.begin(), report.kernel_spread.end(),
+                   [](const KernelSpread& a, const KernelSpread& b) {
+                     return a.kind != b.kind ? a.kind < b.kind : a.ms_per_step.max > b.ms_per_step.max;
+                   });
   add_findings(report, ok);
   return report;
 }

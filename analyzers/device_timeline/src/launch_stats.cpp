@@ -63,7 +63,9 @@ LaunchStats compute_launch_stats(const RankTimeline& t, const KernelsOptions& op
   r.longest_calls = std::move(calls);
   r.longest_delays = std::move(delays);
   for (const auto& [api, n] : per_api) r.apis.emplace_back(t.names[api], n);
-  std::sort(r.apis.begin(), r.apis.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(r.apis.begin(), r.apis.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   return r;
 }
 

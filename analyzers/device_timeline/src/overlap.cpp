@@ -10,8 +10,10 @@ namespace rankscope::analyzers::device_timeline {
 OverlapResult compute_overlap(const RankTimeline& t) {
   std::vector<Interval> comm, comp;
   for (const Op& o : t.ops) {
-    if (o.kind == format::KernelClass::kCommunication) comm.emplace_back(o.begin, o.end);
-    else if (o.kind == format::KernelClass::kCompute) comp.emplace_back(o.begin, o.end);
+    if (o.kind == format::KernelClass::kCommunication)
+      comm.emplace_back(o.begin, o.end);
+    else if (o.kind == format::KernelClass::kCompute)
+      comp.emplace_back(o.begin, o.end);
   }
   const std::vector<Interval> comm_union = merge_intervals(std::move(comm));
   const std::vector<Interval> comp_union = merge_intervals(std::move(comp));

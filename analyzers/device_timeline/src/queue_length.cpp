@@ -18,7 +18,8 @@ struct Change {
   int delta;
 };
 
-std::vector<std::pair<double, int>> decimate(const std::vector<std::pair<int64_t, int>>& steps, int64_t first_ns, size_t points) {
+std::vector<std::pair<double, int>> decimate(const std::vector<std::pair<int64_t, int>>& steps, int64_t first_ns,
+                                             size_t points) {
   std::vector<std::pair<double, int>> out;
   auto ms = [&](int64_t at) { return double(at - first_ns) / 1e6; };
   if (steps.size() <= points || points < 2) {
@@ -54,7 +55,8 @@ std::vector<StreamQueue> compute_queues(const RankTimeline& t, const KernelsOpti
   }
   std::vector<StreamQueue> out;
   for (auto& [key, c] : changes) {
-    std::sort(c.begin(), c.end(), [](const Change& a, const Change& b) { return a.at != b.at ? a.at < b.at : a.delta < b.delta; });
+    std::sort(c.begin(), c.end(),
+              [](const Change& a, const Change& b) { return a.at != b.at ? a.at < b.at : a.delta < b.delta; });
     StreamQueue q;
     q.device = key.first;
     q.stream = key.second;

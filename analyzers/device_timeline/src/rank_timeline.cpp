@@ -111,18 +111,23 @@ Result<RankTimeline> read_rank_timeline(const format::RankFiles& files, const fo
   });
   std::sort(by_launch.begin(), by_launch.end(), [&](uint32_t a, uint32_t b) {
     const Launch &x = t.launches[a], &y = t.launches[b];
-    return op_key(x.device, x.stream, x.gpu_begin, x.gpu_end, x.kernel) < op_key(y.device, y.stream, y.gpu_begin, y.gpu_end, y.kernel);
+    return op_key(x.device, x.stream, x.gpu_begin, x.gpu_end, x.kernel) <
+           op_key(y.device, y.stream, y.gpu_begin, y.gpu_end, y.kernel);
   });
   for (size_t i = 0, j = 0; i < by_op.size() && j < by_launch.size();) {
     const Op& o = t.ops[by_op[i]];
     const Launch& l = t.launches[by_launch[j]];
     const auto ko = op_key(o.device, o.stream, o.begin, o.end, o.name);
     const auto kl = op_key(l.device, l.stream, l.gpu_begin, l.gpu_end, l.kernel);
-    if (ko < kl) ++i;
-    else if (kl < ko) ++j;
-    else t.ops[by_op[i++]].launch = int32_t(by_launch[j++]);
+    if (ko < kl)
+      ++i;
+    else if (kl < ko)
+      ++j;
+    else
+      t.ops[by_op[i++]].launch = int32_t(by_launch[j++]);
   }
-  std::sort(t.ops.begin(), t.ops.end(), [](const Op& a, const Op& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::sort(t.ops.begin(), t.ops.end(),
+            [](const Op& a, const Op& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
 
   double step_sum = 0;
   int steps_known = 0;
@@ -132,7 +137,8 @@ Result<RankTimeline> read_rank_timeline(const format::RankFiles& files, const fo
   std::sort(t.traced_steps.begin(), t.traced_steps.end());
   t.traced_steps.erase(std::unique(t.traced_steps.begin(), t.traced_steps.end()), t.traced_steps.end());
   for (int64_t s : t.traced_steps) {
-    if (auto it = v.step_ns.find(s); it != v.step_ns.end() && it->second > 0) step_sum += double(it->second), ++steps_known;
+    if (auto it = v.step_ns.find(s); it != v.step_ns.end() && it->second > 0)
+      step_sum += double(it->second), ++steps_known;
   }
   t.step_ms = steps_known ? step_sum / steps_known / 1e6 : 0;
   int64_t first = INT64_MAX;

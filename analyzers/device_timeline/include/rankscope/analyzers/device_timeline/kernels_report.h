@@ -20,19 +20,19 @@ struct KernelsOptions {
   // Extra communication-kernel patterns (regexes, `--comm-kernel`), on top of the built-in rules
   // of format::KernelClassifier.
   std::vector<std::string> comm_kernel_patterns;
-  std::optional<int> rank;                   // analyse this rank only
+  std::optional<int> rank;  // analyse this rank only
   // HTA's defaults. A gap between two ops of a stream shorter than this, where the second op was
   // launched before the gap began, is kernel wait (HTA: consecutive_kernel_delay = 30 trace units,
   // which are microseconds in a Kineto trace).
   int64_t kernel_wait_threshold_ns = 30'000;
-  int64_t runtime_outlier_ns = 50'000;       // a launch call longer than this (HTA: runtime_cutoff 50 µs)
-  int64_t launch_delay_outlier_ns = 100'000; // op started this long after its call returned (HTA: 100 µs)
-  size_t top_kernels = 10;                   // per kind and rank (HTA: num_kernels = 10)
-  size_t outliers_named = 5;                 // per outlier kind and rank
-  double low_overlap = 0.5;                  // overlap ratio under which a rank gets a finding
-  double host_bound_share = 0.1;             // host wait >= this share of the GPU span: host-bound
-  int cuda_queue_limit = 1024;               // CUDA's launch queue depth per stream (HTA's max_queue_length)
-  size_t queue_series_points = 256;          // at most this many points per stream's queue series
+  int64_t runtime_outlier_ns = 50'000;        // a launch call longer than this (HTA: runtime_cutoff 50 µs)
+  int64_t launch_delay_outlier_ns = 100'000;  // op started this long after its call returned (HTA: 100 µs)
+  size_t top_kernels = 10;                    // per kind and rank (HTA: num_kernels = 10)
+  size_t outliers_named = 5;                  // per outlier kind and rank
+  double low_overlap = 0.5;                   // overlap ratio under which a rank gets a finding
+  double host_bound_share = 0.1;              // host wait >= this share of the GPU span: host-bound
+  int cuda_queue_limit = 1024;                // CUDA's launch queue depth per stream (HTA's max_queue_length)
+  size_t queue_series_points = 256;           // at most this many points per stream's queue series
 };
 
 // Values across ranks: the smallest, the median and the largest, with the ranks of the extremes.
@@ -44,10 +44,10 @@ struct RankSpread {
 // 1. Compute/communication overlap (HTA's get_comm_comp_overlap): of the time some communication
 // kernel runs (the union of their intervals), the share during which a compute kernel runs too.
 struct OverlapResult {
-  int64_t communication_ns = 0;  // union of communication kernels
-  int64_t compute_ns = 0;        // union of compute kernels
-  int64_t overlap_ns = 0;        // their intersection
-  std::optional<double> ratio;   // overlap / communication; absent when there is no communication kernel
+  int64_t communication_ns = 0;    // union of communication kernels
+  int64_t compute_ns = 0;          // union of compute kernels
+  int64_t overlap_ns = 0;          // their intersection
+  std::optional<double> ratio;     // overlap / communication; absent when there is no communication kernel
   double exposed_ms_per_step = 0;  // communication time with no compute beside it, per traced step
 };
 
@@ -68,9 +68,9 @@ struct StreamIdle {
 // per stream as HTA computes it, and for the device as a whole (gaps where no stream runs anything).
 struct IdleResult {
   std::vector<StreamIdle> streams;
-  IdleByCause device;            // gaps in the union of every stream's ops
-  int64_t span_ns = 0;           // first op's begin to last op's end, summed over traced windows
-  bool host_bound = false;       // host wait >= host_bound_share of the span and the largest cause
+  IdleByCause device;       // gaps in the union of every stream's ops
+  int64_t span_ns = 0;      // first op's begin to last op's end, summed over traced windows
+  bool host_bound = false;  // host wait >= host_bound_share of the span and the largest cause
   double host_wait_ms_per_step = 0;
 };
 
@@ -84,8 +84,8 @@ struct KernelStat {
 struct KindBreakdown {
   format::KernelClass kind = format::KernelClass::kCompute;
   int64_t count = 0;
-  int64_t total_ns = 0;  // summed durations (HTA's per-kernel "sum")
-  int64_t busy_ns = 0;   // union of the kind's intervals (concurrent kernels counted once)
+  int64_t total_ns = 0;         // summed durations (HTA's per-kernel "sum")
+  int64_t busy_ns = 0;          // union of the kind's intervals (concurrent kernels counted once)
   std::vector<KernelStat> top;  // by total, at most options.top_kernels
   int64_t others_ns = 0;        // the rest of the kind's total
 };
@@ -95,22 +95,22 @@ struct Distribution {
 };
 
 struct LaunchOutlier {
-  std::string api;     // the runtime/driver call ("" when the producer did not name it)
+  std::string api;  // the runtime/driver call ("" when the producer did not name it)
   std::string kernel;
   int64_t step = 0;
   int64_t cpu_ns = 0, gpu_ns = 0, delay_ns = 0;
-  double at_ms = 0;    // the call's begin, ms after the rank's first traced op
+  double at_ms = 0;  // the call's begin, ms after the rank's first traced op
 };
 
 // 4. CUDA launch statistics (HTA's get_cuda_kernel_launch_stats), per launched op: the call's host
 // duration, the op's device duration, and the launch delay = op begin - call end, clipped at 0.
 struct LaunchStats {
-  int64_t launches = 0;                 // ops with a launch record
-  int64_t ops_without_launch = 0;       // traced ops whose launch was not seen (HTA drops them)
+  int64_t launches = 0;            // ops with a launch record
+  int64_t ops_without_launch = 0;  // traced ops whose launch was not seen (HTA drops them)
   Distribution cpu, gpu, delay;
-  int64_t short_kernels = 0;            // gpu < cpu and cpu <= runtime_outlier_ns (HTA's "short GPU kernels")
-  int64_t runtime_outliers = 0;         // cpu > runtime_outlier_ns
-  int64_t delay_outliers = 0;           // delay > launch_delay_outlier_ns
+  int64_t short_kernels = 0;                  // gpu < cpu and cpu <= runtime_outlier_ns (HTA's "short GPU kernels")
+  int64_t runtime_outliers = 0;               // cpu > runtime_outlier_ns
+  int64_t delay_outliers = 0;                 // delay > launch_delay_outlier_ns
   std::vector<LaunchOutlier> longest_calls;   // the longest runtime outliers, longest first
   std::vector<LaunchOutlier> longest_delays;  // the longest delay outliers, longest first
   std::vector<std::pair<std::string, int64_t>> apis;  // launches per call name, most first
@@ -125,15 +125,16 @@ struct StreamQueue {
   int64_t time_at_max_ns = 0;
   int64_t time_at_limit_ns = 0;  // at or above options.cuda_queue_limit (the CPU blocks there)
   double mean_length = 0;        // time-weighted, over the stream's first to last change
-  std::vector<std::pair<double, int>> series;  // (ms after the rank's first traced op, length); at most queue_series_points, peaks kept
+  std::vector<std::pair<double, int>>
+      series;  // (ms after the rank's first traced op, length); at most queue_series_points, peaks kept
 };
 
 struct RankKernels {
   int rank = 0;
-  std::string problem;          // why this rank has nothing (no event stream, no traced kernels); "" when analysed
+  std::string problem;  // why this rank has nothing (no event stream, no traced kernels); "" when analysed
   int traced_steps = 0;
-  double step_ms = 0;           // mean wall time of the traced steps (0 when unknown)
-  int64_t ops = 0;              // traced GPU ops
+  double step_ms = 0;  // mean wall time of the traced steps (0 when unknown)
+  int64_t ops = 0;     // traced GPU ops
   OverlapResult overlap;
   IdleResult idle;
   std::vector<KindBreakdown> kinds;  // compute, communication, memory
@@ -149,11 +150,11 @@ struct KindSpread {
 struct KernelSpread {
   std::string name;
   format::KernelClass kind = format::KernelClass::kCompute;
-  RankSpread ms_per_step;       // over the analysed ranks, 0 where a rank did not run it
+  RankSpread ms_per_step;  // over the analysed ranks, 0 where a rank did not run it
 };
 
 struct KernelsFinding {
-  std::string kind;             // "low_overlap" | "host_bound" | "launch_outliers" | "kernel_spread"
+  std::string kind;  // "low_overlap" | "host_bound" | "launch_outliers" | "kernel_spread"
   std::vector<int> ranks;
   double cost_ms_per_step = 0;  // what it costs each step, where that can be said
   std::string text;
