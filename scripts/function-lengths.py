@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-PRODUCT = ["format", "probe", "trainer", "importers", "analyzers", "reports", "tools"]
+PRODUCT = ["format", "probe", "trainer", "importers", "analyzers", "gather", "reports", "tools"]
 KEYWORD = re.compile(r"^(namespace|struct|class|enum|union|extern|static_assert|using|typedef|return|if|for|while|switch)\b")
 SIGNATURE_START = re.compile(r"^[A-Za-z_~]")
 
