@@ -53,14 +53,14 @@ int main(int argc, char** argv) {
   const fs::path root = fs::temp_directory_path() / fmt::format("rs_gather_bench_{}", ::getpid());
   fs::remove_all(root);
 
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
   o.local_host = true;  // the snapshots ship recorders of their own host
-  o.fault = *synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
+  o.fault = *analyzers::synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
   auto t = std::chrono::steady_clock::now();
-  auto summary = synth::write_synthetic_run(root / "local", o);
+  auto summary = analyzers::synth::write_synthetic_run(root / "local", o);
   if (!summary.ok()) {
     std::fprintf(stderr, "gather_bench: %s\n", summary.status().to_string().c_str());
     return 2;
@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
   t = std::chrono::steady_clock::now();
   const double verdict_cpu0 = cpu_seconds(RUSAGE_SELF);
   auto run = format::open_run_directory(go.out_dir);
-  auto processes = hang::SnapshotProcessTable::load(go.out_dir);
+  auto processes = analyzers::hang::SnapshotProcessTable::load(go.out_dir);
   if (!run.ok() || !processes.ok()) return 2;
-  const hang::Diagnosis d = hang::diagnose(*run, *processes);
+  const analyzers::hang::Diagnosis d = analyzers::hang::diagnose(*run, *processes);
   const double verdict_s = since(t);
   const double verdict_cpu = cpu_seconds(RUSAGE_SELF) - verdict_cpu0;
 
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
               gather_s + verdict_s, double(record->stream_bytes) / 1e6);
   std::printf("verdict: %s\n", d.headline.c_str());
   fs::remove_all(root);
-  const bool right = d.verdict == hang::Verdict::kHang && d.culprit_ranks == std::vector<int>{5};
+  const bool right = d.verdict == analyzers::hang::Verdict::kHang && d.culprit_ranks == std::vector<int>{5};
   if (!right) std::fprintf(stderr, "gather_bench: wrong diagnosis\n");
   return right ? 0 : 1;
 }

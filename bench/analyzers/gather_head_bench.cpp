@@ -81,11 +81,11 @@ int main(int argc, char** argv) {
     }
     const std::string dir = root.string(), json = (root.parent_path() / fmt::format("rs_gather_head_bench_{}.json", ::getpid())).string();
     std::vector<std::string_view> args{dir, "--json", json};
-    hang::HangdoctorEnv env;
+    analyzers::hang::HangdoctorEnv env;
     env.out = std::tmpfile();
     env.err = std::tmpfile();
     t = std::chrono::steady_clock::now();
-    const int rc = hang::run_hangdoctor(args, env);
+    const int rc = analyzers::hang::run_hangdoctor(args, env);
     const double verdict_wall = since(t);
     auto u2 = bench::self_usage();
     std::fclose(env.out);
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       }
     const bool names_culprit = culprits == std::vector<int>{sim->culprit};
     const bool one_finding = dead_lines == 1 && grouped.find(fmt::format("{} nodes", sim->dead_hosts.size())) != std::string::npos &&
-                             grouped.find(hang::compress_ranks(sim->dead_ranks)) != std::string::npos;
+                             grouped.find(analyzers::hang::compress_ranks(sim->dead_ranks)) != std::string::npos;
     std::printf("names the culprit (rank %d) alone: %s; the dead switch's %zu nodes in one finding: %s\n", sim->culprit,
                 names_culprit ? "yes" : "no", sim->dead_hosts.size(), one_finding || sim->dead_hosts.empty() ? "yes" : "no");
     right = names_culprit && (one_finding || sim->dead_hosts.empty());

@@ -25,14 +25,14 @@ int main(int argc, char** argv) {
                         : std::filesystem::temp_directory_path() / fmt::format("rs_hang_bench_{}", ::getpid());
   if (!keep) std::filesystem::remove_all(dir);
 
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
-  o.fault = *synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
+  o.fault = *analyzers::synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
   const auto t0 = std::chrono::steady_clock::now();
   if (!keep || !std::filesystem::exists(dir / "run.json")) {
-    auto summary = synth::write_synthetic_run(dir, o);
+    auto summary = analyzers::synth::write_synthetic_run(dir, o);
     if (!summary.ok()) {
       std::fprintf(stderr, "hang_bench: %s\n", summary.status().to_string().c_str());
       return 2;
@@ -43,13 +43,13 @@ int main(int argc, char** argv) {
 
   const bench::HangTiming t = bench::time_hangdoctor(dir);
   if (!t.ok) return 2;
-  const hang::Diagnosis& d = t.diagnosis;
+  const analyzers::hang::Diagnosis& d = t.diagnosis;
   std::printf("hangdoctor on %d ranks: %.3f s median (min %.3f s, max %.3f s); medians of its parts: reading "
               "recorders %.3f s, diagnosis %.3f s, text and JSON reports %.3f s; budget < 1 s\n",
               ranks, t.median(), t.total_s.front(), t.total_s.back(), t.open_s[2], t.diagnose_s[2], t.render_s[2]);
   std::printf("verdict: %s\n", d.headline.c_str());
   if (!keep) std::filesystem::remove_all(dir);
-  const bool right = d.verdict == hang::Verdict::kHang && d.culprit_ranks == std::vector<int>{5};
+  const bool right = d.verdict == analyzers::hang::Verdict::kHang && d.culprit_ranks == std::vector<int>{5};
   if (!right) std::fprintf(stderr, "hang_bench: wrong diagnosis\n");
   return right ? 0 : 1;
 }

@@ -21,25 +21,25 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 struct HangTiming {
   std::vector<double> open_s, diagnose_s, render_s, total_s;  // sorted, 5 each
-  hang::Diagnosis diagnosis;            // of the last repetition
+  analyzers::hang::Diagnosis diagnosis;            // of the last repetition
   bool ok = false;
   double median() const { return total_s[2]; }
 };
 
 inline HangTiming time_hangdoctor(const std::filesystem::path& dir) {
   HangTiming t;
-  hang::SystemProcessTable procs;
+  analyzers::hang::SystemProcessTable procs;
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     auto run = format::open_run_directory(dir);
     if (!run.ok()) return t;
     t.open_s.push_back(seconds_since(t0));
     const auto t1 = std::chrono::steady_clock::now();
-    t.diagnosis = hang::diagnose(*run, procs);
+    t.diagnosis = analyzers::hang::diagnose(*run, procs);
     t.diagnose_s.push_back(seconds_since(t1));
     const auto t2 = std::chrono::steady_clock::now();
-    const std::string text = hang::render_text(t.diagnosis);
-    const std::string json = hang::render_json_text(t.diagnosis);
+    const std::string text = analyzers::hang::render_text(t.diagnosis);
+    const std::string json = analyzers::hang::render_json_text(t.diagnosis);
     t.render_s.push_back(seconds_since(t2));
     t.total_s.push_back(seconds_since(t0));
     if (text.empty() || json.empty()) return t;

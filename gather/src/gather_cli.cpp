@@ -205,7 +205,7 @@ constexpr const char* kKinetoPackHelp =
 }  // namespace
 
 std::vector<std::string_view> hangdoctor_value_flags() {
-  std::vector<std::string_view> flags = format::value_flags(hang::hangdoctor_options());
+  std::vector<std::string_view> flags = format::value_flags(analyzers::hang::hangdoctor_options());
   flags.insert(flags.end(), std::begin(kGatherValueFlags), std::end(kGatherValueFlags));
   flags.push_back("--gather-dir");
   return flags;
@@ -315,8 +315,8 @@ int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
                         "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
                         "(rankscope snapshot RUN_DIR > node.snap), or let `rankscope gather` run it\n"),
            2;
-  hang::SystemProcessTable processes;
-  hang::ExternalStackCollector stacks;
+  analyzers::hang::SystemProcessTable processes;
+  analyzers::hang::ExternalStackCollector stacks;
   if (!text) {
     auto r = write_node_snapshot(dir, out, processes, stacks, o);
     if (!r.ok()) return std::fprintf(err, "rankscope snapshot: %s\n", r.status().message().c_str()), 2;
@@ -368,13 +368,13 @@ int gather_main(Args args, std::FILE* out, std::FILE* err) {
   if (run_dir.empty() || f.out_dir.empty() || !f.any()) return std::fputs(kGatherHelp, err), 2;
   auto r = gather_with(f, run_dir, self_executable(), f.out_dir);
   if (!r.ok()) return std::fprintf(err, "rankscope gather: %s\n", r.status().message().c_str()), 2;
-  std::fprintf(out, "%s, into %s\n", hang::gather_headline(*r).c_str(), f.out_dir.c_str());
-  for (const auto& line : hang::gather_findings(*r)) std::fprintf(out, "  %s\n", line.c_str());
+  std::fprintf(out, "%s, into %s\n", analyzers::hang::gather_headline(*r).c_str(), f.out_dir.c_str());
+  for (const auto& line : analyzers::hang::gather_findings(*r)) std::fprintf(out, "  %s\n", line.c_str());
   if (r->answered() == 0) return 2;
   return r->answered() < int(r->nodes.size()) ? 1 : 0;
 }
 
-int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
+int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
   GatherFlags f;
   std::string gather_dir;
   std::vector<std::string_view> rest;
@@ -400,14 +400,14 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
     }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
-    if (format::takes_value(hang::hangdoctor_options(), a) && i + 1 < args.size())
+    if (format::takes_value(analyzers::hang::hangdoctor_options(), a) && i + 1 < args.size())
       rest.push_back(args[++i]);
     else if (!a.empty() && a[0] != '-' && !run_dir_at)
       run_dir_at = rest.size() - 1;
   }
   for (const std::string_view a : args)
     if (a == "--help" || a == "-h") {
-      const int rc = hang::run_hangdoctor(args, env);
+      const int rc = analyzers::hang::run_hangdoctor(args, env);
       std::fputs(kHangdoctorGatherHelp, env.out);
       return rc;
     }
@@ -417,7 +417,7 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
                           "hangdoctor: --gather-dir, --exec, --full and --srun-per-node go with --slurm JOBID or "
                           "--hosts FILE\n"),
              2;
-    return hang::run_hangdoctor(args, env);
+    return analyzers::hang::run_hangdoctor(args, env);
   }
   if (!run_dir_at)
     return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"),
@@ -447,13 +447,13 @@ int hangdoctor_main(Args args, const hang::HangdoctorEnv& env) {
   if (!r.ok()) {
     std::fprintf(env.err, "hangdoctor: %s\n", r.status().message().c_str());
   } else if (r->answered() == 0) {
-    std::fprintf(env.err, "hangdoctor: %s\n", hang::gather_headline(*r).c_str());
-    for (const auto& line : hang::gather_findings(*r)) std::fprintf(env.err, "  %s\n", line.c_str());
+    std::fprintf(env.err, "hangdoctor: %s\n", analyzers::hang::gather_headline(*r).c_str());
+    for (const auto& line : analyzers::hang::gather_findings(*r)) std::fprintf(env.err, "  %s\n", line.c_str());
     std::fprintf(env.err, "hangdoctor: no node answered, nothing to diagnose\n");
   } else {
     const std::string gathered = dir.string();
     rest[*run_dir_at] = gathered;
-    rc = hang::run_hangdoctor(rest, env);
+    rc = analyzers::hang::run_hangdoctor(rest, env);
     if (!temporary && env.out) std::fprintf(rc == 2 ? env.err : env.out, "gathered run kept in %s\n", gathered.c_str());
   }
   std::error_code ec;

@@ -96,8 +96,8 @@ std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnaps
 
 }  // namespace
 
-Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out, hang::ProcessTable& processes,
-                                                hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
+Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out, analyzers::hang::ProcessTable& processes,
+                                                analyzers::hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec))
     return not_found(fmt::format("{}: no such directory on {}", run_dir.string(), analyzers::this_host_name()));
@@ -161,12 +161,12 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   nlohmann::json proc_json = nlohmann::json::array();
   std::vector<std::pair<std::string, std::string>> stack_files;  // (entry name, text)
   for (const auto& [key, p] : procs) {
-    const hang::ProcessStatus s = processes.status(p.host, p.pid);
+    const analyzers::hang::ProcessStatus s = processes.status(p.host, p.pid);
     proc_json.push_back({{"host", p.host},
                          {"pid", p.pid},
                          {"ranks", p.ranks},
                          {"alive", analyzers::liveness_name(s.alive)},
-                         {"state", hang::os_run_state_name(s.state)},
+                         {"state", analyzers::hang::os_run_state_name(s.state)},
                          {"wchan", s.wchan},
                          {"threads", s.threads}});
     if (o.stacks && s.alive == analyzers::Liveness::kAlive && summary.stacks < o.max_stacks) {

@@ -10,15 +10,15 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
 using testing::make_run;
 using testing::scratch;
 
-synth::SynthOptions moe(int experts, int ep) {
-  synth::SynthOptions o;
+analyzers::synth::SynthOptions moe(int experts, int ep) {
+  analyzers::synth::SynthOptions o;
   o.moe_experts = experts;
   o.ep = ep;
   o.layers = 2;
@@ -86,7 +86,7 @@ TEST(HangA2aCounts, OutranksTheCrashThatFollows) {
 }
 
 TEST(HangA2aCounts, HealthyMoeRunHasNoMismatchThoughRanksSendDifferentTotals) {
-  synth::SynthOptions o = moe(4, 2);
+  analyzers::synth::SynthOptions o = moe(4, 2);
   o.hot_expert = 3;
   auto run = make_run(scratch("a2a"), 4, 6, 1, "", o);
   FakeProcessTable table;
@@ -141,4 +141,4 @@ TEST(HangA2aCounts, BeyondTheExactBoundTheSketchLocatesThePair) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

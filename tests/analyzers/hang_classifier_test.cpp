@@ -11,7 +11,7 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
@@ -156,7 +156,7 @@ TEST(HangClassifier, CrashByStaleHeartbeatOnAnotherHost) {
 }
 
 TEST(HangClassifier, CrashByPidGoneOnThisHostWithTheRealProcessTable) {
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.local_host = true;
   o.live_pid = ::getpid();  // the live ranks are this test process; the crashed one a reaped child
   o.idle_s = 2;             // less than the heartbeat staleness: only the pid tells
@@ -228,7 +228,7 @@ TEST(HangClassifier, CorruptRankFileIsReportedAndTheRestDiagnosed) {
 }
 
 TEST(HangClassifier, ShortIdleIsHealthyUnlessNoProgressWasObserved) {
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.idle_s = 0.5;  // a snapshot half a second into what may or may not be a hang
   auto run = make_run(scratch("hc"), 2, 6, 2, "stall:rank=1,range=forward/embed,step=2", o);
   FakeProcessTable procs;
@@ -241,4 +241,4 @@ TEST(HangClassifier, ShortIdleIsHealthyUnlessNoProgressWasObserved) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -20,7 +20,7 @@
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
@@ -212,4 +212,4 @@ TEST(HangCli, RealBinariesSynthThenDiagnose) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -15,7 +15,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::hang::device_lag_tests {
+namespace rankscope::analyzers::hang::device_lag_tests {
 namespace {
 
 using format::CollectiveDesc;
@@ -138,4 +138,4 @@ TEST(HangDeviceLag, NoDeviceStartedItWhereStartsAreRecordedIsEveryGpuBehind) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::device_lag_tests
+}  // namespace rankscope::analyzers::hang::device_lag_tests

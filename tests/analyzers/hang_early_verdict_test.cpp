@@ -15,7 +15,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -243,4 +243,4 @@ TEST(EarlyVerdict, LearnedStepBoundStatesItsBasis) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -13,7 +13,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::hang::fixture_tests {
+namespace rankscope::analyzers::hang::fixture_tests {
 namespace {
 
 using format::CollectiveDesc;
@@ -156,9 +156,9 @@ TEST(HangFixture, OpMismatchBeatsEverythingElse) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::fixture_tests
+}  // namespace rankscope::analyzers::hang::fixture_tests
 
-namespace rankscope::hang::fixture_tests {
+namespace rankscope::analyzers::hang::fixture_tests {
 namespace {
 
 TEST(HangFixture, KilledJobBlamesTheRankThatAbortedOnItsOwnError) {
@@ -199,9 +199,9 @@ TEST(HangFixture, AJobWhoseProcessesAreAllGoneIsNeverHealthy) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::fixture_tests
+}  // namespace rankscope::analyzers::hang::fixture_tests
 
-namespace rankscope::hang::fixture_tests {
+namespace rankscope::analyzers::hang::fixture_tests {
 namespace {
 
 TEST(HangFixture, ARankThatFinishedWhileOthersWaitForItLeftACollectiveOut) {
@@ -255,4 +255,4 @@ TEST(HangFixture, WaitingForEachOtherOnDifferentCommunicatorsIsADesync) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::fixture_tests
+}  // namespace rankscope::analyzers::hang::fixture_tests

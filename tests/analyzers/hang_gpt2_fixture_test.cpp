@@ -12,7 +12,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 const std::filesystem::path kFixture =
@@ -58,4 +58,4 @@ TEST(HangGpt2Fixture, SameRunWithOneRankFileMissing) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -19,7 +19,7 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
@@ -28,8 +28,8 @@ using testing::scratch;
 
 constexpr int kRanks = 16, kPerHost = 4;
 
-synth::SynthOptions four_hosts(int ranks_per_host = kPerHost) {
-  synth::SynthOptions o;
+analyzers::synth::SynthOptions four_hosts(int ranks_per_host = kPerHost) {
+  analyzers::synth::SynthOptions o;
   o.ranks_per_host = ranks_per_host;
   return o;
 }
@@ -201,4 +201,4 @@ TEST(HangHosts, WithOneHostTheWordingDoesNotMentionHosts) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -12,7 +12,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
@@ -70,4 +70,4 @@ TEST(HangOneProcess, ALaggingRankAmongPeersStaysLagging) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

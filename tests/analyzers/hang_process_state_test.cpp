@@ -17,7 +17,7 @@
 #include "rankscope/format/flight_recorder_layout.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang::process_state_tests {
+namespace rankscope::analyzers::hang::process_state_tests {
 namespace {
 
 using testing::FakeProcessTable;
@@ -183,7 +183,7 @@ TEST(HangFrozen, ARealStoppedProcessWithTheRealProcessTable) {
   // host, and the live rank is this test process.
   StoppedChild child;
   ASSERT_TRUE(child.stopped());
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.local_host = true;
   o.live_pid = ::getpid();
   auto run = make_run(scratch("fz"), 2, 6, 2, "crash:rank=1,step=3,range=forward/embed", o);
@@ -206,4 +206,4 @@ TEST(HangFrozen, ARealStoppedProcessWithTheRealProcessTable) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::process_state_tests
+}  // namespace rankscope::analyzers::hang::process_state_tests

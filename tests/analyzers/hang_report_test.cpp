@@ -10,7 +10,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang::report_tests {
+namespace rankscope::analyzers::hang::report_tests {
 namespace {
 
 using testing::FakeProcessTable;
@@ -224,4 +224,4 @@ TEST(HangReport, JsonStaysValidOnBrokenUtf8AndNonFiniteNumbers) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::report_tests
+}  // namespace rankscope::analyzers::hang::report_tests

@@ -11,7 +11,7 @@
 #include "rankscope/analyzers/hang/stack_verdict.h"
 #include "rankscope/stacks/stack_import.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 constexpr const char* kPySpy = R"TXT(Process 4117: python -u train.py
@@ -193,4 +193,4 @@ TEST(StackLive, ADebugServerElsewhereIsRefusedAndOneNotThereIsSaid) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

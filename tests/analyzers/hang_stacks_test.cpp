@@ -11,7 +11,7 @@
 #include "hang_test_support.h"
 #include "rankscope/analyzers/hang/stack_capture.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::FakeProcessTable;
@@ -85,4 +85,4 @@ TEST(HangStacks, RealToolOnARealProcess) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -13,7 +13,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/analyzers/synth.h"
 
-namespace rankscope::hang::testing {
+namespace rankscope::analyzers::hang::testing {
 
 inline std::filesystem::path scratch(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -47,24 +47,24 @@ class FakeProcessTable final : public ProcessTable {
 
 struct SynthRun {
   std::filesystem::path dir;
-  synth::SynthSummary summary;
+  analyzers::synth::SynthSummary summary;
 };
 
 // Writes a synthetic run into `dir`; `fault` in --fault syntax or "" for a healthy job.
 inline SynthRun make_run(const std::filesystem::path& dir, int ranks, int steps, int tp, const std::string& fault = "",
-                         synth::SynthOptions options = {}) {
+                         analyzers::synth::SynthOptions options = {}) {
   options.ranks = ranks;
   options.steps = steps;
   options.tp = tp;
   options.start_ns = 1'700'000'000'000'000'000;
   if (!fault.empty()) {
-    auto f = synth::parse_fault(fault);
+    auto f = analyzers::synth::parse_fault(fault);
     EXPECT_TRUE(f.ok()) << f.status().message();
     if (f.ok()) options.fault = *f;
   }
-  auto s = synth::write_synthetic_run(dir, options);
+  auto s = analyzers::synth::write_synthetic_run(dir, options);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return {dir, s.ok() ? *s : synth::SynthSummary{}};
+  return {dir, s.ok() ? *s : analyzers::synth::SynthSummary{}};
 }
 
-}  // namespace rankscope::hang::testing
+}  // namespace rankscope::analyzers::hang::testing

@@ -17,7 +17,7 @@
 
 #include "../importers/fr_hangdoctor_run.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 namespace fs = std::filesystem;
@@ -124,4 +124,4 @@ TEST(HangTorchJobs, OneRankOutOfStepOnTwoGroupsIsTheCulprit) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -13,7 +13,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::hang::wait_graph_tests {
+namespace rankscope::analyzers::hang::wait_graph_tests {
 namespace {
 
 using format::CollectiveDesc;
@@ -87,4 +87,4 @@ TEST(HangWaitGraph, ARankWhosePeersCompletedWhatItShowsOpenHasAStoppedDevice) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang::wait_graph_tests
+}  // namespace rankscope::analyzers::hang::wait_graph_tests

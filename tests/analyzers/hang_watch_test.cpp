@@ -13,7 +13,7 @@
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using testing::make_run;
@@ -92,4 +92,4 @@ TEST(HangWatch, ARunDirectoryThatNeverAppearsIsAnError) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

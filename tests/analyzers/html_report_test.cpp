@@ -324,9 +324,9 @@ TEST(HtmlReport, HangdoctorsJoinedVerdictRendersInChromium) {
   const std::string run = (fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch-jobs/pipeline_sleep").string();
   const std::string out = file.string();
   const std::vector<std::string_view> args = {run, "--html", out, "--quiet"};
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = env.err = std::tmpfile();
-  EXPECT_EQ(hang::run_hangdoctor(args, env), 1);
+  EXPECT_EQ(analyzers::hang::run_hangdoctor(args, env), 1);
   std::fclose(env.out);
   ASSERT_TRUE(fs::exists(file));
   std::string dom;

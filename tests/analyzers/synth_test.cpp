@@ -15,11 +15,11 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::synth {
+namespace rankscope::analyzers::synth {
 namespace {
 
-using hang::testing::make_run;
-using hang::testing::scratch;
+using analyzers::hang::testing::make_run;
+using analyzers::hang::testing::scratch;
 
 format::RunDirectory open(const std::filesystem::path& dir) {
   auto r = format::open_run_directory(dir);
@@ -239,4 +239,4 @@ TEST(SynthTest, BadOptionsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace rankscope::synth
+}  // namespace rankscope::analyzers::synth

@@ -28,17 +28,17 @@ class RunDiff : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(scratch()); }
 };
 
-fs::path write(const std::string& name, synth::SynthOptions o) {
+fs::path write(const std::string& name, analyzers::synth::SynthOptions o) {
   const fs::path dir = scratch() / name;
   fs::remove_all(dir);
   o.steps = o.steps ? o.steps : 30;
-  auto r = synth::write_synthetic_run(dir, o);
+  auto r = analyzers::synth::write_synthetic_run(dir, o);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return dir;
 }
 
-synth::SynthOptions job() {
-  synth::SynthOptions o;
+analyzers::synth::SynthOptions job() {
+  analyzers::synth::SynthOptions o;
   o.ranks = 8;
   o.tp = 2;
   o.steps = 30;
@@ -46,8 +46,8 @@ synth::SynthOptions job() {
 }
 
 // `o` with rank `rank` made `ms` slower in forward/block0/mlp, every step or only step `step`.
-synth::SynthOptions delayed(synth::SynthOptions o, int rank, double ms, int64_t step = -1) {
-  o.fault.kind = synth::FaultKind::kDelay;
+analyzers::synth::SynthOptions delayed(analyzers::synth::SynthOptions o, int rank, double ms, int64_t step = -1) {
+  o.fault.kind = analyzers::synth::FaultKind::kDelay;
   o.fault.rank = rank;
   o.fault.range = "forward/block0/mlp";
   o.fault.ms = ms;
@@ -56,8 +56,8 @@ synth::SynthOptions delayed(synth::SynthOptions o, int rank, double ms, int64_t 
 }
 
 // The diff of two synthetic runs, written under scratch() by those names.
-Result<DiffReport> diff_synth(const std::string& base_name, const synth::SynthOptions& base, const std::string& new_name,
-                              const synth::SynthOptions& now) {
+Result<DiffReport> diff_synth(const std::string& base_name, const analyzers::synth::SynthOptions& base, const std::string& new_name,
+                              const analyzers::synth::SynthOptions& now) {
   return diff_runs(write(base_name, base), write(new_name, now));
 }
 

@@ -10,7 +10,7 @@
 
 #include "hang_job.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using namespace e2e;
@@ -137,4 +137,4 @@ TEST(E2eDiagnosis, CleanRunUnderLoadRaisesNoSuspicion) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

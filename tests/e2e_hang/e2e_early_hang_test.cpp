@@ -14,7 +14,7 @@
 
 #include "hang_job.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using namespace e2e;
@@ -84,4 +84,4 @@ TEST(E2eEarlyHang, StallAtALaterStepStaysFast) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

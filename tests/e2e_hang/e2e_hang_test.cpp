@@ -7,11 +7,11 @@
 
 #include "hang_job.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using namespace e2e;
-using e2e::Verdict;  // the verdict of one hangdoctor run, not hang::Verdict
+using e2e::Verdict;  // the verdict of one hangdoctor run, not analyzers::hang::Verdict
 
 
 TEST(E2eHang, StallInEmbeddingTp2) {
@@ -141,4 +141,4 @@ TEST(E2eHang, CleanRunFinished) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

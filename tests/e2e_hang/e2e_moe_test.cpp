@@ -15,7 +15,7 @@
 #include "hang_job.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using namespace e2e;
@@ -87,4 +87,4 @@ TEST(E2eMoe, RouteSkewOnEp4IsTheHotExpertsRankWithItsCost) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -15,7 +15,7 @@
 #include "hang_job.h"
 #include "rankscope/analyzers/startup/startup_report.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using namespace e2e;
@@ -126,4 +126,4 @@ TEST(E2eStartup, D12RankStoppedEarlyIsNotHealthyTenSecondsLater) {
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

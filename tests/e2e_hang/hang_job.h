@@ -25,7 +25,7 @@
 #include "rankscope/analyzers/hang/hangdoctor_app.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang::e2e {
+namespace rankscope::analyzers::hang::e2e {
 
 using nlohmann::json;
 
@@ -270,4 +270,4 @@ inline StallTiming stall_to_verdict(const std::filesystem::path& base, int64_t s
   return out;
 }
 
-}  // namespace rankscope::hang::e2e
+}  // namespace rankscope::analyzers::hang::e2e

@@ -10,7 +10,7 @@
 #include "hang_job.h"
 
 int main(int argc, char** argv) {
-  using namespace rankscope::hang::e2e;
+  using namespace rankscope::analyzers::hang::e2e;
   const int runs = argc > 1 ? std::atoi(argv[1]) : 10;
   const int64_t step = argc > 2 ? std::atoll(argv[2]) : 25;
   const auto base = std::filesystem::temp_directory_path() / ("rs_hang_verdict_bench_" + std::to_string(::getpid()));

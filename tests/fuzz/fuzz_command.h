@@ -1,7 +1,7 @@
 // fuzz_command.h — what the whole-command fuzz targets share: run hangdoctor as its main does, with its
 // output kept in memory, and treat its exception boundary firing as a finding.
 //
-// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (hang::run_hangdoctor: discovery, the
+// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (analyzers::hang::run_hangdoctor: discovery, the
 // import, diagnose, the wording, the text and the JSON report), stdout and stderr in memory; and
 // boundary_fired(err, input): the line format/command_boundary.cpp writes when anything was thrown.
 // A throw is a clean exit 2 for the user, but for the fuzzer it is a bug a file found, so the targets
@@ -27,25 +27,25 @@ struct CommandRun {
 // A process table that knows no process: every writer is on another machine as far as a fuzzed
 // input can tell. The system's table would ask /proc about pids and hosts taken from the input (real
 // processes of this machine, a different answer each run: findings would not reproduce).
-class NoProcesses final : public hang::ProcessTable {
+class NoProcesses final : public analyzers::hang::ProcessTable {
  public:
   analyzers::Liveness liveness(const std::string&, int) override { return analyzers::Liveness::kUnknown; }
   std::string local_host() override { return "fuzz-host-that-is-no-writer"; }
 };
 
-inline CommandRun run_hangdoctor_on(const std::vector<std::string>& argv, hang::ProcessTable* processes = nullptr) {
+inline CommandRun run_hangdoctor_on(const std::vector<std::string>& argv, analyzers::hang::ProcessTable* processes = nullptr) {
   char* out_buf = nullptr;
   char* err_buf = nullptr;
   size_t out_len = 0, err_len = 0;
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.processes = processes;
   env.out = out;
   env.err = err;
   const std::vector<std::string_view> args(argv.begin(), argv.end());
   CommandRun run;
-  run.code = hang::run_hangdoctor(args, env);
+  run.code = analyzers::hang::run_hangdoctor(args, env);
   std::fclose(out);
   std::fclose(err);
   run.out.assign(out_buf, out_len);

@@ -32,11 +32,11 @@ struct HeadVerdict {
 HeadVerdict hangdoctor_json(const fs::path& dir) {
   const std::string d = dir.string(), j = (dir.parent_path() / "verdict.json").string();
   std::vector<std::string_view> args{d, "--json", j};
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   HeadVerdict v;
-  v.rc = hang::run_hangdoctor(args, env);
+  v.rc = analyzers::hang::run_hangdoctor(args, env);
   std::rewind(env.out);
   for (int c; (c = std::fgetc(env.out)) != EOF;) v.text.push_back(char(c));
   std::fclose(env.out);
@@ -127,13 +127,13 @@ TEST(GatherHead, UnreachableNodesAreGroupedByWhatKeptThemSilent) {
   node("gpu05", "no answer within the 20.0 s deadline", {20, 21, 22, 23});
   node("gpu06", "no answer within the 20.0 s deadline", {24, 25, 26, 27});
   node("login", "exit 255: ssh: connect to host login port 22: Connection refused", {32, 33});
-  const auto lines = hang::gather_findings(r);
+  const auto lines = analyzers::hang::gather_findings(r);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "3 nodes are unreachable (no answer within the 20.0 s deadline), gpu[05-07]: their ranks 20-31 "
                       "are unseen");
   EXPECT_EQ(lines[1], "node login is unreachable (exit 255: ssh: connect to host login port 22: Connection refused): its "
                       "ranks 32,33 are unseen");
-  EXPECT_EQ(hang::compress_hosts({"n001", "n002", "n003", "n010", "head", "x9"}), "head,n[001-003,010],x9");
+  EXPECT_EQ(analyzers::hang::compress_hosts({"n001", "n002", "n003", "n010", "head", "x9"}), "head,n[001-003,010],x9");
 }
 
 }  // namespace

@@ -25,10 +25,10 @@ using testing::write_fake_node;
 nlohmann::json diagnose_json(const fs::path& dir, const fs::path& json_file) {
   const std::string d = dir.string(), j = json_file.string();
   std::vector<std::string_view> args{d, "--json", j, "--quiet"};
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
-  hang::run_hangdoctor(args, env);
+  analyzers::hang::run_hangdoctor(args, env);
   std::fclose(env.out);
   std::fclose(env.err);
   std::ifstream in(json_file);

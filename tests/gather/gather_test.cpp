@@ -49,7 +49,7 @@ std::string slurp(std::FILE* f) {
 
 Ran hangdoctor(std::vector<std::string> args) {
   std::vector<std::string_view> views(args.begin(), args.end());
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   Ran r;
@@ -181,7 +181,7 @@ class StoppedChild {
 TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   const auto root = scratch("frozen");
   StoppedChild child;
-  synth::SynthOptions so;
+  analyzers::synth::SynthOptions so;
   so.live_pid = child.pid();
   make_split_run(root, {"n1", "n2"}, 4, "stall:rank=3,step=2", so);
   GatherOptions o;
@@ -193,18 +193,18 @@ TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   hangdoctor({(root / "local/run").string(), "--json", (root / "local.json").string()});
   const pid_t pid = child.pid();
   child.kill_now();  // the snapshot, not this machine's /proc, must answer from now on
-  auto table = hang::SnapshotProcessTable::load(root / "gathered");
+  auto table = analyzers::hang::SnapshotProcessTable::load(root / "gathered");
   ASSERT_TRUE(table.ok());
   const auto host = analyzers::this_host_name();
   const auto s = table->status(host, pid);
   EXPECT_EQ(s.alive, analyzers::Liveness::kAlive);
-  EXPECT_EQ(s.state, hang::OsRunState::kStopped);
+  EXPECT_EQ(s.state, analyzers::hang::OsRunState::kStopped);
   EXPECT_GE(s.threads, 1);
   EXPECT_EQ(table->local_host(), "");
   EXPECT_EQ(table->status(host, pid + 100000).alive, analyzers::Liveness::kUnknown);  // never seen: unknown, not gone
   EXPECT_TRUE(table->speaks_for_boot("n1", analyzers::this_boot_id()));
   EXPECT_FALSE(table->speaks_for_boot("n1", "another-boot"));
-  hang::SystemProcessTable here;
+  analyzers::hang::SystemProcessTable here;
   EXPECT_EQ(here.liveness(host, pid), analyzers::Liveness::kGone);
 
   // The gathered run, read after the process died, says what the local run said before: every
@@ -253,11 +253,11 @@ TEST(Gather, SilentNodeIsUnreachableWithItsRanksWithinTheDeadline) {
 // Two silent nodes: run.json's hosts (gpt2-train writes every rank's) say whose ranks are whose.
 TEST(Gather, SilentNodesGetTheirRanksFromRunJsonHosts) {
   const auto root = scratch("two_silent");
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = 6;
   o.steps = 3;
   o.ranks_per_host = 2;  // run.json: synth-node0 holds ranks 0-1, synth-node1 2-3, synth-node2 4-5
-  ASSERT_TRUE(synth::write_synthetic_run(root / "local", o).ok());
+  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "local", o).ok());
   const std::vector<std::string> hosts = {"synth-node0", "synth-node1", "synth-node2"};
   for (int h = 0; h < 3; ++h) {
     const auto dir = root / hosts[size_t(h)] / "run";
@@ -538,7 +538,7 @@ TEST_F(FakeSlurm, MissingSrunIsAClearError) {
 }
 
 // Stacks of live ranks travel as evidence files (a fake collector: no eu-stack or gdb needed).
-class FakeStacks final : public hang::StackCollector {
+class FakeStacks final : public analyzers::hang::StackCollector {
  public:
   Result<std::string> collect(int pid) override {
     ++calls;
@@ -549,13 +549,13 @@ class FakeStacks final : public hang::StackCollector {
 
 TEST(Snapshot, StacksOfLiveRanksTravelAsEvidence) {
   const auto root = scratch("stacks");
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = 2;
   o.steps = 3;
   o.local_host = true;
   o.live_pid = int(::getpid());  // this test process: alive
-  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
-  hang::SystemProcessTable processes;
+  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "run", o).ok());
+  analyzers::hang::SystemProcessTable processes;
   FakeStacks stacks;
   NodeSnapshotOptions opts;
   opts.stacks = true;
@@ -589,11 +589,11 @@ TEST(Snapshot, StacksOfLiveRanksTravelAsEvidence) {
 
 TEST(Snapshot, LeavesOtherHostsRecordersToThem) {
   const auto root = scratch("otherhost");
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = 4;
   o.steps = 3;
   o.ranks_per_host = 2;  // synth-node0, synth-node1: neither is this machine
-  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
+  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "run", o).ok());
   const auto snap = root / "s.snap";
   ASSERT_EQ(std::system(("cd '" + root.string() + "' && " + snapshot_command() + " > s.snap").c_str()), 0);
   std::ifstream in(snap, std::ios::binary);

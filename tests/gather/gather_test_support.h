@@ -52,20 +52,20 @@ inline std::string write_fake_node(const fs::path& root) {
 
 // A synthetic run on this machine's host name, written to ROOT/local/run, then split: node k of
 // `hosts` holds ranks [k*per, (k+1)*per) in ROOT/<host>/run; run.json only on the first node.
-inline synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts, int ranks,
-                                          const std::string& fault, synth::SynthOptions o = {}) {
+inline analyzers::synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts, int ranks,
+                                          const std::string& fault, analyzers::synth::SynthOptions o = {}) {
   o.ranks = ranks;
   o.steps = 6;
   o.tp = 2;
   o.local_host = true;
   o.start_ns = 0;
   if (!fault.empty()) {
-    auto f = synth::parse_fault(fault);
+    auto f = analyzers::synth::parse_fault(fault);
     EXPECT_TRUE(f.ok());
     if (f.ok()) o.fault = *f;
   }
   const fs::path local = root / "local" / "run";
-  auto s = synth::write_synthetic_run(local, o);
+  auto s = analyzers::synth::write_synthetic_run(local, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   const int per = ranks / int(hosts.size());
   for (size_t h = 0; h < hosts.size(); ++h) {
@@ -75,7 +75,7 @@ inline synth::SynthSummary make_split_run(const fs::path& root, const std::vecto
     for (int r = int(h) * per; r < int(h + 1) * per; ++r)
       fs::copy_file(format::flight_recorder_path(local, r), format::flight_recorder_path(dir, r));
   }
-  return s.ok() ? *s : synth::SynthSummary{};
+  return s.ok() ? *s : analyzers::synth::SynthSummary{};
 }
 
 }  // namespace rankscope::gather::testing

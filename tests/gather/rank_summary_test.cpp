@@ -29,20 +29,20 @@ fs::path scratch(const std::string& tag) {
 }
 
 // Processes on other machines: liveness from heartbeats alone, as for a gathered run without states.
-class NoProcesses final : public hang::ProcessTable {
+class NoProcesses final : public analyzers::hang::ProcessTable {
  public:
   analyzers::Liveness liveness(const std::string&, int) override { return analyzers::Liveness::kUnknown; }
   std::string local_host() override { return {}; }
 };
 
 format::RunDirectory synthetic_run(const fs::path& dir, const std::string& fault, int ranks = 16, int tp = 4) {
-  synth::SynthOptions o;
+  analyzers::synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = 6;
   o.tp = tp;
   o.ranks_per_host = 4;
-  if (!fault.empty()) o.fault = *synth::parse_fault(fault);
-  EXPECT_TRUE(synth::write_synthetic_run(dir, o).ok());
+  if (!fault.empty()) o.fault = *analyzers::synth::parse_fault(fault);
+  EXPECT_TRUE(analyzers::synth::write_synthetic_run(dir, o).ok());
   auto run = format::open_run_directory(dir);
   EXPECT_TRUE(run.ok());
   return std::move(*run);
@@ -140,10 +140,10 @@ TEST(RankSummary, GiveTheVerdictOfTheWholeRecorders) {
     const auto dir = scratch("verdict");
     const auto run = synthetic_run(dir, fault);
     NoProcesses none;
-    const auto whole = hang::diagnose(run, none);
+    const auto whole = analyzers::hang::diagnose(run, none);
     size_t bytes = 0;
     const auto summarized = through_summaries(run, &bytes);
-    const auto reduced = hang::diagnose(summarized, none);
+    const auto reduced = analyzers::hang::diagnose(summarized, none);
     EXPECT_EQ(reduced.verdict, whole.verdict);
     EXPECT_EQ(reduced.kind, whole.kind);
     EXPECT_EQ(reduced.culprit_ranks, whole.culprit_ranks);

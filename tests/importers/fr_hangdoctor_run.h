@@ -29,11 +29,11 @@ inline std::string drain(std::FILE* f) {
 
 inline HangdoctorRun run_hangdoctor_on(const std::vector<std::string>& argv) {
   std::vector<std::string_view> args(argv.begin(), argv.end());
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   HangdoctorRun r;
-  r.code = hang::run_hangdoctor(args, env);
+  r.code = analyzers::hang::run_hangdoctor(args, env);
   r.out = drain(env.out);
   r.err = drain(env.err);
   const bool json = argv.size() >= 2 && argv[argv.size() - 2] == "--json" && argv.back() == "-";

@@ -23,20 +23,20 @@ namespace fs = std::filesystem;
 
 fs::path fixtures() { return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch_fr"; }
 
-class NoProcesses final : public hang::ProcessTable {
+class NoProcesses final : public analyzers::hang::ProcessTable {
  public:
-  hang::Liveness liveness(const std::string&, int) override { return hang::Liveness::kUnknown; }
+  analyzers::hang::Liveness liveness(const std::string&, int) override { return analyzers::hang::Liveness::kUnknown; }
   std::string local_host() override { return "elsewhere"; }
 };
 
-hang::Diagnosis diagnose_dumps(const fs::path& path, FrImport* out = nullptr) {
+analyzers::hang::Diagnosis diagnose_dumps(const fs::path& path, FrImport* out = nullptr) {
   auto imp = import_fr_dumps(path);
   EXPECT_TRUE(imp.ok()) << imp.status().to_string();
   if (!imp.ok()) return {};
   NoProcesses processes;
-  hang::ClassifyOptions o;
+  analyzers::hang::ClassifyOptions o;
   o.no_progress_observed = true;  // a dump is written because a collective timed out
-  hang::Diagnosis d = hang::diagnose(imp->run, processes, o);
+  analyzers::hang::Diagnosis d = analyzers::hang::diagnose(imp->run, processes, o);
   if (out) *out = std::move(*imp);
   return d;
 }
@@ -62,10 +62,10 @@ void expect_tp_lagging(const fs::path& dir, const std::string& version) {
   FrImport imp;
   const auto d = diagnose_dumps(dir, &imp);
   EXPECT_EQ(imp.version, version);
-  EXPECT_EQ(d.verdict, hang::Verdict::kHang) << hang::render_text(d);
-  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
-  ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
+  EXPECT_EQ(d.verdict, analyzers::hang::Verdict::kHang) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kLaggingRank) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << analyzers::hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value()) << analyzers::hang::render_text(d);
   EXPECT_EQ(d.collective->comm, "tp1");
   EXPECT_EQ(d.collective->seq, 6u);
   EXPECT_EQ(d.collective->op, format::CollectiveOp::kAllReduceSum);
@@ -84,7 +84,7 @@ TEST(FrImport, TpDpLaggingRankV27) { expect_tp_lagging(fixtures() / "tp2dp2_lagg
 TEST(FrImport, TpDpLaggingRankJson) {
   FrImport imp;
   const auto d = diagnose_dumps(fixtures() / "tp2dp2_lagging_json", &imp);
-  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kLaggingRank) << analyzers::hang::render_text(d);
   EXPECT_EQ(d.culprit_ranks, std::vector<int>{3});
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->comm, "tp1");
@@ -121,8 +121,8 @@ TEST(FrImport, CulpritDumpMissingIsInferredFromPeers) {
   EXPECT_EQ(imp.missing, std::vector<int>{3});
   EXPECT_NE(imp.summary.find("missing 1 rank (3) (what a missing rank did is inferred from its peers' dumps)"),
             std::string::npos) << imp.summary;
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
-  ASSERT_TRUE(d.collective.has_value()) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << analyzers::hang::render_text(d);
+  ASSERT_TRUE(d.collective.has_value()) << analyzers::hang::render_text(d);
   EXPECT_EQ(d.collective->comm, "tp1");
   EXPECT_EQ(d.collective->seq, 6u);
 }
@@ -141,8 +141,8 @@ TEST(FrImport, GlooEntryStillOpenWhereEveryPeerRetiredItIsALateRetirementNotAHan
 
 TEST(FrImport, GroupsCreatedInDifferentOrdersAlignByName) {
   const auto d = diagnose_dumps(fixtures() / "pg_order_differs");
-  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kLaggingRank) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << analyzers::hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->comm, "tp0");
   EXPECT_EQ(d.collective->seq, 4u);
@@ -150,9 +150,9 @@ TEST(FrImport, GroupsCreatedInDifferentOrdersAlignByName) {
 
 TEST(FrImport, SizeMismatchByMajority) {
   const auto d = diagnose_dumps(fixtures() / "size_mismatch");
-  EXPECT_EQ(d.verdict, hang::Verdict::kDesync) << hang::render_text(d);
-  EXPECT_EQ(d.kind, hang::Kind::kCollectiveMismatch) << hang::render_text(d);
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{2}) << hang::render_text(d);
+  EXPECT_EQ(d.verdict, analyzers::hang::Verdict::kDesync) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kCollectiveMismatch) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{2}) << analyzers::hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->comm, "default_pg");
   EXPECT_EQ(d.collective->seq, 4u);
@@ -161,8 +161,8 @@ TEST(FrImport, SizeMismatchByMajority) {
 TEST(FrImport, AllEnqueuedNoneCompletedIsStuckInCollectiveAndSaysTimingWasOff) {
   FrImport imp;
   const auto d = diagnose_dumps(fixtures() / "all_stuck", &imp);
-  EXPECT_EQ(d.kind, hang::Kind::kStuckInCollective) << hang::render_text(d);
-  EXPECT_TRUE(d.culprit_ranks.empty()) << hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kStuckInCollective) << analyzers::hang::render_text(d);
+  EXPECT_TRUE(d.culprit_ranks.empty()) << analyzers::hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->seq, 4u);
   EXPECT_FALSE(imp.timing);
@@ -171,8 +171,8 @@ TEST(FrImport, AllEnqueuedNoneCompletedIsStuckInCollectiveAndSaysTimingWasOff) {
 
 TEST(FrImport, P2pHangNamesTheReceiverThatNeverPosted) {
   const auto d = diagnose_dumps(fixtures() / "p2p_hang");
-  EXPECT_EQ(d.kind, hang::Kind::kLaggingRank) << hang::render_text(d);
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << hang::render_text(d);
+  EXPECT_EQ(d.kind, analyzers::hang::Kind::kLaggingRank) << analyzers::hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{1}) << analyzers::hang::render_text(d);
   ASSERT_TRUE(d.collective.has_value());
   EXPECT_EQ(d.collective->comm, "default_pg p2p 0-1");
   EXPECT_EQ(d.collective->op, format::CollectiveOp::kSend);
@@ -187,7 +187,7 @@ TEST(FrImport, TruncatedDumpsAreReadAsFarAsTheyGoOrReported) {
   bool said = false;
   for (const auto& p : imp.run.problems) said |= p.find("comm_lib_trace_rank_1: pickle: truncated") != std::string::npos;
   EXPECT_TRUE(said) << "rank 1's error names its file and says truncated";
-  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << hang::render_text(d);
+  EXPECT_EQ(d.culprit_ranks, std::vector<int>{3}) << analyzers::hang::render_text(d);
 }
 
 TEST(FrImport, HangdoctorOnAPrefixSaysWhatItReadThenTheVerdict) {
@@ -195,10 +195,10 @@ TEST(FrImport, HangdoctorOnAPrefixSaysWhatItReadThenTheVerdict) {
   std::vector<std::string_view> args = {prefix};
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
-  hang::HangdoctorEnv env;
+  analyzers::hang::HangdoctorEnv env;
   env.out = out;
   env.err = err;
-  EXPECT_EQ(hang::run_hangdoctor(args, env), 1);
+  EXPECT_EQ(analyzers::hang::run_hangdoctor(args, env), 1);
   std::rewind(out);
   char line[4096] = {0};
   ASSERT_TRUE(std::fgets(line, sizeof line, out));

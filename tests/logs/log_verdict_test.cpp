@@ -19,8 +19,8 @@ namespace rankscope::logs {
 namespace {
 
 namespace fs = std::filesystem;
-using hang::Kind;
-using hang::Verdict;
+using analyzers::hang::Kind;
+using analyzers::hang::Verdict;
 using testing::Proc;
 
 fs::path scratch(const std::string& name) {
@@ -32,24 +32,24 @@ fs::path scratch(const std::string& name) {
 
 fs::path fixtures() { return fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/logs"; }
 
-hang::LogVerdict judge(const std::vector<fs::path>& paths) {
+analyzers::hang::LogVerdict judge(const std::vector<fs::path>& paths) {
   auto r = import_logs(paths);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (!r.ok()) return {};
-  return hang::diagnose_log(*r);
+  return analyzers::hang::diagnose_log(*r);
 }
 
-hang::LogVerdict judge_text(const std::string& name, const std::string& text) {
+analyzers::hang::LogVerdict judge_text(const std::string& name, const std::string& text) {
   return judge({testing::write_file(scratch(name) / "job.log", text)});
 }
 
-const hang::LogReport::Finding* finding(const hang::LogVerdict& v, std::string_view kind) {
+const analyzers::hang::LogReport::Finding* finding(const analyzers::hang::LogVerdict& v, std::string_view kind) {
   for (const auto& f : v.report.findings)
     if (f.kind == kind) return &f;
   return nullptr;
 }
 
-std::string dump(const hang::LogVerdict& v) { return hang::render_text(v.diagnosis) + hang::render_log_findings(v.report); }
+std::string dump(const analyzers::hang::LogVerdict& v) { return analyzers::hang::render_text(v.diagnosis) + analyzers::hang::render_log_findings(v.report); }
 
 // Four ranks on two hosts, one communicator; every rank makes `calls[r]` all-reduces.
 std::string coll_job(const std::vector<int>& calls, int odd_rank = -1, long odd_count = 0, int odd_call = -1) {
@@ -75,7 +75,7 @@ TEST(LogVerdict, FewestCallsOnACommunicatorIsTheLaggingRank) {
   EXPECT_EQ(v.diagnosis.culprit_ranks, std::vector<int>{2}) << dump(v);
   ASSERT_TRUE(v.diagnosis.collective.has_value());
   EXPECT_EQ(v.diagnosis.collective->seq, 10u);
-  EXPECT_EQ(hang::host_of(v.diagnosis, 2), "n1");
+  EXPECT_EQ(analyzers::hang::host_of(v.diagnosis, 2), "n1");
 }
 
 TEST(LogVerdict, SameCallDifferentCountIsAMismatch) {
@@ -89,7 +89,7 @@ TEST(LogVerdict, AllCallsMatchedIsNotAHang) {
   const auto v = judge_text("healthy", coll_job({6, 6, 6, 6}));
   EXPECT_NE(v.diagnosis.verdict, Verdict::kHang) << dump(v);
   EXPECT_NE(v.diagnosis.verdict, Verdict::kDesync) << dump(v);
-  EXPECT_EQ(hang::exit_code(v.diagnosis), 0) << dump(v);
+  EXPECT_EQ(analyzers::hang::exit_code(v.diagnosis), 0) << dump(v);
 }
 
 TEST(LogVerdict, InitNeverCompletedNamesTheRanksThatNeverJoined) {
@@ -125,7 +125,7 @@ TEST(LogVerdict, AnIbErrorNamesTheRankTheHostAndThePeerHost) {
   EXPECT_EQ(f->peer, "gpu-a (10.0.0.1<43134>)");
   // The first error is quoted (status 12), not the flushes that follow it.
   EXPECT_NE(f->text.find("status=12"), std::string::npos) << f->text;
-  EXPECT_EQ(hang::exit_code(v.diagnosis), 1);
+  EXPECT_EQ(analyzers::hang::exit_code(v.diagnosis), 1);
 }
 
 TEST(LogVerdict, AHostOnSocketsWhereOthersUseIbIsATopologyFinding) {
@@ -175,9 +175,9 @@ TEST(LogRealNccl, NcclTestsHealthyAndDegradedAreToldApart) {
   const auto degraded = judge({dir / "nccltests-degraded.log"});
   for (const auto* v : {&healthy, &degraded}) {
     EXPECT_EQ(v->diagnosis.verdict, Verdict::kHealthy) << dump(*v);
-    EXPECT_EQ(hang::exit_code(v->diagnosis), 0);
+    EXPECT_EQ(analyzers::hang::exit_code(v->diagnosis), 0);
   }
-  auto problems = [](const hang::LogVerdict& v, std::string_view kind) {
+  auto problems = [](const analyzers::hang::LogVerdict& v, std::string_view kind) {
     int n = 0;
     for (const auto& f : v.report.findings) n += f.problem && f.kind == kind;
     return n;
@@ -232,7 +232,7 @@ TEST(LogRealNccl, EveryFixtureReadsWithoutCrashing) {
     auto r = import_logs({e.path()});
     ASSERT_TRUE(r.ok()) << e.path() << ": " << r.status().message();
     EXPECT_GT(r->nccl_lines, 0u) << e.path();
-    const auto v = hang::diagnose_log(*r);
+    const auto v = analyzers::hang::diagnose_log(*r);
     EXPECT_FALSE(v.diagnosis.headline.empty()) << e.path();
     ++read;
   }
@@ -256,7 +256,7 @@ TEST_P(LogRealTorch, NamesWhatTheLogShows) {
   const auto v = judge({fixtures() / "torch" / c.file});
   EXPECT_EQ(v.diagnosis.verdict, c.verdict) << dump(v);
   EXPECT_EQ(v.diagnosis.culprit_ranks, c.culprits) << dump(v);
-  EXPECT_EQ(hang::exit_code(v.diagnosis), c.verdict == Verdict::kHealthy ? 0 : 1);
+  EXPECT_EQ(analyzers::hang::exit_code(v.diagnosis), c.verdict == Verdict::kHealthy ? 0 : 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -306,7 +306,7 @@ TEST(LogRealTorch, EveryFixtureReadsWithoutCrashing) {
     if (e.path().extension() != ".log") continue;
     auto r = import_logs({e.path()});
     ASSERT_TRUE(r.ok()) << e.path() << ": " << r.status().message();
-    EXPECT_FALSE(hang::diagnose_log(*r).diagnosis.headline.empty()) << e.path();
+    EXPECT_FALSE(analyzers::hang::diagnose_log(*r).diagnosis.headline.empty()) << e.path();
     ++read;
   }
   EXPECT_GE(read, 15);
@@ -323,7 +323,7 @@ TEST(LogHostile, CutAndRandomBytesGiveAPartialResultNeverACrash) {
     if (trial % 5 == 0) s += std::string(200000, 'x');  // a line longer than the reader keeps
     const fs::path p = testing::write_file(scratch("hostile") / "job.log", s);
     auto r = import_logs({p});
-    if (r.ok()) (void)hang::diagnose_log(*r);
+    if (r.ok()) (void)analyzers::hang::diagnose_log(*r);
   }
 }
 

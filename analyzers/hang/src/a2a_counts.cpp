@@ -15,7 +15,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 struct Member {
@@ -176,4 +176,4 @@ std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankVi
   return best;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -7,7 +7,7 @@
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 std::string grouped(uint64_t v) {  // 17571 -> "17,571"
@@ -79,4 +79,4 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& f) {
                                  ranks_on_hosts(d, f.waiters), f.waiters.size() == 1 ? "is" : "are");
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

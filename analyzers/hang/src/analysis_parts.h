@@ -14,7 +14,7 @@
 #include "rankscope/analyzers/hang/diagnosis.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct GroupView {
   std::string name;
@@ -135,4 +135,4 @@ std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankVie
 // culprits are filled; `waited_for`: ranks some live rank waits for. Empty with one host.
 std::vector<NodeFinding> find_node_problems(const Diagnosis& d, const std::vector<int>& waited_for);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -14,7 +14,7 @@
 #include "wording.h"
 #include "rankscope/format/clock.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 constexpr int64_t kQuickFrozenCheckNs = 2'000'000'000;  // 20 missed heartbeats
@@ -777,4 +777,4 @@ Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, con
   return Classifier(run, processes, options).run();
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -17,7 +17,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 namespace {
 
@@ -56,4 +56,4 @@ std::vector<int> ranks_behind_on_device(const std::vector<RankView>& views, cons
   return behind;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -1,7 +1,7 @@
 // diagnosis_names.cpp — the stable names of verdicts, kinds and rank states (JSON and text).
 #include "rankscope/analyzers/hang/diagnosis.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
@@ -50,4 +50,4 @@ int exit_code(const Diagnosis& d) {
   return d.verdict == Verdict::kHealthy || d.verdict == Verdict::kFinished ? 0 : 1;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -8,7 +8,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const GroupList& groups,
                                        int64_t reference_ns, double idle_after_s) {
@@ -26,4 +26,4 @@ std::vector<int> forming_hang_culprits(const std::vector<RankView>& views, const
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -11,7 +11,7 @@
 
 #include "rankscope/analyzers/hang/rank_list.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 std::string decimal_bytes(uint64_t b) {
@@ -119,4 +119,4 @@ std::vector<std::string> gather_findings(const format::GatherRecord& r) {
   return lines;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

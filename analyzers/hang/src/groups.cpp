@@ -4,7 +4,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 int role_order(const std::string& name) {
@@ -59,4 +59,4 @@ CollectiveRef collective_ref(const std::string& comm, const format::CollectiveSn
   return {comm, rec.seq, rec.op, rec.dtype, rec.count, rec.bytes, std::string(rec.range)};
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -31,7 +31,7 @@
 #include "rankscope/stacks/stack_import.h"
 #include "rankscope/torch_fr/fr_import.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 constexpr format::Option kOptions[] = {
@@ -653,4 +653,4 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
 }
 
 }  // namespace
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -10,7 +10,7 @@
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "rankscope/format/vocabulary.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 struct Artifact {
@@ -245,4 +245,4 @@ JoinedVerdict join_verdicts(const JoinInputs& in) {
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

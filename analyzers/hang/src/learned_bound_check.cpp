@@ -6,7 +6,7 @@
 #include "analysis_parts.h"
 #include "rankscope/format/clock.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 void consider(std::optional<Detection>& best, double& best_ratio, int rank, std::string what, int64_t open_ns,
@@ -53,4 +53,4 @@ std::optional<Detection> find_past_learned_bound(const std::vector<RankView>& vi
   return best;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -8,7 +8,7 @@
 
 #include "rankscope/analyzers/hang/rank_list.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using logs::LogFinding;
@@ -216,4 +216,4 @@ std::string render_log_findings(const LogReport& r) {
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -15,7 +15,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 const format::CollectiveSnapshot* at_seq(const format::CommSnapshot& c, uint64_t seq) {
@@ -273,4 +273,4 @@ std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views,
   return best;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

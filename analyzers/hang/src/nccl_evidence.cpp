@@ -16,7 +16,7 @@
 #include "analysis_parts.h"
 #include "wording.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 constexpr int64_t kLongNcclCallNs = 1'000'000'000;  // API calls take microseconds
@@ -141,4 +141,4 @@ std::string nccl_evidence_sentence(const Diagnosis& d, const std::vector<RankVie
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

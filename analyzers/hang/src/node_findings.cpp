@@ -13,7 +13,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // Ranks are "in the same state" when this agrees: the state, and for frozen ranks what the kernel
@@ -108,4 +108,4 @@ std::vector<NodeFinding> find_node_problems(const Diagnosis& d, const std::vecto
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -10,7 +10,7 @@
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // "at step 3 in forward/block0/attn" of the first culprit.
@@ -86,4 +86,4 @@ bool word_node(Diagnosis& d, const WordingFacts& f) {
   return true;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -27,7 +27,7 @@
 #include "analysis_parts.h"
 #include "rankscope/format/clock.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // The step statistic a rank published, in ns, with its wording; 0 when it learned none from
@@ -159,4 +159,4 @@ std::optional<Detection> find_idle_past_peer_wait(const std::vector<RankView>& v
   return best;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 std::string read_small_file(const std::filesystem::path& p) {
@@ -103,4 +103,4 @@ ProcessStatus SystemProcessTable::status(const std::string& host, int pid) {
   return proc;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -9,7 +9,7 @@
 
 #include "rankscope/format/clock.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using Signature = std::vector<std::tuple<int, int64_t, uint64_t, uint64_t, uint32_t>>;
@@ -88,4 +88,4 @@ Result<WatchResult> watch_until_stalled(const std::filesystem::path& dir, const 
   }
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -12,7 +12,7 @@
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // Beyond this many hosts a list names how many hosts, not which: 16K ranks stay one line.
@@ -58,4 +58,4 @@ int count_hosts(const std::vector<RankReport>& ranks) {
   return int(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

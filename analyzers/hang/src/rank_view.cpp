@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 const std::string& RankView::innermost() const {
   static const std::string kNone;
@@ -70,4 +70,4 @@ std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessT
   return views;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

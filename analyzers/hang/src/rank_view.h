@@ -14,7 +14,7 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/saturating.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct RankView {
   int rank = 0;
@@ -51,4 +51,4 @@ struct RankView {
 
 std::vector<RankView> build_rank_views(const format::RunDirectory& run, ProcessTable& processes);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -15,7 +15,7 @@
 
 #include "rankscope/format/json_text.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // The pieces every object below is made of, over RapidJSON's PrettyWriter: strings made valid
@@ -362,4 +362,4 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras) {
 
 nlohmann::json render_json(const Diagnosis& d) { return nlohmann::json::parse(render_json_text(d)); }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -12,7 +12,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "wording.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // What a rank is doing, without per-rank numbers, so identical states group together.
@@ -163,4 +163,4 @@ std::string render_text(const Diagnosis& d) {
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -11,7 +11,7 @@
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/snapshot_stream.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 Liveness liveness_from_name(std::string_view name) {
   if (name == "alive") return Liveness::kAlive;
@@ -125,4 +125,4 @@ bool SnapshotProcessTable::speaks_for_boot(const std::string& /*host*/, const st
   return boot_id.empty() || boot_ids_.count(boot_id) > 0;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -12,7 +12,7 @@
 #include "rankscope/format/clock.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 // Runs `command` (built from numbers only, so no quoting issue) and returns its output.
@@ -84,4 +84,4 @@ StackCaptureReport capture_stacks(Diagnosis& d, const std::filesystem::path& run
   return report;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -11,7 +11,7 @@
 
 #include "rankscope/analyzers/hang/rank_list.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 using stacks::Frame;
@@ -327,4 +327,4 @@ nlohmann::json stack_json(const StackSummary& s) {
   return j;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

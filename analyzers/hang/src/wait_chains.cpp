@@ -11,7 +11,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 std::vector<WaitChain> wait_chains(const WaitGraph& g, const std::vector<int>& culprits, const std::vector<RankView>& views) {
   // Who waits on whom, backwards: target -> (waiter, comm).
@@ -75,4 +75,4 @@ std::vector<WaitChain> wait_chains(const WaitGraph& g, const std::vector<int>& c
   return out;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -21,7 +21,7 @@
 
 #include "analysis_parts.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 namespace {
 
@@ -163,4 +163,4 @@ WaitGraph build_wait_graph(const std::vector<RankView>& views, const GroupList& 
   return g;
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

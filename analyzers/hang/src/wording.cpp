@@ -10,7 +10,7 @@
 
 #include "rankscope/analyzers/hang/rank_list.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 namespace {
 
 const RankReport* find_rank(const Diagnosis& d, int rank) {
@@ -559,4 +559,4 @@ void compose_wording(Diagnosis& d, const WordingFacts& f) {
   if (d.verdict == Verdict::kHang || d.verdict == Verdict::kCrash) word_node(d, f);
 }
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -11,7 +11,7 @@
 
 #include "rankscope/analyzers/hang/diagnosis.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 // Facts the classifier knew that the Diagnosis does not carry.
 struct WordingFacts {
@@ -60,4 +60,4 @@ void word_count_mismatch(Diagnosis& d, const WordingFacts& facts);
 // Fills d.headline and d.explanation.
 void compose_wording(Diagnosis& d, const WordingFacts& facts);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -6,7 +6,7 @@
 
 #include "rankscope/analyzers/synth.h"
 
-namespace rankscope::synth {
+namespace rankscope::analyzers::synth {
 namespace {
 
 struct KindName {
@@ -98,4 +98,4 @@ std::string describe_fault(const FaultSpec& f) {
   return "?";
 }
 
-}  // namespace rankscope::synth
+}  // namespace rankscope::analyzers::synth

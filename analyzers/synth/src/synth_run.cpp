@@ -31,7 +31,7 @@
 #include "rankscope/format/run_metadata.h"
 #include "step_program.h"
 
-namespace rankscope::synth {
+namespace rankscope::analyzers::synth {
 namespace {
 
 using format::CollectiveOp;
@@ -815,4 +815,4 @@ Result<SynthSummary> write_synthetic_run(const std::filesystem::path& dir, const
   return sim.run();
 }
 
-}  // namespace rankscope::synth
+}  // namespace rankscope::analyzers::synth

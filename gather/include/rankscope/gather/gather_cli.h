@@ -25,7 +25,7 @@ int snapshot_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 int gather_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 // hangdoctor: with --slurm or --hosts, gathers first (into --gather-dir or a temporary folder) and
 // diagnoses what was gathered; otherwise run_hangdoctor unchanged.
-int hangdoctor_main(Args args, const hang::HangdoctorEnv& env = {});
+int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env = {});
 // Every flag of hangdoctor that takes a value, its own and the gathering ones: what the exception
 // boundary of its main skips when it names the input.
 std::vector<std::string_view> hangdoctor_value_flags();

@@ -27,7 +27,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/run_directory.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct ClassifyOptions {
   double stuck_after_s = 10;       // no progress anywhere for this long -> stuck
@@ -53,4 +53,4 @@ struct ClassifyOptions {
 
 Diagnosis diagnose(const format::RunDirectory& run, ProcessTable& processes, const ClassifyOptions& options = {});
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

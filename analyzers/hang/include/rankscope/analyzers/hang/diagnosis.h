@@ -14,7 +14,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/vocabulary.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 enum class Verdict { kHealthy, kFinished, kHang, kDesync, kCrash };
 enum class Kind {
@@ -194,4 +194,4 @@ const std::string& host_of(const Diagnosis& d, int rank);
 // 0 healthy or finished, 1 a problem was found.
 int exit_code(const Diagnosis& d);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

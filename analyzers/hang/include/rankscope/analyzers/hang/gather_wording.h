@@ -10,7 +10,7 @@
 
 #include "rankscope/format/gathered_run.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 std::string gather_headline(const format::GatherRecord& record);
 // "node n4 is unreachable (no answer within the 20.0 s deadline): its ranks 12-15 are unseen", one
@@ -21,4 +21,4 @@ std::vector<std::string> gather_findings(const format::GatherRecord& record);
 // "n[00012-00043],login1": a list of host names as Slurm compresses node lists.
 std::string compress_hosts(const std::vector<std::string>& hosts);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -15,7 +15,7 @@
 #include "rankscope/analyzers/hang/stack_capture.h"
 #include "rankscope/format/option_table.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct HangdoctorEnv {
   ProcessTable* processes = nullptr;   // null: the system's
@@ -33,4 +33,4 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
 // its --help lists.
 std::span<const format::Option> hangdoctor_options();
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

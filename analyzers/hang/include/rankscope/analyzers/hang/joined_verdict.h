@@ -26,7 +26,7 @@
 #include "rankscope/analyzers/hang/log_verdict.h"
 #include "rankscope/analyzers/hang/stack_verdict.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct JoinInputs {
   std::optional<Diagnosis> dumps;     // the classifier on the Flight Recorder dumps
@@ -43,4 +43,4 @@ struct JoinedVerdict {
 
 JoinedVerdict join_verdicts(const JoinInputs& in);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -12,7 +12,7 @@
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/logs/log_import.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct LogVerdict {
   Diagnosis diagnosis;
@@ -24,4 +24,4 @@ LogVerdict diagnose_log(const logs::LogImport& log, ClassifyOptions options = {}
 // The findings as text lines for the report ("  ! rank 3 on n2 printed a network error ...").
 std::string render_log_findings(const LogReport& r);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

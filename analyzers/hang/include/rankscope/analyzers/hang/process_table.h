@@ -14,7 +14,7 @@
 
 #include "process_liveness.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 using analyzers::Liveness;
 
@@ -78,4 +78,4 @@ class SystemProcessTable final : public ProcessTable {
 // Reads `proc_root`/PID/task/*/stat and wchan with no liveness check (the part tests fake).
 ProcessStatus read_proc_status(const std::filesystem::path& proc_root, int pid);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -14,7 +14,7 @@
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/status.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 struct WatchOptions {
   double quiet_s = 10;                 // no progress for this long -> stop
@@ -37,4 +37,4 @@ struct WatchResult {
 // Fails only when the run directory never became readable within quiet_s.
 Result<WatchResult> watch_until_stalled(const std::filesystem::path& dir, const WatchOptions& options);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -4,8 +4,8 @@
 
 #include "rankscope/format/rank_list.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 using format::compress_ranks;
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

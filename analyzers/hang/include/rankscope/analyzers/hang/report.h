@@ -52,7 +52,7 @@
 
 #include "rankscope/analyzers/hang/diagnosis.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 inline constexpr int kHangReportSchemaVersion = 2;
 
@@ -100,4 +100,4 @@ std::string render_json_text(const Diagnosis& d, const ReportExtras& extras = {}
 // The same report parsed, for callers that look fields up (tests, tools that embed it).
 nlohmann::json render_json(const Diagnosis& d);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

@@ -19,7 +19,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/status.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 class SnapshotProcessTable final : public ProcessTable {
  public:
@@ -49,4 +49,4 @@ class SnapshotProcessTable final : public ProcessTable {
 Liveness liveness_from_name(std::string_view name);
 OsRunState os_run_state_from_name(std::string_view name);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

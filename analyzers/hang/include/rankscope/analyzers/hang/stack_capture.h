@@ -15,7 +15,7 @@
 #include "rankscope/analyzers/hang/process_table.h"
 #include "rankscope/format/status.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 class StackCollector {
  public:
@@ -38,4 +38,4 @@ struct StackCaptureReport {
 StackCaptureReport capture_stacks(Diagnosis& d, const std::filesystem::path& run_dir, ProcessTable& processes,
                                   StackCollector& collector, int max_ranks = 8);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang

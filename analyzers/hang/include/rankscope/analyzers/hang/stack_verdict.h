@@ -23,7 +23,7 @@
 #include "rankscope/analyzers/hang/diagnosis.h"
 #include "rankscope/stacks/stack_import.h"
 
-namespace rankscope::hang {
+namespace rankscope::analyzers::hang {
 
 enum class StackWhere { kCollective, kBackward, kDataLoader, kElsewhere, kNoStack };
 std::string_view stack_where_name(StackWhere w);  // collective | backward | dataloader | elsewhere | no_stack
@@ -68,4 +68,4 @@ std::string describe_rank_stack(const RankStackView& v);
 std::string render_stack_text(const StackSummary& s);
 nlohmann::json stack_json(const StackSummary& s);
 
-}  // namespace rankscope::hang
+}  // namespace rankscope::analyzers::hang
