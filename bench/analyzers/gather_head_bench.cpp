@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
         if (s.find("unreachable") != std::string::npos) ++dead_lines, grouped = s;
       }
     const bool names_culprit = culprits == std::vector<int>{sim->culprit};
-    const bool one_finding = dead_lines == 1 && grouped.find(fmt::format("{} nodes", sim->dead_hosts.size())) != std::string::npos &&
+    const bool one_finding = dead_lines == 1 &&
+                             grouped.find(fmt::format("{} nodes", sim->dead_hosts.size())) != std::string::npos &&
                              grouped.find(analyzers::hang::compress_ranks(sim->dead_ranks)) != std::string::npos;
     std::printf("names the culprit (rank %d) alone: %s; the dead switch's %zu nodes in one finding: %s\n", sim->culprit,
                 names_culprit ? "yes" : "no", sim->dead_hosts.size(), one_finding || sim->dead_hosts.empty() ? "yes" : "no");

@@ -21,7 +21,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 struct HangTiming {
   std::vector<double> open_s, diagnose_s, render_s, total_s;  // sorted, 5 each
-  analyzers::hang::Diagnosis diagnosis;            // of the last repetition
+  analyzers::hang::Diagnosis diagnosis;                       // of the last repetition
   bool ok = false;
   double median() const { return total_s[2]; }
 };

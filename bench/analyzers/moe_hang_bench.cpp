@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("synth: %d ranks (tp %d x dp %d), %d experts over ep groups of %d, %d steps, %s: %.2f s, %.1f MiB\n",
-              ranks, o.tp, ranks / o.tp, o.moe_experts, ep, steps, analyzers::synth::describe_fault(summary->fault).c_str(),
-              bench::seconds_since(t0), double(summary->bytes_written) / (1 << 20));
+              ranks, o.tp, ranks / o.tp, o.moe_experts, ep, steps,
+              analyzers::synth::describe_fault(summary->fault).c_str(), bench::seconds_since(t0),
+              double(summary->bytes_written) / (1 << 20));
 
   const bench::HangTiming t = bench::time_hangdoctor(dir);
   if (!t.ok) return 2;
@@ -53,8 +54,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   const auto& f = summary->fault;
   const int peer_world = (5 / o.tp / ep * ep + f.peer) * o.tp + 5 % o.tp;  // the miscounted peer's world rank
-  const bool right = d.kind == analyzers::hang::Kind::kA2aCountMismatch && d.count_mismatch && d.count_mismatch->receiver == 5 &&
-                     d.count_mismatch->sender == peer_world;
+  const bool right = d.kind == analyzers::hang::Kind::kA2aCountMismatch && d.count_mismatch &&
+                     d.count_mismatch->receiver == 5 && d.count_mismatch->sender == peer_world;
   if (!right) std::fprintf(stderr, "moe_hang_bench: wrong diagnosis\n");
   return right ? 0 : 1;
 }

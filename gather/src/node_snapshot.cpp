@@ -96,7 +96,8 @@ std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnaps
 
 }  // namespace
 
-Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out, analyzers::hang::ProcessTable& processes,
+Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out,
+                                                analyzers::hang::ProcessTable& processes,
                                                 analyzers::hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec))

@@ -56,8 +56,8 @@ analyzers::synth::SynthOptions delayed(analyzers::synth::SynthOptions o, int ran
 }
 
 // The diff of two synthetic runs, written under scratch() by those names.
-Result<DiffReport> diff_synth(const std::string& base_name, const analyzers::synth::SynthOptions& base, const std::string& new_name,
-                              const analyzers::synth::SynthOptions& now) {
+Result<DiffReport> diff_synth(const std::string& base_name, const analyzers::synth::SynthOptions& base,
+                              const std::string& new_name, const analyzers::synth::SynthOptions& now) {
   return diff_runs(write(base_name, base), write(new_name, now));
 }
 

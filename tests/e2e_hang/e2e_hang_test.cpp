@@ -13,7 +13,6 @@ namespace {
 using namespace e2e;
 using e2e::Verdict;  // the verdict of one hangdoctor run, not analyzers::hang::Verdict
 
-
 TEST(E2eHang, StallInEmbeddingTp2) {
   const auto base = scratch();
   Job job(base, 2, 2, 20, {"--inject", "stall:rank=1,range=forward/embed,step=2"});

@@ -1,8 +1,8 @@
 // fuzz_command.h — what the whole-command fuzz targets share: run hangdoctor as its main does, with its
 // output kept in memory, and treat its exception boundary firing as a finding.
 //
-// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (analyzers::hang::run_hangdoctor: discovery, the
-// import, diagnose, the wording, the text and the JSON report), stdout and stderr in memory; and
+// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (analyzers::hang::run_hangdoctor: discovery,
+// the import, diagnose, the wording, the text and the JSON report), stdout and stderr in memory; and
 // boundary_fired(err, input): the line format/command_boundary.cpp writes when anything was thrown.
 // A throw is a clean exit 2 for the user, but for the fuzzer it is a bug a file found, so the targets
 // trap on it and libFuzzer keeps the input. Is not: a fuzz target (fuzz_hangdoctor_*.cpp).
@@ -33,7 +33,8 @@ class NoProcesses final : public analyzers::hang::ProcessTable {
   std::string local_host() override { return "fuzz-host-that-is-no-writer"; }
 };
 
-inline CommandRun run_hangdoctor_on(const std::vector<std::string>& argv, analyzers::hang::ProcessTable* processes = nullptr) {
+inline CommandRun run_hangdoctor_on(const std::vector<std::string>& argv,
+                                    analyzers::hang::ProcessTable* processes = nullptr) {
   char* out_buf = nullptr;
   char* err_buf = nullptr;
   size_t out_len = 0, err_len = 0;

@@ -49,7 +49,9 @@ const analyzers::hang::LogReport::Finding* finding(const analyzers::hang::LogVer
   return nullptr;
 }
 
-std::string dump(const analyzers::hang::LogVerdict& v) { return analyzers::hang::render_text(v.diagnosis) + analyzers::hang::render_log_findings(v.report); }
+std::string dump(const analyzers::hang::LogVerdict& v) {
+  return analyzers::hang::render_text(v.diagnosis) + analyzers::hang::render_log_findings(v.report);
+}
 
 // Four ranks on two hosts, one communicator; every rank makes `calls[r]` all-reduces.
 std::string coll_job(const std::vector<int>& calls, int odd_rank = -1, long odd_count = 0, int odd_call = -1) {

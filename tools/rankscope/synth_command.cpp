@@ -135,7 +135,8 @@ int synth_command(Args args) {
               summary->fault.kind == analyzers::synth::FaultKind::kNone
                   ? std::string("healthy, finished").c_str()
                   : ("fault " + analyzers::synth::describe_fault(summary->fault) +
-                     (summary->hang_step >= 0 ? ", stuck at step " + std::to_string(summary->hang_step) : std::string(", finished")))
+                     (summary->hang_step >= 0 ? ", stuck at step " + std::to_string(summary->hang_step)
+                                              : std::string(", finished")))
                         .c_str(),
               double(summary->bytes_written) / (1024.0 * 1024.0));
   return 0;

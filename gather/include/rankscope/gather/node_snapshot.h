@@ -46,7 +46,8 @@ struct NodeSnapshotSummary {
 // Writes the stream for `run_dir` to `out`. Fails when run_dir is not a directory or the stream
 // cannot be written; a file that cannot be read is skipped and named in the manifest.
 Result<NodeSnapshotSummary> write_node_snapshot(const std::filesystem::path& run_dir, std::FILE* out,
-                                                analyzers::hang::ProcessTable& processes, analyzers::hang::StackCollector& stacks,
+                                                analyzers::hang::ProcessTable& processes,
+                                                analyzers::hang::StackCollector& stacks,
                                                 const NodeSnapshotOptions& options = {});
 
 }  // namespace rankscope::gather
