@@ -1,5 +1,4 @@
-// rank_hosts.cpp — ranks named with their hosts in sentences: "rank 9 on n3", "ranks 0-3 (n1),
-// 4-7 (n2)".
+// rank_hosts.cpp — see rank_hosts.h.
 //
 // Is: the host lookup of a decided Diagnosis and the rank lists of the wording. With one host (or
 // none known) a list reads as before, without a host: a local run's sentences do not change. Is
@@ -9,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "rankscope/analyzers/hang/rank_hosts.h"
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rankscope/analyzers/hang/diagnosis.h"
+#include "rankscope/analyzers/hang/rank_hosts.h"
 
 namespace rankscope::analyzers::hang {
 
@@ -39,13 +40,6 @@ std::string human_seconds(double s);       // "31 s", "3.1 s", "450 ms"
 std::string how_long(const Diagnosis& d, double s, std::string_view live_word);
 // "allreduce #57 on tp0 (3.1 MiB fp32)"
 std::string collective_phrase(const CollectiveRef& c);
-
-// rank_hosts.cpp. "0-3 (n1), 4-7 (n2)" or "12-15 on n4" (with more than one host; "0-7" with one): a rank list
-// whose every rank carries its host; who() adds "rank"/"ranks" in front.
-std::string ranks_on_hosts(const Diagnosis& d, const std::vector<int>& ranks);
-std::string who(const Diagnosis& d, const std::vector<int>& ranks);
-// Distinct non-empty hosts among the reports.
-int count_hosts(const std::vector<RankReport>& ranks);
 
 // " Also waiting: ranks 0,4 in allreduce #6 on dp0." for waiters outside the verdict's collective.
 std::string downstream_sentence(const Diagnosis& d, const WordingFacts& facts);
