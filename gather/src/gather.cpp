@@ -17,11 +17,11 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "node_launch.h"
 #include "rankscope/format/rank_summary.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
-#include "text_stream.h"
+#include "rankscope/gather/node_launch.h"
+#include "rankscope/gather/text_stream.h"
 
 namespace rankscope::gather {
 namespace {

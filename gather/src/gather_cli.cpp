@@ -19,11 +19,11 @@
 
 #include <fmt/format.h>
 
-#include "node_launch.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
 #include "rankscope/gather/gather.h"
+#include "rankscope/gather/node_launch.h"
 #include "rankscope/gather/node_snapshot.h"
-#include "text_stream.h"
+#include "rankscope/gather/text_stream.h"
 
 namespace rankscope::gather {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "node_launch.h"
 #include "rankscope/gather/gather.h"
+#include "rankscope/gather/node_launch.h"
 
 namespace rankscope::gather {
 namespace {

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "node_launch.h"
+#include "rankscope/gather/node_launch.h"
 
 namespace rankscope::gather {
 namespace {

@@ -1,5 +1,5 @@
 // node_launch.cpp — fork/exec, pipes and one poll loop for every node's command.
-#include "node_launch.h"
+#include "rankscope/gather/node_launch.h"
 
 #include <fcntl.h>
 #include <poll.h>

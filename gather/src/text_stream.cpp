@@ -1,5 +1,5 @@
 // text_stream.cpp — base64 lines, and their split by srun's task labels.
-#include "text_stream.h"
+#include "rankscope/gather/text_stream.h"
 
 #include <array>
 
