@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "rankscope/gather/node_simulator.h"
 #include "self_usage.h"
@@ -81,11 +81,11 @@ int main(int argc, char** argv) {
     }
     const std::string dir = root.string(), json = (root.parent_path() / fmt::format("rs_gather_head_bench_{}.json", ::getpid())).string();
     std::vector<std::string_view> args{dir, "--json", json};
-    analyzers::hang::HangdoctorEnv env;
+    rankscope::cli::HangdoctorEnv env;
     env.out = std::tmpfile();
     env.err = std::tmpfile();
     t = std::chrono::steady_clock::now();
-    const int rc = analyzers::hang::run_hangdoctor(args, env);
+    const int rc = rankscope::cli::run_hangdoctor(args, env);
     const double verdict_wall = since(t);
     auto u2 = bench::self_usage();
     std::fclose(env.out);

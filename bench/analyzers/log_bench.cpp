@@ -28,7 +28,7 @@
 
 #include "process_usage.h"
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "self_usage.h"
 
 namespace rankscope::bench {
@@ -24,12 +24,12 @@ struct TimedRun {
 // `hangdoctor ARGS...` with its text to `out` (nullptr: discarded) and its errors discarded.
 inline TimedRun time_hangdoctor_cli(std::vector<std::string_view> args, std::FILE* out) {
   std::FILE* sink = std::fopen("/dev/null", "w");
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = out ? out : sink;
   env.err = sink;
   const auto t0 = std::chrono::steady_clock::now();
   TimedRun r;
-  r.exit_code = analyzers::hang::run_hangdoctor(args, env);
+  r.exit_code = rankscope::cli::run_hangdoctor(args, env);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.usage = self_usage();
   std::fclose(sink);

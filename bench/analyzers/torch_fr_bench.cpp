@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "fr_scenarios.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/torch_fr/fr_import.h"
 
 int main(int argc, char** argv) {
@@ -34,14 +34,14 @@ int main(int argc, char** argv) {
   std::vector<std::string_view> args = {d, "--json", json};
   std::FILE* sink = std::fopen("/dev/null", "w");
   std::FILE* text = std::tmpfile();
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = text;
   env.err = sink;
   const auto ti = std::chrono::steady_clock::now();
   const bool imported = torch_fr::import_fr_dumps(dir).ok();
   const double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ti).count();
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = analyzers::hang::run_hangdoctor(args, env);
+  const int rc = rankscope::cli::run_hangdoctor(args, env);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::rewind(text);
   char line[4096] = {0};

@@ -27,7 +27,7 @@
 #include "process_usage.h"
 
 #include "fr_megatron_job.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 namespace {
 

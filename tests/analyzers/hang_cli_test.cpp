@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hang_test_support.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/format/run_directory_layout.h"
 
 namespace rankscope::analyzers::hang {
@@ -32,7 +32,7 @@ struct Outcome {
   std::string out, err;
 };
 
-// `after_text_report`: HangdoctorEnv's hook (a test throws from it).
+// `after_text_report`: cli::HangdoctorEnv's hook (a test throws from it).
 Outcome hangdoctor(std::vector<std::string> argv, std::function<void()> after_text_report = {}) {
   char* out_buf = nullptr;
   char* err_buf = nullptr;
@@ -40,11 +40,11 @@ Outcome hangdoctor(std::vector<std::string> argv, std::function<void()> after_te
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
   FakeProcessTable procs;
-  HangdoctorEnv env{&procs, nullptr, out, err};
+  cli::HangdoctorEnv env{&procs, nullptr, out, err};
   env.after_text_report = std::move(after_text_report);
   std::vector<std::string_view> args(argv.begin(), argv.end());
   Outcome o;
-  o.code = run_hangdoctor(args, env);
+  o.code = cli::run_hangdoctor(args, env);
   std::fclose(out);
   std::fclose(err);
   o.out.assign(out_buf, out_len);
@@ -158,10 +158,10 @@ TEST(HangCli, AThrowInsideTheAnalysisIsExitTwoAndOneLineNamingTheInput) {
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
   ThrowingProcessTable procs;
-  HangdoctorEnv env{&procs, nullptr, out, err};
+  cli::HangdoctorEnv env{&procs, nullptr, out, err};
   const std::string dir = stuck.dir.string();
   const std::vector<std::string_view> args = {"--json", "-", dir};
-  const int code = run_hangdoctor(args, env);
+  const int code = cli::run_hangdoctor(args, env);
   std::fclose(out);
   std::fclose(err);
   const std::string err_text(err_buf, err_len);

@@ -15,7 +15,7 @@
 #include "rankscope/analyzers/device_timeline/kernels_analyzer.h"
 #include "rankscope/analyzers/device_timeline/kernels_json.h"
 #include "rankscope/analyzers/diff/run_diff.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
 #include "rankscope/analyzers/scaling/sweep.h"
@@ -324,9 +324,9 @@ TEST(HtmlReport, HangdoctorsJoinedVerdictRendersInChromium) {
   const std::string run = (fs::path(RANKSCOPE_SOURCE_DIR) / "tests/fixtures/torch-jobs/pipeline_sleep").string();
   const std::string out = file.string();
   const std::vector<std::string_view> args = {run, "--html", out, "--quiet"};
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = env.err = std::tmpfile();
-  EXPECT_EQ(analyzers::hang::run_hangdoctor(args, env), 1);
+  EXPECT_EQ(rankscope::cli::run_hangdoctor(args, env), 1);
   std::fclose(env.out);
   ASSERT_TRUE(fs::exists(file));
   std::string dom;

@@ -103,11 +103,11 @@ TEST(E2eDiagnosis, CleanRunUnderLoadRaisesNoSuspicion) {
       std::vector<std::string> argv = {job.run_dir().string(), "--json", (base / "d.json").string()};
       std::vector<std::string_view> args(argv.begin(), argv.end());
       std::FILE* devnull = std::fopen("/dev/null", "w");
-      HangdoctorEnv env;
+      cli::HangdoctorEnv env;
       env.out = devnull;
       env.err = devnull;
       Verdict x;
-      x.code = run_hangdoctor(args, env);
+      x.code = cli::run_hangdoctor(args, env);
       std::fclose(devnull);
       std::ifstream in(base / "d.json");
       if (in) x.j = json::parse(in, nullptr, false);

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/format/run_directory.h"
 
 namespace rankscope::analyzers::hang::e2e {
@@ -144,11 +144,11 @@ inline Verdict hangdoctor(const std::filesystem::path& run_dir, bool wait, bool 
   char* buf = nullptr;
   size_t len = 0;
   std::FILE* out = open_memstream(&buf, &len);
-  HangdoctorEnv env;
+  cli::HangdoctorEnv env;
   env.out = out;
   std::vector<std::string_view> args(argv.begin(), argv.end());
   Verdict v;
-  v.code = run_hangdoctor(args, env);
+  v.code = cli::run_hangdoctor(args, env);
   std::fclose(out);
   v.text.assign(buf, len);
   std::free(buf);
@@ -245,10 +245,10 @@ inline StallTiming stall_to_verdict(const std::filesystem::path& base, int64_t s
     std::vector<std::string> argv = {job.run_dir().string(), "--json", json_file.string()};
     std::vector<std::string_view> args(argv.begin(), argv.end());
     std::FILE* devnull = std::fopen("/dev/null", "w");
-    HangdoctorEnv env;
+    cli::HangdoctorEnv env;
     env.out = devnull;
     env.err = devnull;
-    const int code = run_hangdoctor(args, env);
+    const int code = cli::run_hangdoctor(args, env);
     const int64_t verdict_ns = unix_now_ns();
     std::fclose(devnull);
     if (code == 1) {

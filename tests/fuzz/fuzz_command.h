@@ -1,7 +1,7 @@
 // fuzz_command.h — what the whole-command fuzz targets share: run hangdoctor as its main does, with its
 // output kept in memory, and treat its exception boundary firing as a finding.
 //
-// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (analyzers::hang::run_hangdoctor: discovery,
+// Is: run_hangdoctor_on(args[, processes]): hangdoctor's own entry point (rankscope::cli::run_hangdoctor: discovery,
 // the import, diagnose, the wording, the text and the JSON report), stdout and stderr in memory; and
 // boundary_fired(err, input): the line format/command_boundary.cpp writes when anything was thrown.
 // A throw is a clean exit 2 for the user, but for the fuzzer it is a bug a file found, so the targets
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/process_table.h"
 
 namespace rankscope::fuzz {
@@ -40,13 +40,13 @@ inline CommandRun run_hangdoctor_on(const std::vector<std::string>& argv,
   size_t out_len = 0, err_len = 0;
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.processes = processes;
   env.out = out;
   env.err = err;
   const std::vector<std::string_view> args(argv.begin(), argv.end());
   CommandRun run;
-  run.code = analyzers::hang::run_hangdoctor(args, env);
+  run.code = rankscope::cli::run_hangdoctor(args, env);
   std::fclose(out);
   std::fclose(err);
   run.out.assign(out_buf, out_len);

@@ -12,7 +12,7 @@
 
 #include "gather_test_support.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/format/rank_list.h"
 #include "rankscope/gather/node_simulator.h"
 
@@ -32,11 +32,11 @@ struct HeadVerdict {
 HeadVerdict hangdoctor_json(const fs::path& dir) {
   const std::string d = dir.string(), j = (dir.parent_path() / "verdict.json").string();
   std::vector<std::string_view> args{d, "--json", j};
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   HeadVerdict v;
-  v.rc = analyzers::hang::run_hangdoctor(args, env);
+  v.rc = rankscope::cli::run_hangdoctor(args, env);
   std::rewind(env.out);
   for (int c; (c = std::fgetc(env.out)) != EOF;) v.text.push_back(char(c));
   std::fclose(env.out);

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather_test_support.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/gather/gather.h"
 
@@ -25,10 +25,10 @@ using testing::write_fake_node;
 nlohmann::json diagnose_json(const fs::path& dir, const fs::path& json_file) {
   const std::string d = dir.string(), j = json_file.string();
   std::vector<std::string_view> args{d, "--json", j, "--quiet"};
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
-  analyzers::hang::run_hangdoctor(args, env);
+  rankscope::cli::run_hangdoctor(args, env);
   std::fclose(env.out);
   std::fclose(env.err);
   std::ifstream in(json_file);

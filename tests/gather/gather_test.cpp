@@ -21,7 +21,7 @@
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/gather/gather.h"
-#include "rankscope/gather/gather_cli.h"
+#include "rankscope/cli/gather_cli.h"
 #include "rankscope/gather/node_snapshot.h"
 
 namespace rankscope::gather {
@@ -49,11 +49,11 @@ std::string slurp(std::FILE* f) {
 
 Ran hangdoctor(std::vector<std::string> args) {
   std::vector<std::string_view> views(args.begin(), args.end());
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   Ran r;
-  r.rc = hangdoctor_main(views, env);
+  r.rc = cli::hangdoctor_main(views, env);
   r.out = slurp(env.out);
   r.err = slurp(env.err);
   return r;
@@ -64,7 +64,7 @@ Ran gather_cli(std::vector<std::string> args) {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   Ran r;
-  r.rc = gather_main(views, out, err);
+  r.rc = cli::gather_main(views, out, err);
   r.out = slurp(out);
   r.err = slurp(err);
   return r;

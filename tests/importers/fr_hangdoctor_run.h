@@ -1,4 +1,4 @@
-// fr_hangdoctor_run.h — test utility: runs hangdoctor's main (run_hangdoctor) in-process on a path
+// fr_hangdoctor_run.h — test utility: runs hangdoctor's main (cli::run_hangdoctor) in-process on a path
 // and returns its exit status, its text streams and, with --json -, the parsed JSON report.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 namespace rankscope::torch_fr::testing {
 
@@ -29,11 +29,11 @@ inline std::string drain(std::FILE* f) {
 
 inline HangdoctorRun run_hangdoctor_on(const std::vector<std::string>& argv) {
   std::vector<std::string_view> args(argv.begin(), argv.end());
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = std::tmpfile();
   env.err = std::tmpfile();
   HangdoctorRun r;
-  r.code = analyzers::hang::run_hangdoctor(args, env);
+  r.code = rankscope::cli::run_hangdoctor(args, env);
   r.out = drain(env.out);
   r.err = drain(env.err);
   const bool json = argv.size() >= 2 && argv[argv.size() - 2] == "--json" && argv.back() == "-";

@@ -11,7 +11,7 @@
 #include "fr_fixture_set.h"
 #include "fr_hangdoctor_run.h"
 #include "rankscope/analyzers/hang/classifier.h"
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/report.h"
 #include "rankscope/torch_fr/fr_dump.h"
 #include "rankscope/torch_fr/fr_import.h"
@@ -195,10 +195,10 @@ TEST(FrImport, HangdoctorOnAPrefixSaysWhatItReadThenTheVerdict) {
   std::vector<std::string_view> args = {prefix};
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = out;
   env.err = err;
-  EXPECT_EQ(analyzers::hang::run_hangdoctor(args, env), 1);
+  EXPECT_EQ(rankscope::cli::run_hangdoctor(args, env), 1);
   std::rewind(out);
   char line[4096] = {0};
   ASSERT_TRUE(std::fgets(line, sizeof line, out));

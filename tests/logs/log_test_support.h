@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 namespace rankscope::logs::testing {
 
@@ -62,12 +62,12 @@ inline Cli hangdoctor(std::vector<std::string> argv) {
   size_t out_len = 0, err_len = 0;
   std::FILE* out = open_memstream(&out_buf, &out_len);
   std::FILE* err = open_memstream(&err_buf, &err_len);
-  analyzers::hang::HangdoctorEnv env;
+  rankscope::cli::HangdoctorEnv env;
   env.out = out;
   env.err = err;
   std::vector<std::string_view> args(argv.begin(), argv.end());
   Cli c;
-  c.code = analyzers::hang::run_hangdoctor(args, env);
+  c.code = rankscope::cli::run_hangdoctor(args, env);
   std::fclose(out);
   std::fclose(err);
   c.out.assign(out_buf, out_len);

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "import_summary_output.h"
-#include "rankscope/gather/gather_cli.h"
+#include "rankscope/cli/gather_cli.h"
 #include "rankscope/kineto/kineto_import.h"
 #include "subcommands.h"
 
@@ -70,7 +70,7 @@ int import_kineto_command(Args args) {
       return 0;
     }
     bool gather_value = false;
-    if (gather::is_gather_flag(a, &gather_value)) {
+    if (rankscope::cli::is_gather_flag(a, &gather_value)) {
       gather_args.push_back(a);
       if (gather_value && has_value) gather_args.push_back(args[++i]);
       continue;
@@ -97,7 +97,7 @@ int import_kineto_command(Args args) {
   if (!gather_args.empty()) {
     std::vector<std::string> on_nodes;
     for (const auto& p : inputs) on_nodes.push_back(p.string());
-    auto r = gather::import_kineto_on_nodes(gather_args, on_nodes, out, options);
+    auto r = rankscope::cli::import_kineto_on_nodes(gather_args, on_nodes, out, options);
     if (!r.ok()) {
       std::fprintf(stderr, "rankscope import-kineto: %s\n", r.status().user_text().c_str());
       return 2;

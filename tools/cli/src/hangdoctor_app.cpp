@@ -1,5 +1,5 @@
 // hangdoctor_app.cpp — `hangdoctor RUN_DIR [--json FILE] [--wait SECONDS] [--stacks]`.
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 #include <algorithm>
 #include <charconv>
@@ -15,7 +15,7 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
-#include "wording.h"
+#include "rankscope/analyzers/hang/rank_hosts.h"
 #include "rankscope/analyzers/hang/joined_verdict.h"
 #include "rankscope/analyzers/hang/log_verdict.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
@@ -31,7 +31,9 @@
 #include "rankscope/stacks/stack_import.h"
 #include "rankscope/torch_fr/fr_import.h"
 
-namespace rankscope::analyzers::hang {
+namespace rankscope::cli {
+// The analysis this command runs: its types and functions by their own names.
+using namespace rankscope::analyzers::hang;
 namespace {
 
 constexpr format::Option kOptions[] = {
@@ -653,4 +655,4 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
 }
 
 }  // namespace
-}  // namespace rankscope::analyzers::hang
+}  // namespace rankscope::cli

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/analyzers/hang/hangdoctor_app.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/gather/kineto_gather.h"
 
-namespace rankscope::gather {
+namespace rankscope::cli {
 
 using Args = std::span<const std::string_view>;
 
@@ -25,7 +25,7 @@ int snapshot_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 int gather_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
 // hangdoctor: with --slurm or --hosts, gathers first (into --gather-dir or a temporary folder) and
 // diagnoses what was gathered; otherwise run_hangdoctor unchanged.
-int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env = {});
+int hangdoctor_main(Args args, const HangdoctorEnv& env = {});
 // Every flag of hangdoctor that takes a value, its own and the gathering ones: what the exception
 // boundary of its main skips when it names the input.
 std::vector<std::string_view> hangdoctor_value_flags();
@@ -41,8 +41,8 @@ bool is_gather_flag(std::string_view flag, bool* takes_value = nullptr);
 // `import-kineto TRACE|DIR... --slurm JOBID|--hosts FILE --exec T -o RUN_DIR`: `gather_args` holds the
 // gathering flags (with their values), `inputs` the traces as the nodes see them. Bad flags are an
 // error result, as are the import's own.
-Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs,
+Result<gather::KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs,
                                                   const std::filesystem::path& run_dir,
                                                   const kineto::ImportOptions& options);
 
-}  // namespace rankscope::gather
+}  // namespace rankscope::cli

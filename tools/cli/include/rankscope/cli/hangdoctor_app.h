@@ -15,11 +15,11 @@
 #include "rankscope/analyzers/hang/stack_capture.h"
 #include "rankscope/format/option_table.h"
 
-namespace rankscope::analyzers::hang {
+namespace rankscope::cli {
 
 struct HangdoctorEnv {
-  ProcessTable* processes = nullptr;   // null: the system's
-  StackCollector* stacks = nullptr;    // null: eu-stack / gdb
+  analyzers::hang::ProcessTable* processes = nullptr;   // null: the system's
+  analyzers::hang::StackCollector* stacks = nullptr;    // null: eu-stack / gdb
   std::FILE* out = stdout;
   std::FILE* err = stderr;
   // Called once the text report of a run directory or of dumps is written, before the JSON is
@@ -33,4 +33,4 @@ int run_hangdoctor(std::span<const std::string_view> args, const HangdoctorEnv& 
 // its --help lists.
 std::span<const format::Option> hangdoctor_options();
 
-}  // namespace rankscope::analyzers::hang
+}  // namespace rankscope::cli

@@ -3,7 +3,7 @@
 // One parser for the gathering flags serves both commands, so `rankscope gather` and hangdoctor
 // accept the same spelling. The snapshot command a node runs is `<remote rankscope> snapshot
 // <RUN_DIR> [--stacks]`, every word shell-quoted (ssh hands it to the remote shell).
-#include "rankscope/gather/gather_cli.h"
+#include "rankscope/cli/gather_cli.h"
 
 #include <unistd.h>
 
@@ -25,7 +25,9 @@
 #include "rankscope/gather/node_snapshot.h"
 #include "rankscope/gather/text_stream.h"
 
-namespace rankscope::gather {
+namespace rankscope::cli {
+// The gathering this command line drives: its types and functions by their own names.
+using namespace rankscope::gather;
 namespace {
 
 namespace fs = std::filesystem;
@@ -205,7 +207,7 @@ constexpr const char* kKinetoPackHelp =
 }  // namespace
 
 std::vector<std::string_view> hangdoctor_value_flags() {
-  std::vector<std::string_view> flags = format::value_flags(analyzers::hang::hangdoctor_options());
+  std::vector<std::string_view> flags = format::value_flags(hangdoctor_options());
   flags.insert(flags.end(), std::begin(kGatherValueFlags), std::end(kGatherValueFlags));
   flags.push_back("--gather-dir");
   return flags;
@@ -374,7 +376,7 @@ int gather_main(Args args, std::FILE* out, std::FILE* err) {
   return r->answered() < int(r->nodes.size()) ? 1 : 0;
 }
 
-int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
+int hangdoctor_main(Args args, const HangdoctorEnv& env) {
   GatherFlags f;
   std::string gather_dir;
   std::vector<std::string_view> rest;
@@ -400,14 +402,14 @@ int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
     }
     rest.push_back(a);
     // hangdoctor's own flags that take a value: their value is not RUN_DIR.
-    if (format::takes_value(analyzers::hang::hangdoctor_options(), a) && i + 1 < args.size())
+    if (format::takes_value(hangdoctor_options(), a) && i + 1 < args.size())
       rest.push_back(args[++i]);
     else if (!a.empty() && a[0] != '-' && !run_dir_at)
       run_dir_at = rest.size() - 1;
   }
   for (const std::string_view a : args)
     if (a == "--help" || a == "-h") {
-      const int rc = analyzers::hang::run_hangdoctor(args, env);
+      const int rc = run_hangdoctor(args, env);
       std::fputs(kHangdoctorGatherHelp, env.out);
       return rc;
     }
@@ -417,7 +419,7 @@ int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
                           "hangdoctor: --gather-dir, --exec, --full and --srun-per-node go with --slurm JOBID or "
                           "--hosts FILE\n"),
              2;
-    return analyzers::hang::run_hangdoctor(args, env);
+    return run_hangdoctor(args, env);
   }
   if (!run_dir_at)
     return std::fprintf(env.err, "hangdoctor: --slurm/--hosts need RUN_DIR, the run directory as the nodes see it\n"),
@@ -453,7 +455,7 @@ int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
   } else {
     const std::string gathered = dir.string();
     rest[*run_dir_at] = gathered;
-    rc = analyzers::hang::run_hangdoctor(rest, env);
+    rc = run_hangdoctor(rest, env);
     if (!temporary && env.out) std::fprintf(rc == 2 ? env.err : env.out, "gathered run kept in %s\n", gathered.c_str());
   }
   std::error_code ec;
@@ -461,4 +463,4 @@ int hangdoctor_main(Args args, const analyzers::hang::HangdoctorEnv& env) {
   return rc;
 }
 
-}  // namespace rankscope::gather
+}  // namespace rankscope::cli
