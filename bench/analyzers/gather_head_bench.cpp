@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/rank_list.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/gather/node_simulator.h"
 #include "self_usage.h"
 

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/process_table.h"
+#include "rankscope/cli/hangdoctor_app.h"
 
 namespace rankscope::fuzz {
 

@@ -18,10 +18,10 @@
 
 #include "gather_test_support.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
+#include "rankscope/cli/gather_cli.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/gather/gather.h"
-#include "rankscope/cli/gather_cli.h"
 #include "rankscope/gather/node_snapshot.h"
 
 namespace rankscope::gather {

@@ -11,8 +11,8 @@
 #include "fr_fixture_set.h"
 #include "fr_hangdoctor_run.h"
 #include "rankscope/analyzers/hang/classifier.h"
-#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/analyzers/hang/report.h"
+#include "rankscope/cli/hangdoctor_app.h"
 #include "rankscope/torch_fr/fr_dump.h"
 #include "rankscope/torch_fr/fr_import.h"
 

@@ -5,12 +5,12 @@
 #include <string_view>
 #include <vector>
 
-#include "rankscope/format/command_boundary.h"
 #include "rankscope/cli/gather_cli.h"
+#include "rankscope/format/command_boundary.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  const rankscope::format::CommandBoundary boundary{
-      "hangdoctor", rankscope::format::command_input(args, rankscope::cli::hangdoctor_value_flags())};
+  const rankscope::format::CommandBoundary
+      boundary{"hangdoctor", rankscope::format::command_input(args, rankscope::cli::hangdoctor_value_flags())};
   return rankscope::format::run_guarded(boundary, [&] { return rankscope::cli::hangdoctor_main(args); });
 }

@@ -15,18 +15,18 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/gather_wording.h"
-#include "rankscope/analyzers/hang/rank_hosts.h"
 #include "rankscope/analyzers/hang/joined_verdict.h"
 #include "rankscope/analyzers/hang/log_verdict.h"
-#include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/analyzers/hang/progress_watch.h"
+#include "rankscope/analyzers/hang/rank_hosts.h"
 #include "rankscope/analyzers/hang/report.h"
+#include "rankscope/analyzers/hang/snapshot_process_table.h"
 #include "rankscope/format/command_boundary.h"
 #include "rankscope/format/gathered_run.h"
 #include "rankscope/format/option_table.h"
-#include "rankscope/reports/html_report.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/logs/log_import.h"
+#include "rankscope/reports/html_report.h"
 #include "rankscope/stacks/local_ranks.h"
 #include "rankscope/stacks/stack_import.h"
 #include "rankscope/torch_fr/fr_import.h"
@@ -127,8 +127,8 @@ bool write_reports(const Outputs& o, const Diagnosis& d, const ReportExtras& ext
     // The page's "kind" says which report it draws; the diagnosis (with its own "kind") goes whole.
     const nlohmann::json data = {{"kind", "rankscope.hang"}, {"hang", nlohmann::json::parse(json)}};
     const std::string verdict = d.headline.substr(0, d.headline.find(':'));  // "DESYNC", "HANG", "HEALTHY"
-    const std::string title = fmt::format("hangdoctor: {}{}", verdict,
-                                          d.culprit_ranks.empty() ? "" : ", " + who(d, d.culprit_ranks));
+    const std::string title =
+        fmt::format("hangdoctor: {}{}", verdict, d.culprit_ranks.empty() ? "" : ", " + who(d, d.culprit_ranks));
     auto html = reports::render_html_report(data, title);
     Status written = html.ok() ? reports::write_text_file(o.html_file, *html) : html.status();
     if (!written.ok()) return std::fprintf(err, "hangdoctor: %s\n", written.user_text().c_str()), false;
@@ -137,15 +137,17 @@ bool write_reports(const Outputs& o, const Diagnosis& d, const ReportExtras& ext
 }
 
 void report_progress(uint64_t done, uint64_t total) {
-  if (total > 0) std::fprintf(stderr, "hangdoctor: read %.0f of %.0f MB\n", double(done) / 1e6, double(total) / 1e6);
-  else std::fprintf(stderr, "hangdoctor: read %.0f MB\n", double(done) / 1e6);
+  if (total > 0)
+    std::fprintf(stderr, "hangdoctor: read %.0f of %.0f MB\n", double(done) / 1e6, double(total) / 1e6);
+  else
+    std::fprintf(stderr, "hangdoctor: read %.0f MB\n", double(done) / 1e6);
 }
 
 int report_log_verdict(const logs::LogImport& log, const Outputs& outputs, const ClassifyOptions& classify,
                        std::FILE* out, std::FILE* err);
 
-int run_on_logs(const std::vector<std::filesystem::path>& paths, const Outputs& outputs, const ClassifyOptions& classify,
-                std::FILE* out, std::FILE* err) {
+int run_on_logs(const std::vector<std::filesystem::path>& paths, const Outputs& outputs,
+                const ClassifyOptions& classify, std::FILE* out, std::FILE* err) {
   auto r = logs::import_logs(paths, report_progress);
   if (!r.ok()) {
     std::fprintf(err, "hangdoctor: %s\n", r.status().message().c_str());
@@ -187,7 +189,8 @@ struct SortedInputs {
 // is looked into one level. The joined reading applies where two kinds or more are present, or
 // stacks alone; otherwise (one kind, a run directory) hangdoctor reads as it always did.
 template <class IsLog>
-SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesystem::path>& more, const IsLog& is_log) {
+SortedInputs sort_inputs(const std::string& first, const std::vector<std::filesystem::path>& more,
+                         const IsLog& is_log) {
   namespace fs = std::filesystem;
   std::vector<fs::path> all{first};
   all.insert(all.end(), more.begin(), more.end());
@@ -277,8 +280,8 @@ Result<stacks::StackImport> take_live_stacks(const LiveStacks& live) {
   return stacks::sample_with_py_spy(*ranks, 2, 1.0);
 }
 
-int run_joined(const Parts& parts, const Outputs& outputs, ClassifyOptions classify, std::FILE* out,
-               std::FILE* err, const LiveStacks& live = {}) {
+int run_joined(const Parts& parts, const Outputs& outputs, ClassifyOptions classify, std::FILE* out, std::FILE* err,
+               const LiveStacks& live = {}) {
   JoinInputs in;
   std::vector<std::string> summaries, unread;
   if (live.any()) {
@@ -295,18 +298,18 @@ int run_joined(const Parts& parts, const Outputs& outputs, ClassifyOptions class
     if (!r.ok()) {
       unread.push_back(r.status().message());
     } else {
-    summaries.push_back(r->summary);
-    if (r->entries > 0 || r->status_rows > 0) {  // else: nothing to judge in the dumps; the others still speak
-      ClassifyOptions c = classify;
-      c.no_progress_observed = r->pending;
-      c.time_basis = r->time_basis;
-      RemoteProcesses remote;
-      in.dumps = diagnose(r->run, remote, c);
-      in.dumps_summary = r->summary;
-    } else {
-      summaries.push_back(fmt::format("{}: the dumps hold no collective entries and no pg_status: not judged",
-                                      parts.dumps->string()));
-    }
+      summaries.push_back(r->summary);
+      if (r->entries > 0 || r->status_rows > 0) {  // else: nothing to judge in the dumps; the others still speak
+        ClassifyOptions c = classify;
+        c.no_progress_observed = r->pending;
+        c.time_basis = r->time_basis;
+        RemoteProcesses remote;
+        in.dumps = diagnose(r->run, remote, c);
+        in.dumps_summary = r->summary;
+      } else {
+        summaries.push_back(fmt::format("{}: the dumps hold no collective entries and no pg_status: not judged",
+                                        parts.dumps->string()));
+      }
     }
   }
   if (!parts.logs.empty()) {
@@ -404,8 +407,10 @@ std::optional<Request> read_request(std::span<const std::string_view> args, std:
     (flag == "--wait" ? req.wait_s : req.classify.stuck_after_s) = seconds;
   }
   for (std::string_view p : parsed->positionals) {
-    if (req.dir.empty()) req.dir = p;
-    else req.more.emplace_back(p);
+    if (req.dir.empty())
+      req.dir = p;
+    else
+      req.more.emplace_back(p);
   }
   return req;
 }
@@ -415,12 +420,11 @@ bool is_log(const std::filesystem::path& p) {
   std::error_code ec;
   if (p == "-") return true;
   if (std::filesystem::is_directory(p, ec))
-    return !std::filesystem::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) &&
-           [&] {
-             for (const auto& e : std::filesystem::directory_iterator(p, ec))
-               if (e.is_regular_file(ec) && logs::looks_like_log(e.path())) return true;
-             return false;
-           }();
+    return !std::filesystem::exists(p / "run.json", ec) && !torch_fr::looks_like_fr_dumps(p) && [&] {
+      for (const auto& e : std::filesystem::directory_iterator(p, ec))
+        if (e.is_regular_file(ec) && logs::looks_like_log(e.path())) return true;
+      return false;
+    }();
   // Any other file is read as a log (a Flight Recorder dump is recognised first): what holds no
   // NCCL or PyTorch line gets the log reader's own error, not a run directory's.
   return std::filesystem::is_regular_file(p, ec) && !torch_fr::looks_like_fr_dumps(p);
@@ -512,8 +516,10 @@ std::optional<OpenedRun> open_run(const Request& req, ClassifyOptions& classify,
     }
     if (std::FILE* text = req.outputs.text(out, err)) std::fprintf(text, "%s\n", r->summary.c_str());
     if (r->entries == 0 && r->status_rows == 0) {
-      std::fprintf(err, "hangdoctor: %s: the dumps hold no collective entries and no pg_status (dumped with "
-                        "includeCollectives=False, or just after a reset): nothing to judge\n", dir.c_str());
+      std::fprintf(err,
+                   "hangdoctor: %s: the dumps hold no collective entries and no pg_status (dumped with "
+                   "includeCollectives=False, or just after a reset): nothing to judge\n",
+                   dir.c_str());
       return std::nullopt;
     }
     o.run = std::move(r->run);
@@ -523,8 +529,9 @@ std::optional<OpenedRun> open_run(const Request& req, ClassifyOptions& classify,
   } else {
     auto r = format::open_run_directory(dir);
     if (!r.ok()) {
-      std::fprintf(err, "hangdoctor: %s (hint: pass the directory the job wrote with --run-dir, holding run.json and "
-                        "rankNNNNN.flight files)\n",
+      std::fprintf(err,
+                   "hangdoctor: %s (hint: pass the directory the job wrote with --run-dir, holding run.json and "
+                   "rankNNNNN.flight files)\n",
                    r.status().message().c_str());
       return std::nullopt;
     }
@@ -580,9 +587,11 @@ int run_on_run_directory(const Request& req, const HangdoctorEnv& env) {
   if (!from_torch && format::is_gathered_run(req.dir)) gather = read_gather_context(req.dir);
   if (gather.record)
     for (const auto& n : gather.record->nodes)
-      if (!n.answered) classify.unreachable_ranks.insert(classify.unreachable_ranks.end(), n.missing_ranks.begin(), n.missing_ranks.end());
+      if (!n.answered)
+        classify.unreachable_ranks.insert(classify.unreachable_ranks.end(), n.missing_ranks.begin(),
+                                          n.missing_ranks.end());
   RemoteProcesses remote;  // dumps are copied off their nodes: no process of theirs is here
-  ProcessTable& judged_by = from_torch ? static_cast<ProcessTable&>(remote)
+  ProcessTable& judged_by = from_torch         ? static_cast<ProcessTable&>(remote)
                             : gather.processes ? static_cast<ProcessTable&>(*gather.processes)
                                                : processes;
   Diagnosis d = diagnose(opened->run, judged_by, classify);
@@ -602,7 +611,9 @@ int run_on_run_directory(const Request& req, const HangdoctorEnv& env) {
     if (text) std::fprintf(text, "stacks: %s\n", n.c_str());
   if (watched && text) {
     if (watched->stalled)
-      std::fprintf(text, "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: %.2f s\n",
+      std::fprintf(text,
+                   "\nwatched %d samples: no progress for %.1f s; time from the hang (last progress) to the verdict: "
+                   "%.2f s\n",
                    watched->samples, req.wait_s, watched->hang_to_verdict_s());
     else
       std::fprintf(text, "\nwatched %d samples until every rank finished\n", watched->samples);
@@ -645,7 +656,8 @@ int run_hangdoctor_unguarded(std::span<const std::string_view> args, const Hangd
   // mix), or stacks alone: read per kind and joined per rank (joined_verdict.h).
   if (auto inputs = sort_inputs(req->dir, req->more, is_log); inputs.joined()) {
     if (req->wait_s >= 0 || req->stacks) {
-      std::fprintf(err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
+      std::fprintf(
+          err, "hangdoctor: --wait and --stacks need a run directory; dumps, logs and stacks are read as they are\n");
       return 2;
     }
     return run_joined(*inputs.parts, req->outputs, req->classify, out, err);

@@ -42,7 +42,7 @@ bool is_gather_flag(std::string_view flag, bool* takes_value = nullptr);
 // gathering flags (with their values), `inputs` the traces as the nodes see them. Bad flags are an
 // error result, as are the import's own.
 Result<gather::KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::vector<std::string>& inputs,
-                                                  const std::filesystem::path& run_dir,
-                                                  const kineto::ImportOptions& options);
+                                                          const std::filesystem::path& run_dir,
+                                                          const kineto::ImportOptions& options);
 
 }  // namespace rankscope::cli

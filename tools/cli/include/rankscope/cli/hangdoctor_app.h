@@ -18,8 +18,8 @@
 namespace rankscope::cli {
 
 struct HangdoctorEnv {
-  analyzers::hang::ProcessTable* processes = nullptr;   // null: the system's
-  analyzers::hang::StackCollector* stacks = nullptr;    // null: eu-stack / gdb
+  analyzers::hang::ProcessTable* processes = nullptr;  // null: the system's
+  analyzers::hang::StackCollector* stacks = nullptr;   // null: eu-stack / gdb
   std::FILE* out = stdout;
   std::FILE* err = stderr;
   // Called once the text report of a run directory or of dumps is written, before the JSON is
