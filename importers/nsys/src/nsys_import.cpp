@@ -56,92 +56,127 @@ struct RankChoice {
   bool placed = false;
 };
 
-}  // namespace
+// The import, in the phases import_nsys runs in order; each reads what the ones before it left in
+// these members.
+struct NsysImport {
+  const std::vector<fs::path>& files;
+  const fs::path& run_dir;
+  const ImportOptions& options;
+  std::vector<std::optional<Result<ExportScan>>> scans;
+  ImportSummary summary;
+  std::vector<RankChoice> choices;
+  std::vector<std::vector<std::string>> file_warnings;
+  int world = 0;
+  std::vector<std::string> comm_names;
+  std::vector<std::vector<int>> comm_members;
+  format::RunMetadata meta;
 
-Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::path& run_dir, const ImportOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
+  Status check_inputs() const;
+  Status scan_exports();
+  Status choose_ranks_of_file(size_t f);
+  Status choose_ranks();
+  void place_clocks();
+  Status build_ranks();
+  Status write_metadata(std::chrono::steady_clock::time_point t0);
+};
+
+// Each export once, and an SQLite export, never the report itself.
+Status NsysImport::check_inputs() const {
   if (files.empty()) return invalid_argument("no nsys exports given; hint: nsys export --type sqlite -o rep_0.sqlite rep_0.nsys-rep");
-  {
-    std::set<fs::path> seen;
-    for (const auto& f : files) {
-      if (!seen.insert(fs::weakly_canonical(f)).second) return invalid_argument(fmt::format("{} is given twice", f.string()));
-      if (f.extension() == ".nsys-rep" || f.extension() == ".qdrep") {
-        return invalid_argument(fmt::format("{} is an nsys report, not its SQLite export; hint: nsys export --type sqlite -o {} {}",
-                                            f.string(), fs::path(f).replace_extension(".sqlite").string(), f.string()));
-      }
+  std::set<fs::path> seen;
+  for (const auto& f : files) {
+    if (!seen.insert(fs::weakly_canonical(f)).second)
+      return invalid_argument(fmt::format("{} is given twice", f.string()));
+    if (f.extension() == ".nsys-rep" || f.extension() == ".qdrep") {
+      return invalid_argument(
+          fmt::format("{} is an nsys report, not its SQLite export; hint: nsys export --type sqlite -o {} {}",
+                      f.string(), fs::path(f).replace_extension(".sqlite").string(), f.string()));
     }
   }
+  return {};
+}
 
-  // --- pass 1 -----------------------------------------------------------------------------------
-  std::vector<std::optional<Result<ExportScan>>> scans(files.size());
+// Pass 1: what identifies the ranks and places the clocks, each file on a worker.
+Status NsysImport::scan_exports() {
+  scans.resize(files.size());
   parallel_for(files.size(), options.threads, [&](size_t i) { scans[i] = scan_export(files[i]); });
   for (auto& s : scans) {
     if (!s->ok()) return s->status();
   }
-  ImportSummary summary;
+  return {};
+}
 
-  // --- ranks ------------------------------------------------------------------------------------
-  std::vector<RankChoice> choices;
-  std::vector<std::vector<std::string>> file_warnings(files.size());
-  for (size_t f = 0; f < files.size(); ++f) {
-    const ExportScan& scan = **scans[f];
-    std::vector<RankChoice> here;
-    for (const ProcessScan& p : scan.processes) {
-      RankChoice c;
-      c.file = f;
-      c.process = &p;
-      if (p.mark_rank) {
-        c.rank = *p.mark_rank;
-        c.identity = fmt::format("NVTX mark '{}'", p.mark_text);
-      } else if (auto it = scan.info.mpi_rank_by_process.find(p.key); it != scan.info.mpi_rank_by_process.end()) {
-        c.rank = it->second;
-        c.identity = "MPI_RANKS table";
-      } else {
-        continue;
-      }
-      here.push_back(c);
+// The ranks one export holds: processes named by an NVTX mark or MPI_RANKS; else its busiest
+// process, numbered by the recorded environment or the file name.
+Status NsysImport::choose_ranks_of_file(size_t f) {
+  const ExportScan& scan = **scans[f];
+  std::vector<RankChoice> here;
+  for (const ProcessScan& p : scan.processes) {
+    RankChoice c;
+    c.file = f;
+    c.process = &p;
+    if (p.mark_rank) {
+      c.rank = *p.mark_rank;
+      c.identity = fmt::format("NVTX mark '{}'", p.mark_text);
+    } else if (auto it = scan.info.mpi_rank_by_process.find(p.key); it != scan.info.mpi_rank_by_process.end()) {
+      c.rank = it->second;
+      c.identity = "MPI_RANKS table";
+    } else {
+      continue;
     }
-    if (here.empty()) {
-      const ProcessScan* best = nullptr;
-      for (const ProcessScan& p : scan.processes) {
-        if (!best || std::tie(p.kernels, p.ranges) > std::tie(best->kernels, best->ranges)) best = &p;
-      }
-      if (!best) {
-        return invalid_argument(fmt::format("{}: no process in this export ran kernels or NVTX ranges; hint: capture with "
-                                            "nsys profile -t cuda,nvtx", files[f].string()));
-      }
-      RankChoice c;
-      c.file = f;
-      c.process = best;
-      std::string stem, rule;
-      const auto from_name = rank_from_file_name(files[f], {".sqlite", ".nsys-rep", ".qdrep"}, &stem, &rule);
-      if (scan.info.env_rank) {
-        c.rank = *scan.info.env_rank;
-        c.identity = fmt::format("{}={} in the recorded environment", scan.info.env_rank_variable, c.rank);
-        if (from_name && *from_name != c.rank) {
-          file_warnings[f].push_back(fmt::format("the file name says {} but {} says {}: the environment wins", *from_name,
-                                                 scan.info.env_rank_variable, c.rank));
-        }
-      } else if (from_name) {
-        c.rank = *from_name;
-        c.identity = fmt::format("{} (no rankscope:rank mark, no MPI_RANKS, no RANK in the recorded environment)", rule);
-      } else {
-        return invalid_argument(fmt::format(
-            "{}: cannot tell which rank this is: no rankscope:rank=R/W NVTX mark, no MPI_RANKS table (nsys profile -t mpi), "
-            "no RANK in the recorded environment and no number in the file name; hint: name exports by rank "
-            "(nsys profile -o rep_%q{{RANK}}), rankscope never numbers ranks by sorted file name", files[f].string()));
-      }
-      here.push_back(c);
-    }
-    for (const ProcessScan& p : scan.processes) {
-      const bool used = std::any_of(here.begin(), here.end(), [&](const RankChoice& c) { return c.process == &p; });
-      if (!used && p.kernels > 0) {
-        file_warnings[f].push_back(fmt::format("process {} ({} kernels, {} ranges) is not a rank: left out", p.pid, p.kernels, p.ranges));
-      }
-    }
-    for (auto& c : here) choices.push_back(std::move(c));
+    here.push_back(c);
   }
-  int world = 0;
+  if (here.empty()) {
+    const ProcessScan* best = nullptr;
+    for (const ProcessScan& p : scan.processes) {
+      if (!best || std::tie(p.kernels, p.ranges) > std::tie(best->kernels, best->ranges)) best = &p;
+    }
+    if (!best) {
+      return invalid_argument(
+          fmt::format("{}: no process in this export ran kernels or NVTX ranges; hint: capture with "
+                      "nsys profile -t cuda,nvtx",
+                      files[f].string()));
+    }
+    RankChoice c;
+    c.file = f;
+    c.process = best;
+    std::string stem, rule;
+    const auto from_name = rank_from_file_name(files[f], {".sqlite", ".nsys-rep", ".qdrep"}, &stem, &rule);
+    if (scan.info.env_rank) {
+      c.rank = *scan.info.env_rank;
+      c.identity = fmt::format("{}={} in the recorded environment", scan.info.env_rank_variable, c.rank);
+      if (from_name && *from_name != c.rank) {
+        file_warnings[f].push_back(fmt::format("the file name says {} but {} says {}: the environment wins", *from_name,
+                                               scan.info.env_rank_variable, c.rank));
+      }
+    } else if (from_name) {
+      c.rank = *from_name;
+      c.identity = fmt::format("{} (no rankscope:rank mark, no MPI_RANKS, no RANK in the recorded environment)", rule);
+    } else {
+      return invalid_argument(
+          fmt::format("{}: cannot tell which rank this is: no rankscope:rank=R/W NVTX mark, no MPI_RANKS table (nsys "
+                      "profile -t mpi), "
+                      "no RANK in the recorded environment and no number in the file name; hint: name exports by rank "
+                      "(nsys profile -o rep_%q{{RANK}}), rankscope never numbers ranks by sorted file name",
+                      files[f].string()));
+    }
+    here.push_back(c);
+  }
+  for (const ProcessScan& p : scan.processes) {
+    const bool used = std::any_of(here.begin(), here.end(), [&](const RankChoice& c) { return c.process == &p; });
+    if (!used && p.kernels > 0) {
+      file_warnings[f].push_back(
+          fmt::format("process {} ({} kernels, {} ranges) is not a rank: left out", p.pid, p.kernels, p.ranges));
+    }
+  }
+  for (auto& c : here) choices.push_back(std::move(c));
+  return {};
+}
+
+// Every export's ranks, the world they imply, one job, no rank twice; the ranks with no export named.
+Status NsysImport::choose_ranks() {
+  file_warnings.resize(files.size());
+  for (size_t f = 0; f < files.size(); ++f) RS_RETURN_IF_ERROR(choose_ranks_of_file(f));
   for (const RankChoice& c : choices) {
     if (c.rank < 0 || c.rank >= (1 << 20)) return invalid_argument(fmt::format("{}: rank {} is out of range", files[c.file].string(), c.rank));
     world = std::max(world, c.rank + 1);
@@ -186,10 +221,13 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
     summary.warnings.push_back(fmt::format("{} of {} ranks have no export (missing: {}{})", world - int(choices.size()), world,
                                            missing, shown > 10 ? ", ..." : ""));
   }
+  return {};
+}
 
-  // --- clocks -----------------------------------------------------------------------------------
-  // Each rank's own clock: the session start's UTC epoch plus the session timestamp (or the
-  // timestamps themselves when exported absolute), or the probe clock its sync marks carry.
+// Each rank's own clock: the session start's UTC epoch plus the session timestamp (or the
+// timestamps themselves when exported absolute), or the probe clock its sync marks carry; then the
+// ranks aligned on their NCCL kernels. One communicator per NCCL stream ordinal.
+void NsysImport::place_clocks() {
   for (size_t i = 0; i < choices.size(); ++i) {
     RankChoice& c = choices[i];
     const ExportScan& scan = **scans[c.file];
@@ -209,7 +247,6 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   }
   size_t max_streams = 0;
   for (const RankChoice& c : choices) max_streams = std::max(max_streams, c.process->nccl_streams.size());
-  std::vector<std::string> comm_names;
   for (size_t k = 0; k < max_streams; ++k) comm_names.push_back(fmt::format("nccl{}", k));
   {
     std::vector<ClockSubject> subjects(choices.size());
@@ -227,15 +264,16 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
     }
   }
 
-  // --- communicators: one per NCCL stream ordinal -----------------------------------------------
-  std::vector<std::vector<int>> comm_members(max_streams);
+  comm_members.resize(max_streams);
   for (const RankChoice& c : choices) {
     for (size_t k = 0; k < c.process->nccl_streams.size(); ++k) comm_members[k].push_back(c.rank);
   }
+}
 
-  // --- pass 2 -----------------------------------------------------------------------------------
-  // run.json written first (an interrupted import is recognised and redone), completed at the end.
-  RS_ASSIGN_OR_RETURN(format::RunMetadata meta,
+// Pass 2: each export's ranks built and written (rank_builder.h), each file on a worker. run.json
+// is written first (an interrupted import is recognised and redone), completed at the end.
+Status NsysImport::build_ranks() {
+  RS_ASSIGN_OR_RETURN(meta,
                       start_import_run(run_dir, files, "rankscope import-nsys", "nsys", options.command_line, world));
   const std::string run_id = meta.run_id;
 
@@ -303,8 +341,11 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   for (const Status& st : errors) {
     if (!st.ok()) return st;
   }
+  return {};
+}
 
-  // --- run.json -----------------------------------------------------------------------------------
+// run.json completed: the job's groups, hosts, the earliest session start, nsys's versions, provenance.
+Status NsysImport::write_metadata(std::chrono::steady_clock::time_point t0) {
   fill_job_metadata(meta, comm_names, comm_members, world, options);
   int64_t created = INT64_MAX;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -319,8 +360,22 @@ Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   meta.extra["source"] = trace_core::provenance_json(summary);
-  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
-  return summary;
+  return format::write_run_metadata(run_dir, meta);
+}
+
+}  // namespace
+
+Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::path& run_dir,
+                                  const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  NsysImport job{files, run_dir, options};
+  RS_RETURN_IF_ERROR(job.check_inputs());
+  RS_RETURN_IF_ERROR(job.scan_exports());
+  RS_RETURN_IF_ERROR(job.choose_ranks());
+  job.place_clocks();
+  RS_RETURN_IF_ERROR(job.build_ranks());
+  RS_RETURN_IF_ERROR(job.write_metadata(t0));
+  return std::move(job.summary);
 }
 
 }  // namespace rankscope::nsys
