@@ -160,18 +160,38 @@ Result<std::vector<KinetoTrace>> read_traces(const std::vector<TraceInput>& inpu
 }
 
 // The job-level steps and the ranks' writing, from traces as read (here, or on the nodes and
-// decoded: trace_wire.h). `started` is when the import began (the summary's seconds).
-Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const fs::path& run_dir, const ImportOptions& options,
-                                         std::chrono::steady_clock::time_point t0, std::vector<std::string> warnings = {}) {
+// decoded: trace_wire.h), in the phases import_read_traces runs in order; each reads what the ones
+// before it left in these members.
+struct KinetoJob {
+  std::vector<KinetoTrace> traces;
+  const fs::path& run_dir;
+  const ImportOptions& options;
   std::vector<fs::path> files;
-  for (const KinetoTrace& t : traces) files.push_back(t.file);
-
-  // --- ranks --------------------------------------------------------------------------------------
   ImportSummary summary;
-  summary.kind = "kineto";
-  summary.warnings = std::move(warnings);
-  std::vector<RankChoice> choices(traces.size());
+  std::vector<RankChoice> choices;  // one a trace, in the traces' order
+  std::vector<size_t> order;        // choices by rank
   int world = 0;
+  std::vector<std::string> comm_names;
+  std::map<std::string, uint32_t> comm_of_group;  // NCCL process group name -> communicator
+  size_t nccl_comms = 0;                          // communicators [0, nccl_comms) are NCCL's
+  std::vector<std::vector<int>> comm_members;
+  std::vector<trace_core::ClockSubject> subjects;  // in `order`
+  format::RunMetadata meta;
+
+  KinetoJob(std::vector<KinetoTrace> read, const fs::path& dir, const ImportOptions& opts)
+      : traces(std::move(read)), run_dir(dir), options(opts) {}
+  Status choose_ranks();
+  void nccl_communicators();
+  void host_communicators();
+  void place_clocks();
+  Status write_ranks();
+  Status write_metadata(std::chrono::steady_clock::time_point t0);
+};
+
+// Each trace's rank (distributedInfo, else the file name; one trace alone is rank 0 of 1), one job,
+// no rank twice.
+Status KinetoJob::choose_ranks() {
+  choices.resize(traces.size());
   for (size_t i = 0; i < traces.size(); ++i) {
     const KinetoTrace& t = traces[i];
     RankChoice& c = choices[i];
@@ -208,7 +228,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     for (size_t i = 0; i < traces.size(); ++i) jobs.push_back(job_signature(traces[i], choices[i].rank));
     RS_RETURN_IF_ERROR(trace_core::check_one_job(jobs, options.allow_mixed, summary.warnings));
   }
-  std::vector<size_t> order(choices.size());
+  order.resize(choices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return choices[a].rank < choices[b].rank; });
   for (size_t i = 1; i < order.size(); ++i) {
@@ -221,14 +241,16 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   if (int(choices.size()) < world) {
     summary.warnings.push_back(fmt::format("{} of {} ranks have no trace", world - int(choices.size()), world));
   }
+  return {};
+}
 
-  // --- communicators: one per NCCL process group (named by its kernels' args), else per NCCL
-  // stream ordinal (first kernel first, as nsys imports do), then one per host backend -----------
+// One communicator per NCCL process group (named by its kernels' args), else per NCCL stream
+// ordinal (first kernel first, as nsys imports do); each rank's kernels on each.
+void KinetoJob::nccl_communicators() {
   std::map<std::string, std::string> named_groups;  // pg name -> description
   std::vector<std::map<uint32_t, std::vector<trace_core::NcclKernelTimes>>> nccl_by_stream(traces.size());
   std::vector<std::vector<uint32_t>> anonymous_streams(traces.size());  // by first kernel
   size_t max_anonymous = 0;
-  std::set<std::string> backends;
   for (size_t i = 0; i < traces.size(); ++i) {
     const KinetoTrace& t = traces[i];
     auto& by_stream = nccl_by_stream[i];
@@ -246,17 +268,14 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     std::sort(first.begin(), first.end());
     for (const auto& f : first) anonymous_streams[i].push_back(f.second);
     max_anonymous = std::max(max_anonymous, first.size());
-    for (const HostAnnotation& h : t.host_annotations) backends.insert(h.backend);
   }
-  std::vector<std::string> comm_names;
-  std::map<std::string, uint32_t> comm_of_group;
   std::set<std::string> descriptions;
   for (const auto& [name, desc] : named_groups) {
     comm_of_group[name] = uint32_t(comm_names.size());
     comm_names.push_back(desc.empty() || !descriptions.insert(desc).second ? "pg" + name : desc);
   }
   for (size_t k = 0; k < max_anonymous; ++k) comm_names.push_back(fmt::format("nccl{}", k));
-  const size_t nccl_comms = comm_names.size();
+  nccl_comms = comm_names.size();
   for (size_t i = 0; i < traces.size(); ++i) {
     RankChoice& c = choices[i];
     c.streams.resize(nccl_comms);
@@ -274,6 +293,14 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     }
   }
   nccl_by_stream.clear();
+}
+
+// Then one communicator per host backend (Gloo's collectives are host annotations), and the members
+// of every communicator.
+void KinetoJob::host_communicators() {
+  std::set<std::string> backends;
+  for (const KinetoTrace& t : traces)
+    for (const HostAnnotation& h : t.host_annotations) backends.insert(h.backend);
   const std::vector<std::string> backend_list(backends.begin(), backends.end());
   size_t group_count = 0;
   for (const KinetoTrace& t : traces) group_count = std::max(group_count, t.groups.size());
@@ -282,7 +309,7 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     summary.warnings.push_back(fmt::format("the traces name {} process groups but {} annotations do not say which group ran "
                                            "them: all are matched as one sequence per backend", group_count, backend_list.front()));
   }
-  std::vector<std::vector<int>> comm_members(comm_names.size());
+  comm_members.resize(comm_names.size());
   for (size_t i = 0; i < traces.size(); ++i) {
     KinetoTrace& t = traces[i];
     RankChoice& c = choices[i];
@@ -321,9 +348,11 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
     std::sort(m.begin(), m.end());
     m.erase(std::unique(m.begin(), m.end()), m.end());
   }
+}
 
-  // --- clocks ---------------------------------------------------------------------------------
-  std::vector<trace_core::ClockSubject> subjects(order.size());
+// Each rank's clock aligned on the collectives it shares with the others.
+void KinetoJob::place_clocks() {
+  subjects.resize(order.size());
   for (size_t j = 0; j < order.size(); ++j) {
     const RankChoice& c = choices[order[j]];
     const KinetoTrace& t = traces[c.trace];
@@ -333,10 +362,13 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   }
   trace_core::align_clocks(subjects, comm_names, "all-reduce/all-gather collectives",
                      "reference: its own baseTimeNanoseconds");
+}
 
-  // --- write ------------------------------------------------------------------------------------
-  RS_ASSIGN_OR_RETURN(format::RunMetadata meta, trace_core::start_import_run(run_dir, files, "rankscope import-kineto",
-                                                                     "kineto", options.command_line, world));
+// Each rank built and written (trace_core's rank builder), over the cores. run.json is written first
+// (an interrupted import is recognised and redone), completed at the end.
+Status KinetoJob::write_ranks() {
+  RS_ASSIGN_OR_RETURN(meta, trace_core::start_import_run(run_dir, files, "rankscope import-kineto", "kineto",
+                                                         options.command_line, world));
   const std::string run_id = meta.run_id;
 
   summary.world_size = world;
@@ -387,8 +419,11 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   for (const Status& st : errors) {
     if (!st.ok()) return st;
   }
+  return {};
+}
 
-  // --- run.json -----------------------------------------------------------------------------------
+// run.json completed: the job's groups, the earliest start, Kineto's versions, provenance.
+Status KinetoJob::write_metadata(std::chrono::steady_clock::time_point t0) {
   trace_core::fill_job_metadata(meta, comm_names, comm_members, world, options);
   int64_t created = INT64_MAX;
   for (const KinetoTrace& t : traces) {
@@ -400,8 +435,24 @@ Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const 
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   meta.extra["source"] = trace_core::provenance_json(summary);
-  RS_RETURN_IF_ERROR(format::write_run_metadata(run_dir, meta));
-  return summary;
+  return format::write_run_metadata(run_dir, meta);
+}
+
+// `t0` is when the import began (the summary's seconds).
+Result<ImportSummary> import_read_traces(std::vector<KinetoTrace> traces, const fs::path& run_dir,
+                                         const ImportOptions& options, std::chrono::steady_clock::time_point t0,
+                                         std::vector<std::string> warnings = {}) {
+  KinetoJob job(std::move(traces), run_dir, options);
+  for (const KinetoTrace& t : job.traces) job.files.push_back(t.file);
+  job.summary.kind = "kineto";
+  job.summary.warnings = std::move(warnings);
+  RS_RETURN_IF_ERROR(job.choose_ranks());
+  job.nccl_communicators();
+  job.host_communicators();
+  job.place_clocks();
+  RS_RETURN_IF_ERROR(job.write_ranks());
+  RS_RETURN_IF_ERROR(job.write_metadata(t0));
+  return std::move(job.summary);
 }
 
 }  // namespace

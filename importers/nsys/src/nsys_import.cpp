@@ -71,6 +71,8 @@ struct NsysImport {
   std::vector<std::vector<int>> comm_members;
   format::RunMetadata meta;
 
+  NsysImport(const std::vector<fs::path>& exports, const fs::path& dir, const ImportOptions& opts)
+      : files(exports), run_dir(dir), options(opts) {}
   Status check_inputs() const;
   Status scan_exports();
   Status choose_ranks_of_file(size_t f);
@@ -368,7 +370,7 @@ Status NsysImport::write_metadata(std::chrono::steady_clock::time_point t0) {
 Result<ImportSummary> import_nsys(const std::vector<fs::path>& files, const fs::path& run_dir,
                                   const ImportOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  NsysImport job{files, run_dir, options};
+  NsysImport job(files, run_dir, options);
   RS_RETURN_IF_ERROR(job.check_inputs());
   RS_RETURN_IF_ERROR(job.scan_exports());
   RS_RETURN_IF_ERROR(job.choose_ranks());
