@@ -246,10 +246,8 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
   }
 }
 
-}  // namespace
-
-void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
-  // Errors NCCL printed, one finding per process and kind.
+// Errors NCCL printed, one finding per process and kind.
+void nccl_error_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   for (const auto& [key, p] : job.processes) {
     std::map<ErrorLine::What, std::pair<const ErrorLine*, int>> by_what;
     for (const ErrorLine& e : p.errors) {
@@ -295,29 +293,32 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
       out.findings.push_back(std::move(f));
     }
   }
-  // Errors PyTorch printed (a traceback, an NCCL error it raised).
-  {
-    std::map<std::pair<ErrorLine::What, int>, const ErrorLine*> first;
-    for (const ErrorLine& e : job.other_errors) first.try_emplace({e.what, e.rank}, &e);
-    for (const auto& [k, e] : first) {
-      LogFinding f;
-      // Raised by PyTorch: a lost peer or a timeout is what the ranks waiting on the culprit see.
-      f.kind = k.first == ErrorLine::What::kNetwork ? Kind::kPeerLost
-               : k.first == ErrorLine::What::kCuda  ? Kind::kCudaError
-               : k.first == ErrorLine::What::kTimeout ? Kind::kWatchdogTimeout
-                                                      : Kind::kNcclError;
-      f.problem = k.first == ErrorLine::What::kCuda;
-      if (e->rank >= 0) f.ranks = {e->rank};
-      if (e->rank >= 0)
-        if (auto h = ranks.host_of_rank.find(e->rank); h != ranks.host_of_rank.end()) f.hosts = {h->second};
-      f.text = fmt::format("{} printed: {}", e->rank >= 0 ? fmt::format("rank {}", e->rank) : "a process", e->text);
-      f.evidence = where(e->file, e->line);
-      out.findings.push_back(std::move(f));
-    }
+}
+
+// Errors PyTorch printed (a traceback, an NCCL error it raised).
+void torch_error_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
+  std::map<std::pair<ErrorLine::What, int>, const ErrorLine*> first;
+  for (const ErrorLine& e : job.other_errors) first.try_emplace({e.what, e.rank}, &e);
+  for (const auto& [k, e] : first) {
+    LogFinding f;
+    // Raised by PyTorch: a lost peer or a timeout is what the ranks waiting on the culprit see.
+    f.kind = k.first == ErrorLine::What::kNetwork   ? Kind::kPeerLost
+             : k.first == ErrorLine::What::kCuda    ? Kind::kCudaError
+             : k.first == ErrorLine::What::kTimeout ? Kind::kWatchdogTimeout
+                                                    : Kind::kNcclError;
+    f.problem = k.first == ErrorLine::What::kCuda;
+    if (e->rank >= 0) f.ranks = {e->rank};
+    if (e->rank >= 0)
+      if (auto h = ranks.host_of_rank.find(e->rank); h != ranks.host_of_rank.end()) f.hosts = {h->second};
+    f.text = fmt::format("{} printed: {}", e->rank >= 0 ? fmt::format("rank {}", e->rank) : "a process", e->text);
+    f.evidence = where(e->file, e->line);
+    out.findings.push_back(std::move(f));
   }
-  add_failure_findings(job, ranks, out);
-  // The heartbeat monitor's count of works not completed, per group: lockstep collectives complete
-  // together, so a rank with fewer outstanding issued fewer: it is behind.
+}
+
+// The heartbeat monitor's count of works not completed, per group: lockstep collectives complete
+// together, so a rank with fewer outstanding issued fewer: it is behind.
+void outstanding_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   std::map<std::string, std::map<int, int64_t>> outstanding;
   for (const auto& [k, g] : job.torch)
     if (g.outstanding >= 0) outstanding[g.pg][k.first] = g.outstanding;
@@ -340,7 +341,10 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     x.evidence = "\"Heartbeat monitor timed out ... workMetaList_.size()\" lines";
     out.findings.push_back(std::move(x));
   }
-  // Init: communicators some member started and never completed, or that some members never joined.
+}
+
+// Init: communicators some member started and never completed, or that some members never joined.
+void init_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   std::map<std::string, std::vector<const CommMember*>> comms;
   for (const auto& [key, m] : job.members)
     if (m.rank >= 0 && m.nranks > 0 && (m.init_started || m.init_completed)) comms[comm_key(m)].push_back(&m);
@@ -377,7 +381,10 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     f.evidence = fmt::format("{} Init START without Init COMPLETE", stuck.size());
     out.findings.push_back(std::move(f));
   }
-  // Settings.
+}
+
+// The settings NCCL printed that matter (kSettings), and mixed NCCL versions.
+void setting_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   std::map<std::pair<std::string, std::string>, std::vector<int>> settings;
   std::map<std::pair<std::string, std::string>, std::set<std::string>> setting_hosts;
   std::map<std::string, std::vector<int>> versions;
@@ -420,7 +427,10 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     f.evidence = "\"NCCL version\" lines";
     out.findings.push_back(std::move(f));
   }
-  // Transports: a host whose channels go over sockets where other hosts' use InfiniBand.
+}
+
+// Transports: a host whose channels go over sockets where other hosts' use InfiniBand.
+void transport_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   std::map<std::string, std::set<std::string>> host_nets;
   for (const auto& [key, p] : job.processes)
     for (const auto& [t, n] : p.transports)
@@ -446,7 +456,10 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     f.evidence = "\"Channel ... via NET/Socket\" lines";
     out.findings.push_back(std::move(f));
   }
-  // The topology search: few channels over NVLink means few links were found.
+}
+
+// The topology search: few channels over NVLink means few links were found.
+void topology_search_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
   for (const auto& [key, p] : job.processes) {
     if (p.search_channels < 0 || !p.search_type.starts_with("NVL")) continue;
     std::vector<int> who;
@@ -470,6 +483,19 @@ void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
     f.evidence = "\"Pattern 4, crossNic ..., nChannels ...\" line";
     out.findings.push_back(std::move(f));
   }
+}
+
+}  // namespace
+
+void add_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
+  nccl_error_findings(job, ranks, out);
+  torch_error_findings(job, ranks, out);
+  add_failure_findings(job, ranks, out);
+  outstanding_findings(job, ranks, out);
+  init_findings(job, ranks, out);
+  setting_findings(job, ranks, out);
+  transport_findings(job, ranks, out);
+  topology_search_findings(job, ranks, out);
 }
 
 }  // namespace rankscope::logs
