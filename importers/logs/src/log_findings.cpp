@@ -68,10 +68,32 @@ std::string signal_name(int sig) {
 // How the ranks' processes ended (tracebacks, torchrun's failure table): the rank killed by a signal
 // the launcher did not send, the rank that raised something other than a timeout or a lost peer, the
 // call only some ranks were in, the ranks that raised nothing while the others gave up on them.
-void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
-  std::map<int, RankFailure> failures = job.failures;
+struct FailureFindings {
+  const LogJob& job;
+  const RankMap& ranks;
+  LogImport& out;
+  std::map<int, RankFailure> failures;
+  std::set<std::string> hosts;  // of the processes whose lines the log holds
+  bool all_alike = false;       // every rank that exited did so with one code
+  std::set<int> size_aborted;   // ranks Gloo aborted on a message of another size
+  std::vector<int> killed, raised, waited;
+  std::map<std::string, std::vector<int>> by_call;
+
+  FailureFindings(const LogJob& j, const RankMap& r, LogImport& o) : job(j), ranks(r), out(o) {}
+  void read_exits();
+  void every_rank_killed_alike();
+  void size_mismatch();
+  void sort_ranks();
+  std::string host_of(int r) const;
+  void killed_and_raised();
+  void call_mismatch();
+  void silent_ranks();
+};
+
+// The failure table's ranks, and the agent's own exit lines where one node's table is absent.
+void FailureFindings::read_exits() {
+  failures = job.failures;
   // The agent's own line names a local rank: the rank itself on one node, where its table is absent.
-  std::set<std::string> hosts;
   for (const auto& [p, log] : job.processes) hosts.insert(p.first);
   if (hosts.size() <= 1)
     for (const auto& [local, exit] : job.local_exits) {
@@ -82,9 +104,10 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
       f.line = exit.second;
       f.file = job.files.empty() ? std::string("-") : job.files.back();
     }
-  if (failures.empty()) return;
-  std::vector<int> killed, raised, waited;
-  std::map<std::string, std::vector<int>> by_call;
+}
+
+// Every rank killed alike (SIGABRT from each rank's own NCCL watchdog): the signal names no one.
+void FailureFindings::every_rank_killed_alike() {
   int exited = 0;
   std::set<int> codes;
   for (const auto& [r, f] : failures)
@@ -92,8 +115,7 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
       ++exited;
       codes.insert(f.exitcode);
     }
-  // Every rank killed alike (SIGABRT from each rank's own NCCL watchdog): the signal names no one.
-  const bool all_alike = exited > 1 && codes.size() == 1;
+  all_alike = exited > 1 && codes.size() == 1;
   if (all_alike && *codes.begin() < 0 && *codes.begin() != -15) {
     // Every rank killed by the same signal: a crash, but the table singles no one out.
     std::vector<int> all;
@@ -108,9 +130,11 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
     x.evidence = "torchrun's failure table";
     out.findings.push_back(std::move(x));
   }
-  // A rank Gloo aborted because a peer sent it another size than it expected is where the mismatch
-  // was seen, not who made it: not a culprit by its signal.
-  std::set<int> size_aborted;
+}
+
+// A rank Gloo aborted because a peer sent it another size than it expected is where the mismatch
+// was seen, not who made it: not a culprit by its signal.
+void FailureFindings::size_mismatch() {
   for (const ErrorLine& e : job.other_errors) {
     if (e.what != ErrorLine::What::kMismatch || e.text.find("Received data size") == std::string::npos) continue;
     const int r = e.rank >= 0 ? e.rank : hosts.size() <= 1 ? e.local_rank : -1;
@@ -128,6 +152,11 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
     x.evidence = "gloo::EnforceNotMet in pair.cc";
     out.findings.push_back(std::move(x));
   }
+}
+
+// Each rank with a failure: killed by a signal it did not share, raised a cause, or raised what
+// waiting on another gives (a timeout, a lost peer, a size mismatch); and the call it failed in.
+void FailureFindings::sort_ranks() {
   for (const auto& [r, f] : failures) {
     if (f.exited && f.exitcode < 0 && f.exitcode != -15 && !all_alike && !size_aborted.count(r)) killed.push_back(r);
     const bool consequence = f.what == ErrorLine::What::kTimeout || f.what == ErrorLine::What::kNetwork ||
@@ -136,12 +165,16 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
     if (!f.error.empty() && consequence) waited.push_back(r);
     if (!f.call.empty()) by_call[f.call].push_back(r);
   }
-  auto host_of = [&](int r) {
-    auto f = failures.find(r);
-    if (f != failures.end() && !f->second.host.empty()) return f->second.host;
-    auto h = ranks.host_of_rank.find(r);
-    return h == ranks.host_of_rank.end() ? std::string() : h->second;
-  };
+}
+
+std::string FailureFindings::host_of(int r) const {
+  auto f = failures.find(r);
+  if (f != failures.end() && !f->second.host.empty()) return f->second.host;
+  auto h = ranks.host_of_rank.find(r);
+  return h == ranks.host_of_rank.end() ? std::string() : h->second;
+}
+
+void FailureFindings::killed_and_raised() {
   for (int r : killed) {
     const RankFailure& f = failures.at(r);
     LogFinding x;
@@ -165,6 +198,11 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
     x.evidence = where(f.file, f.line);
     out.findings.push_back(std::move(x));
   }
+}
+
+// The rank that called another collective: named by the others (TORCH_DISTRIBUTED_DEBUG=DETAIL), or
+// the ranks whose traceback is in another call than most ranks'.
+void FailureFindings::call_mismatch() {
   if (!job.named_odd.empty()) {
     // The wrapper compared fingerprints: the rank the others name is the odd one.
     LogFinding x;
@@ -203,6 +241,11 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
       out.findings.push_back(std::move(x));
     }
   }
+}
+
+// The ranks that did not arrive: named by monitored_barrier, or the ranks that raised nothing while
+// the others timed out waiting.
+void FailureFindings::silent_ranks() {
   if (!job.barrier_absent.empty()) {
     // monitored_barrier names the members that did not arrive, by their rank in its group. The
     // log does not print a group's members, so they are global ranks only where the group is the
@@ -244,6 +287,18 @@ void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& ou
       out.findings.push_back(std::move(x));
     }
   }
+}
+
+void add_failure_findings(const LogJob& job, const RankMap& ranks, LogImport& out) {
+  FailureFindings findings(job, ranks, out);
+  findings.read_exits();
+  if (findings.failures.empty()) return;
+  findings.every_rank_killed_alike();
+  findings.size_mismatch();
+  findings.sort_ranks();
+  findings.killed_and_raised();
+  findings.call_mismatch();
+  findings.silent_ranks();
 }
 
 // Errors NCCL printed, one finding per process and kind.
