@@ -139,137 +139,175 @@ bool knows(const format::CollectiveSnapshot& r, std::string_view field) {
   return !r.range.empty();
 }
 
+using RankRing = std::pair<int, const format::CommSnapshot*>;  // a rank and its ring of the group
+
+// The first field on which two members that both know it disagree; empty when none does.
+std::string_view first_disagreeing_field(const std::vector<const format::CollectiveSnapshot*>& recs,
+                                         bool with_call_site) {
+  const bool per_rank_size =
+      std::any_of(recs.begin(), recs.end(), [](auto* x) { return op_known(*x) && per_rank_size_op(x->op); });
+  for (auto f : kFields) {
+    if (per_rank_size && (f == "count" || f == "bytes")) continue;
+    if (f == "range" && !with_call_site) continue;
+    const format::CollectiveSnapshot* ref = nullptr;
+    for (const auto* x : recs) {
+      if (!knows(*x, f)) continue;
+      if (!ref)
+        ref = x;
+      else if (!same_field(*x, *ref, f))
+        return f;
+    }
+  }
+  return {};
+}
+
+using ValueHolders = std::map<std::string, std::vector<size_t>>;  // a field's value -> member indices
+
+// The healthy value among the most held ones. A tie goes to the value whose holders all repeat their
+// previous step, where some other member changed; else to the lowest rank's value, marked ambiguous.
+const std::vector<size_t>* healthy_value(const ValueHolders& by_value, const std::vector<RankRing>& members,
+                                         const std::vector<const format::CollectiveSnapshot*>& recs, bool& ambiguous) {
+  size_t top = 0;
+  for (const auto& [v, idx] : by_value) top = std::max(top, idx.size());
+  std::vector<const std::vector<size_t>*> largest;
+  for (const auto& [v, idx] : by_value)
+    if (idx.size() == top) largest.push_back(&idx);
+  if (largest.size() == 1) return largest[0];
+  std::vector<size_t> changed;
+  for (const auto& [v, idx] : by_value)
+    for (size_t i : idx) {
+      auto rep = repeats_previous_step(*members[i].second, *recs[i]);
+      if (rep && !*rep) changed.push_back(i);
+    }
+  for (const auto* cand : largest) {
+    const bool all_repeat = std::all_of(cand->begin(), cand->end(), [&](size_t i) {
+      auto rep = repeats_previous_step(*members[i].second, *recs[i]);
+      return rep && *rep;
+    });
+    if (all_repeat && !changed.empty()) return cand;
+  }
+  ambiguous = true;
+  const std::vector<size_t>* healthy = largest[0];
+  for (const auto* cand : largest)  // keep the lowest rank's value as the reference
+    if (members[cand->front()].first < members[healthy->front()].first) healthy = cand;
+  return healthy;
+}
+
+// The groups' rings walked for the earliest collective whose members disagree. The scratch vectors
+// are reused from group to group.
+struct MismatchScan {
+  const std::vector<RankView>& views;
+  bool with_call_site;
+  std::vector<RankRing> members;
+  std::vector<const format::CollectiveSnapshot*> recs;
+  std::vector<uint64_t> seqs;
+  std::vector<KnownFields> known;
+  std::vector<uint8_t> quiet;
+
+  std::optional<MismatchFinding> scan_group(const GroupView& g);
+  bool find_members(const GroupView& g);
+  bool find_shared_seqs();
+  void mark_quiet_seqs();
+  bool usable_records(uint64_t seq);
+  MismatchFinding vote(const GroupView& g, std::string_view field);
+};
+
+// The members with a readable, non-empty ring of the group; false when fewer than two.
+bool MismatchScan::find_members(const GroupView& g) {
+  members.clear();
+  for (int r : g.ranks) {
+    if (r < 0 || r >= int(views.size()) || !views[r].readable()) continue;
+    const auto* c = views[r].comm(g.name);
+    if (c && !c->ring.empty()) members.emplace_back(r, c);
+  }
+  return members.size() >= 2;
+}
+
+// The seqs every member may hold: those of the first member's ring in the shared window. Sized by a
+// ring (what the file holds), never by the span of the numbers (which a file sets at will).
+bool MismatchScan::find_shared_seqs() {
+  uint64_t lo = 0, hi = UINT64_MAX;
+  for (const auto& [r, c] : members) {
+    lo = std::max(lo, c->ring.front().seq);
+    hi = std::min(hi, c->ring.back().seq);
+  }
+  if (hi == UINT64_MAX || lo > hi) return false;
+  seqs.clear();
+  for (const auto& rec : members.front().second->ring)
+    if (rec.seq >= lo && rec.seq <= hi && (seqs.empty() || rec.seq > seqs.back())) seqs.push_back(rec.seq);
+  return true;
+}
+
+// RankRing by member, each ring walked in order (a dp group of 2048 ranks gathered seq by seq touches
+// 2048 rings per seq): which seqs are quiet, every member holding a usable record that agrees with
+// what the members before it know. Only the others are looked at seq by seq.
+void MismatchScan::mark_quiet_seqs() {
+  quiet.assign(seqs.size(), 1);
+  known.assign(seqs.size(), KnownFields{});
+  for (const auto& [r, c] : members) {
+    for (size_t k = 0; k < seqs.size(); ++k) {
+      if (!quiet[k]) continue;
+      const auto* rec = at_seq(*c, seqs[k]);
+      quiet[k] =
+          rec && !rec->torn && rec->state != format::CollectiveState::kEmpty && known[k].merge(*rec, with_call_site);
+    }
+  }
+}
+
+// Every member's record of `seq` into recs; false when one has none (or a torn or empty one).
+bool MismatchScan::usable_records(uint64_t seq) {
+  recs.clear();
+  for (const auto& [r, c] : members) {
+    const auto* rec = at_seq(*c, seq);
+    if (!rec || rec->torn || rec->state == format::CollectiveState::kEmpty) return false;
+    recs.push_back(rec);
+  }
+  return true;
+}
+
+// The vote is among the members that know the field: each value cited is a member's own.
+MismatchFinding MismatchScan::vote(const GroupView& g, std::string_view field) {
+  MismatchFinding m;
+  m.mismatch.field = std::string(field);
+  ValueHolders by_value;
+  int64_t when = INT64_MAX;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!knows(*recs[i], field)) continue;
+    const std::string v = field_value(*recs[i], field);
+    m.mismatch.values_by_rank[members[i].first] = v;
+    by_value[v].push_back(i);
+    when = std::min(when, views[members[i].first].aligned(recs[i]->enqueue_ns));
+  }
+  m.when_ns = when;
+  const std::vector<size_t>* healthy = healthy_value(by_value, members, recs, m.ambiguous);
+  for (const auto& [v, idx] : by_value)
+    if (&idx != healthy)
+      for (size_t i : idx) m.culprits.push_back(members[i].first);
+  std::sort(m.culprits.begin(), m.culprits.end());
+  m.at = collective_ref(g.name, *recs[healthy->front()]);
+  return m;
+}
+
+// The earliest disagreement of this communicator; later ones follow from it.
+std::optional<MismatchFinding> MismatchScan::scan_group(const GroupView& g) {
+  if (!find_members(g) || !find_shared_seqs()) return std::nullopt;
+  mark_quiet_seqs();
+  for (size_t k = 0; k < seqs.size(); ++k) {
+    if (quiet[k] || !usable_records(seqs[k])) continue;
+    const std::string_view field = first_disagreeing_field(recs, with_call_site);
+    if (!field.empty()) return vote(g, field);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const GroupList& groups,
                                              bool with_call_site) {
   std::optional<MismatchFinding> best;
-  std::vector<std::pair<int, const format::CommSnapshot*>> members;
-  std::vector<const format::CollectiveSnapshot*> recs;
-  std::vector<uint64_t> seqs;
-  std::vector<KnownFields> known;
-  std::vector<uint8_t> quiet;
-  for (const auto& g : groups) {
-    members.clear();
-    for (int r : g.ranks) {
-      if (r < 0 || r >= int(views.size()) || !views[r].readable()) continue;
-      const auto* c = views[r].comm(g.name);
-      if (c && !c->ring.empty()) members.emplace_back(r, c);
-    }
-    if (members.size() < 2) continue;
-    uint64_t lo = 0, hi = UINT64_MAX;
-    for (const auto& [r, c] : members) {
-      lo = std::max(lo, c->ring.front().seq);
-      hi = std::min(hi, c->ring.back().seq);
-    }
-    if (hi == UINT64_MAX || lo > hi) continue;
-    // The seqs every member may hold: those of the first member's ring in the shared window. Sized
-    // by a ring (what the file holds), never by the span of the numbers (which a file sets at will).
-    const format::CommSnapshot& first = *members.front().second;
-    seqs.clear();
-    for (const auto& rec : first.ring)
-      if (rec.seq >= lo && rec.seq <= hi && (seqs.empty() || rec.seq > seqs.back())) seqs.push_back(rec.seq);
-    // Member by member, each ring walked in order (a dp group of 2048 ranks gathered seq by seq
-    // touches 2048 rings per seq): which seqs are quiet, every member holding a usable record that
-    // agrees with what the members before it know. Only the others are looked at seq by seq below.
-    quiet.assign(seqs.size(), 1);
-    known.assign(seqs.size(), KnownFields{});
-    for (const auto& [r, c] : members) {
-      for (size_t k = 0; k < seqs.size(); ++k) {
-        if (!quiet[k]) continue;
-        const auto* rec = at_seq(*c, seqs[k]);
-        quiet[k] = rec && !rec->torn && rec->state != format::CollectiveState::kEmpty &&
-                   known[k].merge(*rec, with_call_site);
-      }
-    }
-    for (size_t k = 0; k < seqs.size(); ++k) {
-      if (quiet[k]) continue;
-      const uint64_t seq = seqs[k];
-      recs.clear();
-      bool usable = true;
-      for (const auto& [r, c] : members) {
-        const auto* rec = at_seq(*c, seq);
-        if (!rec || rec->torn || rec->state == format::CollectiveState::kEmpty) {
-          usable = false;
-          break;
-        }
-        recs.push_back(rec);
-      }
-      if (!usable) continue;
-      const bool per_rank_size =
-          std::any_of(recs.begin(), recs.end(), [](auto* x) { return op_known(*x) && per_rank_size_op(x->op); });
-      // The first field on which two members that both know it disagree.
-      std::string_view field;
-      const format::CollectiveSnapshot* ref = nullptr;
-      for (auto f : kFields) {
-        if (per_rank_size && (f == "count" || f == "bytes")) continue;
-        if (f == "range" && !with_call_site) continue;
-        ref = nullptr;
-        for (const auto* x : recs) {
-          if (!knows(*x, f)) continue;
-          if (!ref) ref = x;
-          else if (!same_field(*x, *ref, f)) {
-            field = f;
-            break;
-          }
-        }
-        if (!field.empty()) break;
-      }
-      if (field.empty()) continue;
-
-      // The vote is among the members that know the field: each value cited is a member's own.
-      MismatchFinding m;
-      m.mismatch.field = std::string(field);
-      std::map<std::string, std::vector<size_t>> by_value;  // value -> member indices
-      int64_t when = INT64_MAX;
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (!knows(*recs[i], field)) continue;
-        const std::string v = field_value(*recs[i], field);
-        m.mismatch.values_by_rank[members[i].first] = v;
-        by_value[v].push_back(i);
-        when = std::min(when, views[members[i].first].aligned(recs[i]->enqueue_ns));
-      }
-      m.when_ns = when;
-      size_t top = 0;
-      for (const auto& [v, idx] : by_value) top = std::max(top, idx.size());
-      std::vector<const std::vector<size_t>*> largest;
-      for (const auto& [v, idx] : by_value)
-        if (idx.size() == top) largest.push_back(&idx);
-      const std::vector<size_t>* healthy = largest.size() == 1 ? largest[0] : nullptr;
-      if (!healthy) {
-        // Tie: the healthy value is the one whose holders all repeat their previous step.
-        std::vector<size_t> changed;
-        for (const auto& [v, idx] : by_value)
-          for (size_t i : idx) {
-            auto rep = repeats_previous_step(*members[i].second, *recs[i]);
-            if (rep && !*rep) changed.push_back(i);
-          }
-        for (const auto* cand : largest) {
-          const bool all_repeat = std::all_of(cand->begin(), cand->end(), [&](size_t i) {
-            auto rep = repeats_previous_step(*members[i].second, *recs[i]);
-            return rep && *rep;
-          });
-          if (all_repeat && !changed.empty()) {
-            healthy = cand;
-            break;
-          }
-        }
-        if (!healthy) {
-          m.ambiguous = true;
-          healthy = largest[0];
-          for (const auto* cand : largest)  // keep the lowest rank's value as the reference
-            if (members[cand->front()].first < members[healthy->front()].first) healthy = cand;
-        }
-      }
-      for (const auto& [v, idx] : by_value)
-        if (&idx != healthy)
-          for (size_t i : idx) m.culprits.push_back(members[i].first);
-      std::sort(m.culprits.begin(), m.culprits.end());
-      m.at = collective_ref(g.name, *recs[healthy->front()]);
-      if (!best || m.when_ns < best->when_ns) best = std::move(m);
-      break;  // the earliest disagreement of this communicator; later ones follow from it
-    }
-  }
+  MismatchScan scan{views, with_call_site};
+  for (const auto& g : groups)
+    if (auto m = scan.scan_group(g); m && (!best || m->when_ns < best->when_ns)) best = std::move(m);
   return best;
 }
 

@@ -390,169 +390,221 @@ std::string collective_phrase(const CollectiveRef& c) {
                      format::dtype_name(c.dtype));
 }
 
-void compose_wording(Diagnosis& d, const WordingFacts& f) {
-  int readable = 0, finished = 0;
+namespace {
+
+// The ranks with a readable recorder: how many, how many finished, the newest step; and those without.
+struct ReadableRanks {
+  int count = 0;
+  int finished = 0;
   int64_t step = -1;
-  double idle = 0;
   std::vector<int> missing;
+};
+
+ReadableRanks readable_ranks(const Diagnosis& d) {
+  ReadableRanks out;
   for (const auto& r : d.ranks) {
     if (r.state == RankState::kMissing) {
-      missing.push_back(r.rank);
+      out.missing.push_back(r.rank);
       continue;
     }
-    ++readable;
-    finished += r.state == RankState::kFinished;
-    step = std::max(step, r.step);
-    idle = std::max(idle, r.idle_s);
+    ++out.count;
+    out.finished += r.state == RankState::kFinished;
+    out.step = std::max(out.step, r.step);
   }
-  const std::string missing_note =
-      missing.empty() ? "" : fmt::format(" {} {} no readable flight recorder.", who(d, missing), missing.size() == 1 ? "has" : "have");
+  return out;
+}
+
+void word_healthy(Diagnosis& d, const ReadableRanks& readable, const std::string& missing_note) {
+  const int running = readable.count - readable.finished;
+  // Jobs without steps (PyTorch dumps, the NCCL plugin's: step -1) say no step.
+  const std::string at = readable.step >= 0 ? fmt::format(" at step {}", readable.step) : "";
+  d.headline = d.times_are_lower_bounds
+                   ? fmt::format("HEALTHY: {} {} running{}; no collective is pending.", running,
+                                 running == 1 ? "rank" : "ranks", at)
+                   : fmt::format("HEALTHY: {} {} running{}; last progress {} ago.", running,
+                                 running == 1 ? "rank" : "ranks", at, human_seconds(d.stuck_for_s));
+  d.explanation = std::string("No rank is dead, no collective disagrees between ranks, and ") +
+                  (d.times_are_lower_bounds ? "none is pending." : "the job made progress recently.") + missing_note +
+                  (d.time_basis.empty() ? "" : " " + d.time_basis);
+}
+
+void word_crash(Diagnosis& d, const WordingFacts& f, const std::string& missing_note) {
   const std::string culprits = who(d, d.culprit_ranks);
   const std::string waiters = waiters_sentence(d, f);
+  const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
+  const std::string how = !r                            ? ""
+                          : r->alive == Liveness::kGone ? fmt::format(" (pid {} is gone on {})", r->pid, r->host)
+                          : r->state == RankState::kAborted
+                              ? " (it marked itself aborted)"
+                              : fmt::format(" (no heartbeat for {})", human_seconds(r->heartbeat_age_s));
+  const std::string where = !r ? ""
+                            : r->range.empty() || r->range == "step"
+                                ? fmt::format(" at the start of step {}", r->step)
+                                : fmt::format(" in {} at step {}", r->range, r->step);
+  const bool inside =
+      r && r->waiting && d.collective && r->waiting->comm == d.collective->comm && r->waiting->seq == d.collective->seq;
+  const std::string blocked =
+      d.collective ? fmt::format("; it never {} {}", inside ? "finished" : "entered", collective_phrase(*d.collective))
+                   : "";
+  if (r && r->alive == Liveness::kUnknown && r->state == RankState::kDead) {
+    // Its process is on another host: we only know the heartbeat stopped, not why.
+    d.headline = fmt::format("CRASH: {}'s heartbeat stopped {} ago{}{}.{}", culprits, human_seconds(r->heartbeat_age_s),
+                             where, blocked, waiters);
+    d.explanation = fmt::format(
+                        "{} stopped beating while the others kept their heartbeat. Its process is on {}, not "
+                        "this host, so whether it died or froze cannot be checked from here; run hangdoctor on "
+                        "that host to tell. Whoever needs it waits forever.",
+                        culprits, r->host.empty() ? "an unknown host" : r->host) +
+                    downstream_text(d, f) + missing_note;
+    return;
+  }
+  d.headline = fmt::format("CRASH: {} died{}{}, {} ago{}.{}", culprits, how, where,
+                           human_seconds(r ? r->heartbeat_age_s : 0), blocked, waiters);
+  d.explanation =
+      fmt::format("{} stopped while the others kept their heartbeat; whoever needs it waits forever.", culprits) +
+      downstream_text(d, f) + missing_note;
+}
+
+// Every member is inside the collective and none finished: no rank lags.
+void word_stuck_in_collective(Diagnosis& d, const WordingFacts& f) {
+  const CollectiveRef& c = *d.collective;
+  const std::string members = f.waiters.size() == 1
+                                  ? fmt::format("rank {}, the only member of {},", ranks_on_hosts(d, f.waiters), c.comm)
+                                  : fmt::format("all {} ranks in {}", f.waiters.size(), c.comm);
+  const std::string waited = how_long(d, max_waited(d, f.waiters), "for");
+  if (f.none_started) {
+    // No record says it started (e.g. PyTorch without TORCH_NCCL_ENABLE_TIMING): a device stuck
+    // before it and a collective stuck in the network look the same.
+    d.headline = fmt::format(
+        "HANG: {} enqueued {} and it never completed, {}; whether it started cannot be told, "
+        "so no rank is to blame.",
+        members, collective_phrase(c), waited);
+    d.explanation =
+        "Every member enqueued the collective and none completed it, so no rank lagged. No record says "
+        "it started: a kernel before it that never ends (the GPU behind its host) and a collective "
+        "stuck in the interconnect or the collective library look the same here." +
+        downstream_text(d, f);
+  } else {
+    d.headline = fmt::format("HANG: {} entered {} and none finished, {}; no rank is to blame.", members,
+                             collective_phrase(c), waited);
+    d.explanation =
+        "Every member called the collective and none completed it, so no rank lagged: suspect the "
+        "interconnect, the collective library or a device fault." +
+        downstream_text(d, f);
+  }
+}
+
+void word_missing_gradient(Diagnosis& d, const WordingFacts& f) {
+  std::string grads;
+  for (const auto& g : d.missing_gradients)
+    grads += fmt::format("{}{} (bucket {}{})", grads.empty() ? "" : ", ", g.param, g.bucket,
+                         d.culprit_ranks.size() > 1 ? fmt::format(", rank {}", g.rank) : "");
+  d.headline =
+      fmt::format("HANG: {} never launched {}: the gradient of {} never arrived; {}.{}", who(d, d.culprit_ranks),
+                  collective_phrase(*d.collective), grads, whereabouts(d, d.culprit_ranks), waiters_sentence(d, f));
+  d.explanation =
+      "Its backward pass is over but these gradients were never reported ready, so their DDP bucket "
+      "was never reduced there." +
+      downstream_text(d, f);
+}
+
+// The culprits never entered the collective the others wait in.
+void word_never_entered(Diagnosis& d, const WordingFacts& f) {
+  const std::string culprits = who(d, d.culprit_ranks);
+  const std::string where = whereabouts(d, d.culprit_ranks);
+  const std::string waiters = waiters_sentence(d, f);
+  const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
+  const RankReport* only = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
+  if (only && only->range.rfind("init/", 0) == 0) {
+    // Start-up (step 0): say the phase first; that is what the user has to look at.
+    d.headline = fmt::format("HANG: {} is stuck in start-up phase {} for {} and never entered {}.{}", culprits,
+                             only->range, human_seconds(only->range_s > 0 ? only->range_s : only->idle_s),
+                             collective_phrase(*d.collective), waiters);
+  } else {
+    const std::string each = per_culprit_missing(d);
+    d.headline = each.empty() ? fmt::format("HANG: {} never entered {}; {}{}.{}", culprits,
+                                            collective_phrase(*d.collective), where, host, waiters)
+                              : fmt::format("HANG: {}; {}{}.", each, where, host);
+  }
+  const bool many = d.culprit_ranks.size() > 1;
+  d.explanation = (many ? std::string()
+                        : fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
+                                      "(last issued: {}).",
+                                      culprits, d.collective->comm, d.collective->seq, f.progress)) +
+                  (d.times_are_lower_bounds && f.culprits_idle
+                       ? fmt::format("{}Nothing is open in {}: everything {} enqueued completed and {} enqueued "
+                                     "nothing after, so {} stopped issuing work (a Python thread holding the GIL, "
+                                     "a data loader, host code, or a stopped process); the dumps cannot tell which, "
+                                     "the stacks can (py-spy dump --pid).",
+                                     many ? "" : " ", many ? "their dumps" : "its dump", many ? "they" : "it",
+                                     many ? "they" : "it", many ? "their hosts" : "its host")
+                       : std::string()) +
+                  (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
+                                                "pipeline, the file system or the host, not at the network."
+                                              : "") +
+                  downstream_text(d, f);
+}
+
+// Other ranks still run: say they will wait too.
+void word_forming(Diagnosis& d) {
+  std::vector<int> running;
+  for (const auto& r : d.ranks)
+    if (r.state == RankState::kRunning &&
+        std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r.rank) == d.culprit_ranks.end())
+      running.push_back(r.rank);
+  d.explanation += running.empty()
+                       ? " The hang is still forming: other ranks made progress recently, but a peer already waits."
+                       : fmt::format(
+                             " The hang is still forming: {} still run work that does not need {} yet, and "
+                             "will wait too at their next collective with {}.",
+                             who(d, running), who(d, d.culprit_ranks), d.culprit_ranks.size() == 1 ? "it" : "them");
+}
+
+void word_hang(Diagnosis& d, const WordingFacts& f, const std::string& missing_note) {
+  if (d.kind == Kind::kRankFrozen) {
+    word_frozen(d, f);
+  } else if (d.kind == Kind::kGpuBehindHost && d.collective) {
+    word_gpu_behind_host(d, f);
+  } else if (d.kind == Kind::kStuckInCollective) {
+    word_stuck_in_collective(d, f);
+  } else if (!d.collective && (d.kind == Kind::kStuckInCompute || d.kind == Kind::kHostStall)) {
+    word_stuck_alone(d);
+  } else if (!d.collective) {
+    d.headline = fmt::format("HANG: {} made least progress and no rank is inside a collective; {}.",
+                             who(d, d.culprit_ranks), whereabouts(d, d.culprit_ranks));
+    d.explanation = "Nothing progressed " + how_long(d, d.stuck_for_s, "for") + ".";
+  } else if (d.kind == Kind::kMissingGradient) {
+    word_missing_gradient(d, f);
+  } else {
+    word_never_entered(d, f);
+  }
+  if (f.forming) word_forming(d);
+  d.explanation += missing_note;
+  if (!d.time_basis.empty()) d.explanation += " " + d.time_basis;
+}
+
+}  // namespace
+
+void compose_wording(Diagnosis& d, const WordingFacts& f) {
+  const ReadableRanks readable = readable_ranks(d);
+  const std::string missing_note = readable.missing.empty()
+                                       ? ""
+                                       : fmt::format(" {} {} no readable flight recorder.", who(d, readable.missing),
+                                                     readable.missing.size() == 1 ? "has" : "have");
   switch (d.verdict) {
     case Verdict::kFinished:
-      d.headline = fmt::format("FINISHED: {} of {} ranks finished cleanly (last step {}).", finished, d.world_size, step);
+      d.headline = fmt::format("FINISHED: {} of {} ranks finished cleanly (last step {}).", readable.finished,
+                               d.world_size, readable.step);
       d.explanation = "Every rank with a flight recorder shut down cleanly." + missing_note;
       return;
-    case Verdict::kHealthy: {
-      const int running = readable - finished;
-      // Jobs without steps (PyTorch dumps, the NCCL plugin's: step -1) say no step.
-      const std::string at = step >= 0 ? fmt::format(" at step {}", step) : "";
-      d.headline = d.times_are_lower_bounds
-                       ? fmt::format("HEALTHY: {} {} running{}; no collective is pending.", running,
-                                     running == 1 ? "rank" : "ranks", at)
-                       : fmt::format("HEALTHY: {} {} running{}; last progress {} ago.", running,
-                                     running == 1 ? "rank" : "ranks", at, human_seconds(d.stuck_for_s));
-      d.explanation = std::string("No rank is dead, no collective disagrees between ranks, and ") +
-                      (d.times_are_lower_bounds ? "none is pending." : "the job made progress recently.") + missing_note +
-                      (d.time_basis.empty() ? "" : " " + d.time_basis);
-      return;
-    }
+    case Verdict::kHealthy: word_healthy(d, readable, missing_note); return;
     case Verdict::kDesync:
       if (d.kind == Kind::kA2aCountMismatch) word_count_mismatch(d, f);
       else word_mismatch(d, f);
       d.explanation += missing_note;
       return;
-    case Verdict::kCrash: {
-      const RankReport* r = d.culprit_ranks.empty() ? nullptr : find_rank(d, d.culprit_ranks.front());
-      const std::string how = !r ? "" : r->alive == Liveness::kGone ? fmt::format(" (pid {} is gone on {})", r->pid, r->host)
-                                    : r->state == RankState::kAborted ? " (it marked itself aborted)"
-                                                                      : fmt::format(" (no heartbeat for {})", human_seconds(r->heartbeat_age_s));
-      const std::string where = !r                                     ? ""
-                                : r->range.empty() || r->range == "step" ? fmt::format(" at the start of step {}", r->step)
-                                                                         : fmt::format(" in {} at step {}", r->range, r->step);
-      const bool inside = r && r->waiting && d.collective && r->waiting->comm == d.collective->comm &&
-                          r->waiting->seq == d.collective->seq;
-      const std::string blocked =
-          d.collective ? fmt::format("; it never {} {}", inside ? "finished" : "entered", collective_phrase(*d.collective)) : "";
-      if (r && r->alive == Liveness::kUnknown && r->state == RankState::kDead) {
-        // Its process is on another host: we only know the heartbeat stopped, not why.
-        d.headline = fmt::format("CRASH: {}'s heartbeat stopped {} ago{}{}.{}", culprits, human_seconds(r->heartbeat_age_s),
-                                 where, blocked, waiters);
-        d.explanation = fmt::format("{} stopped beating while the others kept their heartbeat. Its process is on {}, not "
-                                    "this host, so whether it died or froze cannot be checked from here; run hangdoctor on "
-                                    "that host to tell. Whoever needs it waits forever.",
-                                    culprits, r->host.empty() ? "an unknown host" : r->host) +
-                        downstream_text(d, f) + missing_note;
-        break;
-      }
-      d.headline = fmt::format("CRASH: {} died{}{}, {} ago{}.{}", culprits, how, where,
-                               human_seconds(r ? r->heartbeat_age_s : 0), blocked, waiters);
-      d.explanation = fmt::format("{} stopped while the others kept their heartbeat; whoever needs it waits forever.", culprits) +
-                      downstream_text(d, f) + missing_note;
-      break;
-    }
-    case Verdict::kHang: {
-      const std::string where = whereabouts(d, d.culprit_ranks);
-      if (d.kind == Kind::kRankFrozen) {
-        word_frozen(d, f);
-      } else if (d.kind == Kind::kGpuBehindHost && d.collective) {
-        word_gpu_behind_host(d, f);
-      } else if (d.kind == Kind::kStuckInCollective) {
-        const CollectiveRef& c = *d.collective;
-        const std::string members = f.waiters.size() == 1
-                                        ? fmt::format("rank {}, the only member of {},", ranks_on_hosts(d, f.waiters), c.comm)
-                                        : fmt::format("all {} ranks in {}", f.waiters.size(), c.comm);
-        const std::string waited = how_long(d, max_waited(d, f.waiters), "for");
-        if (f.none_started) {
-          // No record says it started (e.g. PyTorch without TORCH_NCCL_ENABLE_TIMING): a device stuck
-          // before it and a collective stuck in the network look the same.
-          d.headline = fmt::format("HANG: {} enqueued {} and it never completed, {}; whether it started cannot be told, "
-                                   "so no rank is to blame.",
-                                   members, collective_phrase(c), waited);
-          d.explanation = "Every member enqueued the collective and none completed it, so no rank lagged. No record says "
-                          "it started: a kernel before it that never ends (the GPU behind its host) and a collective "
-                          "stuck in the interconnect or the collective library look the same here." +
-                          downstream_text(d, f);
-        } else {
-          d.headline = fmt::format("HANG: {} entered {} and none finished, {}; no rank is to blame.", members,
-                                   collective_phrase(c), waited);
-          d.explanation = "Every member called the collective and none completed it, so no rank lagged: suspect the "
-                          "interconnect, the collective library or a device fault." +
-                          downstream_text(d, f);
-        }
-      } else if (!d.collective && (d.kind == Kind::kStuckInCompute || d.kind == Kind::kHostStall)) {
-        word_stuck_alone(d);
-      } else if (!d.collective) {
-        d.headline = fmt::format("HANG: {} made least progress and no rank is inside a collective; {}.", culprits, where);
-        d.explanation = "Nothing progressed " + how_long(d, d.stuck_for_s, "for") + ".";
-      } else if (d.kind == Kind::kMissingGradient) {
-        std::string grads;
-        for (const auto& g : d.missing_gradients)
-          grads += fmt::format("{}{} (bucket {}{})", grads.empty() ? "" : ", ", g.param, g.bucket,
-                               d.culprit_ranks.size() > 1 ? fmt::format(", rank {}", g.rank) : "");
-        d.headline = fmt::format("HANG: {} never launched {}: the gradient of {} never arrived; {}.{}", culprits,
-                                 collective_phrase(*d.collective), grads, where, waiters);
-        d.explanation = "Its backward pass is over but these gradients were never reported ready, so their DDP bucket "
-                        "was never reduced there." + downstream_text(d, f);
-      } else {
-        const std::string host = d.kind == Kind::kHostStall ? " (host work, not a collective problem)" : "";
-        const RankReport* only = d.culprit_ranks.size() == 1 ? find_rank(d, d.culprit_ranks.front()) : nullptr;
-        if (only && only->range.rfind("init/", 0) == 0) {
-          // Start-up (step 0): say the phase first; that is what the user has to look at.
-          d.headline = fmt::format("HANG: {} is stuck in start-up phase {} for {} and never entered {}.{}", culprits,
-                                   only->range, human_seconds(only->range_s > 0 ? only->range_s : only->idle_s),
-                                   collective_phrase(*d.collective), waiters);
-        } else {
-          const std::string each = per_culprit_missing(d);
-          d.headline = each.empty() ? fmt::format("HANG: {} never entered {}; {}{}.{}", culprits,
-                                                  collective_phrase(*d.collective), where, host, waiters)
-                                    : fmt::format("HANG: {}; {}{}.", each, where, host);
-        }
-        const bool many = d.culprit_ranks.size() > 1;
-        d.explanation = (many ? std::string()
-                              : fmt::format("{} has the least progress on {}: the others issued #{} and wait in it "
-                                            "(last issued: {}).",
-                                            culprits, d.collective->comm, d.collective->seq, f.progress)) +
-                        (d.times_are_lower_bounds && f.culprits_idle
-                             ? fmt::format("{}Nothing is open in {}: everything {} enqueued completed and {} enqueued "
-                                           "nothing after, so {} stopped issuing work (a Python thread holding the GIL, "
-                                           "a data loader, host code, or a stopped process); the dumps cannot tell which, "
-                                           "the stacks can (py-spy dump --pid).",
-                                           many ? "" : " ", many ? "their dumps" : "its dump", many ? "they" : "it",
-                                           many ? "they" : "it", many ? "their hosts" : "its host")
-                             : std::string()) +
-                        (d.kind == Kind::kHostStall ? " It is stuck in host work (data loading, I/O): look at the input "
-                                                      "pipeline, the file system or the host, not at the network."
-                                                    : "") +
-                        downstream_text(d, f);
-      }
-      if (f.forming) {
-        std::vector<int> running;
-        for (const auto& r : d.ranks)
-          if (r.state == RankState::kRunning &&
-              std::find(d.culprit_ranks.begin(), d.culprit_ranks.end(), r.rank) == d.culprit_ranks.end())
-            running.push_back(r.rank);
-        d.explanation += running.empty()
-                             ? " The hang is still forming: other ranks made progress recently, but a peer already waits."
-                             : fmt::format(" The hang is still forming: {} still run work that does not need {} yet, and "
-                                           "will wait too at their next collective with {}.",
-                                           who(d, running), culprits, d.culprit_ranks.size() == 1 ? "it" : "them");
-      }
-      d.explanation += missing_note;
-      if (!d.time_basis.empty()) d.explanation += " " + d.time_basis;
-      break;
-    }
+    case Verdict::kCrash: word_crash(d, f, missing_note); break;
+    case Verdict::kHang: word_hang(d, f, missing_note); break;
   }
   if (f.all_gone)
     d.explanation += " Every rank's process is gone (the job was killed or aborted): this is their state when they died.";
