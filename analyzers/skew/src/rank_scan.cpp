@@ -88,12 +88,32 @@ const std::vector<uint32_t>& RankScan::ancestors_or_self(uint32_t local) {
 void RankScan::on_step(const format::StepRecord& step) {
   saw_step_ = true;
   device_.host_step(step.step, step.begin_ns, step.end_ns);  // the device windows need every step
-  if (step.step < first_step_ || step.step > last_step_) return;
-  // Start-up (gpt2-train's step 0, made of init/* ranges) is not a training step: `rankscope
-  // startup` reports it, and its seconds would swamp every per-step statistic here.
-  for (const auto& r : step.ranges)
-    if (r.name_id < local_names_.size() && local_names_[r.name_id].rfind("init/", 0) == 0) return;
+  if (step.step < first_step_ || step.step > last_step_ || is_startup(step)) return;
   ++step_counter_;
+  size_per_range_arrays();
+  // GPU kernel time launched under each range (CUPTI; zero on CPU), also from entries of ranges
+  // that did not run in this step on the main thread (count 0).
+  for (const auto& r : step.ranges) {
+    if (r.kernel_ns > 0 && is_range(r.name_id))
+      range_kernel_samples_[r.name_id].push_back(double(r.kernel_ns) / kNsPerMillisecond);
+  }
+  const std::vector<uint32_t> touched = ranges_present(step);
+  const bool ops_read = subtract_op_leaf_waits(touched);
+  const CollectiveTime coll = scan_collectives(step, touched);
+  const BusyTime busy = add_range_samples(touched);
+  add_host_classes(step, ops_read, busy, coll);
+  add_counters(step);
+}
+
+// Start-up (gpt2-train's step 0, made of init/* ranges) is not a training step: `rankscope startup`
+// reports it, and its seconds would swamp every per-step statistic here.
+bool RankScan::is_startup(const format::StepRecord& step) const {
+  for (const auto& r : step.ranges)
+    if (r.name_id < local_names_.size() && local_names_[r.name_id].rfind("init/", 0) == 0) return true;
+  return false;
+}
+
+void RankScan::size_per_range_arrays() {
   const size_t n_names = local_names_.size();
   grow(stamp_, n_names, int64_t(0));
   grow(total_ns_, n_names, int64_t(0));
@@ -102,15 +122,12 @@ void RankScan::on_step(const format::StepRecord& step) {
   grow(has_leaves_, n_names, int64_t(0));
   grow(range_compute_samples_, n_names, std::vector<double>());
   grow(range_total_samples_, n_names, std::vector<double>());
-
-  // GPU kernel time launched under each range (CUPTI; zero on CPU), also from entries of ranges
-  // that did not run in this step on the main thread (count 0).
   grow(range_kernel_samples_, n_names, std::vector<double>());
-  for (const auto& r : step.ranges) {
-    if (r.kernel_ns > 0 && is_range(r.name_id)) range_kernel_samples_[r.name_id].push_back(double(r.kernel_ns) / kNsPerMillisecond);
-  }
+  grow(coll_intervals_, n_names, std::vector<Interval>());
+}
 
-  // Ranges present in this step.
+// The ranges that ran in this step, each stamped with it and its time summed.
+std::vector<uint32_t> RankScan::ranges_present(const format::StepRecord& step) {
   std::vector<uint32_t> touched;
   for (const auto& r : step.ranges) {
     if (!is_range(r.name_id) || r.count == 0) continue;  // count 0: kernel time only, the range did not run
@@ -123,9 +140,13 @@ void RankScan::on_step(const format::StepRecord& step) {
     }
     total_ns_[r.name_id] += r.total_ns;
   }
-  // Where a trace's framework ops were read (op leaves, format/op_family.h), a range's compute is
-  // its time less the leaves where its thread waited on collectives other threads ran: whatever
-  // those threads moved while this one computed is overlap, not lost time.
+  return touched;
+}
+
+// Where a trace's framework ops were read (op leaves, format/op_family.h), a range's compute is its
+// time less the leaves where its thread waited on collectives other threads ran: whatever those
+// threads moved while this one computed is overlap, not lost time. True when any op leaf ran.
+bool RankScan::subtract_op_leaf_waits(const std::vector<uint32_t>& touched) {
   bool ops_read = false;
   for (uint32_t r : touched) {
     if (r >= op_leaf_.size() || !op_leaf_[r]) continue;
@@ -136,20 +157,22 @@ void RankScan::on_step(const format::StepRecord& step) {
       if (wait_leaf_[r] && a != r) wait_ns_[a] += total_ns_[r];
     }
   }
-  auto present = [&](uint32_t local) { return local < stamp_.size() && stamp_[local] == step_counter_; };
+  return ops_read;
+}
 
-  // Collectives: time inside each range, and arrivals (ordered per communicator by sequence number,
-  // which gives each its ordinal: the site identity that is the same in every step).
+// Collectives: time inside each range, and arrivals (ordered per communicator by sequence number,
+// which gives each its ordinal: the site identity that is the same in every step). Time in
+// collectives is a union, never a sum: Gloo runs a step's all-reduces on several threads at once (DDP
+// buckets, several process groups), and each instant counts once, for the step and for every range.
+// Intervals are clipped to the step, so the classes add up to it.
+RankScan::CollectiveTime RankScan::scan_collectives(const format::StepRecord& step,
+                                                    const std::vector<uint32_t>& touched) {
   std::vector<std::tuple<uint32_t, uint64_t, size_t>> order;
   order.reserve(step.collectives.size());
   for (size_t i = 0; i < step.collectives.size(); ++i) {
     order.emplace_back(step.collectives[i].comm_id, step.collectives[i].seq, i);
   }
   std::sort(order.begin(), order.end());
-  // Time in collectives is a union, never a sum: Gloo runs a step's all-reduces on several threads
-  // at once (DDP buckets, several process groups), and each instant counts once, for the step and
-  // for every range. Intervals are clipped to the step, so the classes add up to it.
-  grow(coll_intervals_, n_names, std::vector<Interval>());
   for (uint32_t r : touched) coll_intervals_[r].clear();
   all_coll_scratch_.clear();
   inside_coll_scratch_.clear();
@@ -185,26 +208,29 @@ void RankScan::on_step(const format::StepRecord& step) {
     obs.bytes = c.bytes;
     sink_.add(rank_, obs);
   }
-  const int64_t coll_total = union_length(all_coll_scratch_, step.begin_ns, step.end_ns);
-  const int64_t coll_inside = union_length(inside_coll_scratch_, step.begin_ns, step.end_ns);
   for (uint32_t r : touched) coll_in_ns_[r] = union_length(coll_intervals_[r], step.begin_ns, step.end_ns);
+  return {union_length(all_coll_scratch_, step.begin_ns, step.end_ns),
+          union_length(inside_coll_scratch_, step.begin_ns, step.end_ns)};
+}
 
-  // Outermost present ranges (no present strict ancestor) make up the busy time and the
-  // top-level breakdown; "step" itself is the frame, not a part.
-  int64_t busy = 0, busy_compute = 0;
-  auto compute_of = [&](uint32_t r) -> int64_t {
-    if (wait_leaf_[r]) return 0;
-    if (has_leaves_[r] == step_counter_) return std::max<int64_t>(0, total_ns_[r] - wait_ns_[r]);
-    return std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r]);
-  };
+int64_t RankScan::range_compute_ns(uint32_t r) const {
+  if (wait_leaf_[r]) return 0;
+  if (has_leaves_[r] == step_counter_) return std::max<int64_t>(0, total_ns_[r] - wait_ns_[r]);
+  return std::max<int64_t>(0, total_ns_[r] - coll_in_ns_[r]);
+}
+
+// Each present range's time and compute as samples. Outermost present ranges (no present strict
+// ancestor) make up the busy time and the top-level breakdown; "step" itself is the frame, not a part.
+RankScan::BusyTime RankScan::add_range_samples(const std::vector<uint32_t>& touched) {
+  BusyTime busy;
   for (uint32_t r : touched) {
     if (r == step_range_) continue;
     const auto& chain = ancestors_or_self(r);
     const bool outermost = std::none_of(chain.begin() + 1, chain.end(),
                                         [&](uint32_t a) { return a != step_range_ && present(a); });
     if (outermost) {
-      busy += total_ns_[r];
-      busy_compute += compute_of(r);
+      busy.total_ns += total_ns_[r];
+      busy.compute_ns += range_compute_ns(r);
       grow(top_level_global_, size_t(r) + 1, kNoName);
       if (top_level_global_[r] == kNoName) top_level_global_[r] = names_.id(top_level_range(local_names_[r]));
       const uint32_t top = top_level_global_[r];
@@ -213,22 +239,25 @@ void RankScan::on_step(const format::StepRecord& step) {
     }
     if (wait_leaf_[r]) continue;  // not work: the waits are in the collectives' classes
     range_total_samples_[r].push_back(double(total_ns_[r]) / kNsPerMillisecond);
-    range_compute_samples_[r].push_back(double(compute_of(r)) / kNsPerMillisecond);
+    range_compute_samples_[r].push_back(double(range_compute_ns(r)) / kNsPerMillisecond);
   }
+  return busy;
+}
 
+// Host classes of the step; they add up to it. Without op leaves: in some collective (any thread),
+// else in a range (compute), else idle. With them (a trace's cpu_ops): compute is the ranges' time
+// but the waits; collectives another thread ran while the main thread computed are overlap, not time
+// lost; the rest of the collectives' time fills what is neither (the waits among it).
+void RankScan::add_host_classes(const format::StepRecord& step, bool ops_read, BusyTime busy, CollectiveTime coll) {
   const int64_t step_ns = std::max<int64_t>(0, step.end_ns - step.begin_ns);
   const double step_ms = double(step_ns) / kNsPerMillisecond;
-  // Host classes of the step; they add up to it. Without op leaves: in some collective (any thread),
-  // else in a range (compute), else idle. With them (a trace's cpu_ops): compute is the ranges' time
-  // but the waits; collectives another thread ran while the main thread computed are overlap, not
-  // time lost; the rest of the collectives' time fills what is neither (the waits among it).
-  int64_t compute_ns = 0, exposed_ns = coll_total;
+  int64_t compute_ns = 0, exposed_ns = coll.total_ns;
   if (ops_read) {
-    compute_ns = std::min(busy_compute, step_ns);
-    exposed_ns = std::min(coll_total, step_ns - compute_ns);
-    overlap_ms_sum_ += double(coll_total - exposed_ns) / kNsPerMillisecond;
+    compute_ns = std::min(busy.compute_ns, step_ns);
+    exposed_ns = std::min(coll.total_ns, step_ns - compute_ns);
+    overlap_ms_sum_ += double(coll.total_ns - exposed_ns) / kNsPerMillisecond;
   } else {
-    compute_ns = std::clamp<int64_t>(busy - coll_inside, 0, std::max<int64_t>(0, step_ns - coll_total));
+    compute_ns = std::clamp<int64_t>(busy.total_ns - coll.inside_ns, 0, std::max<int64_t>(0, step_ns - coll.total_ns));
   }
   compute_ms_sum_ += double(compute_ns) / kNsPerMillisecond;
   idle_ms_sum_ += double(std::max<int64_t>(0, step_ns - exposed_ns - compute_ns)) / kNsPerMillisecond;
@@ -238,7 +267,9 @@ void RankScan::on_step(const format::StepRecord& step) {
   result_.step_numbers.push_back(step.step);
   result_.step_ms.push_back(float(step_ms));
   result_.noncomm_ms.push_back(float(noncomm_ms_.back()));
+}
 
+void RankScan::add_counters(const format::StepRecord& step) {
   for (const auto& cv : step.counters) {
     const size_t n = size_t(cv.name_id) + 1;
     grow(counter_sum_, n, 0.0);

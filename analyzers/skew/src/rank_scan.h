@@ -70,6 +70,24 @@ class RankScan : public format::EventStreamVisitor {
  private:
   bool is_range(uint32_t local) const;
   const std::vector<uint32_t>& ancestors_or_self(uint32_t local);
+  // on_step's phases, in order.
+  bool is_startup(const format::StepRecord& step) const;
+  void size_per_range_arrays();
+  std::vector<uint32_t> ranges_present(const format::StepRecord& step);
+  bool subtract_op_leaf_waits(const std::vector<uint32_t>& touched);
+  bool present(uint32_t local) const { return local < stamp_.size() && stamp_[local] == step_counter_; }
+  struct CollectiveTime {
+    int64_t total_ns = 0;   // the union of every collective's span in the step
+    int64_t inside_ns = 0;  // the union of those inside a range other than the step
+  };
+  CollectiveTime scan_collectives(const format::StepRecord& step, const std::vector<uint32_t>& touched);
+  int64_t range_compute_ns(uint32_t local) const;
+  struct BusyTime {
+    int64_t total_ns = 0, compute_ns = 0;  // the outermost present ranges' time, and its compute
+  };
+  BusyTime add_range_samples(const std::vector<uint32_t>& touched);
+  void add_host_classes(const format::StepRecord& step, bool ops_read, BusyTime busy, CollectiveTime coll);
+  void add_counters(const format::StepRecord& step);
 
   int rank_;
   NameTable& names_;
