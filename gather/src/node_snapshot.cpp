@@ -94,19 +94,35 @@ std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnaps
   return out;
 }
 
-}  // namespace
-
-Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out,
-                                                analyzers::hang::ProcessTable& processes,
-                                                analyzers::hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
-  std::error_code ec;
-  if (!fs::is_directory(run_dir, ec))
-    return not_found(fmt::format("{}: no such directory on {}", run_dir.string(), analyzers::this_host_name()));
-  NodeSnapshotSummary summary;
+// One node's snapshot, phase by phase in the order write_node_snapshot runs them: which files, who
+// wrote each recorder, the processes' states (and stacks), the rank summaries, the stream.
+struct NodeSnapshot {
+  const fs::path& run_dir;
+  const NodeSnapshotOptions& o;
   const std::string host = analyzers::this_host_name();
-  const std::string boot_id = analyzers::this_boot_id();
+  NodeSnapshotSummary summary;
+  struct Process {
+    std::string host;
+    int pid = 0;
+    std::vector<int> ranks;
+  };
+  std::map<std::pair<std::string, int>, Process> procs;
+  std::vector<FileToShip> shipped;
+  nlohmann::json proc_json = nlohmann::json::array();
+  std::vector<std::pair<std::string, std::string>> stack_files;  // (entry name, text)
+  format::RankSummaryWriter summaries;
+  std::vector<int> summarized;
 
-  // Which files, and the process behind each recorder.
+  std::vector<FileToShip> list_files();
+  void identify_recorders(std::vector<FileToShip> files);
+  void read_process_states(analyzers::hang::ProcessTable& processes, analyzers::hang::StackCollector& stacks);
+  void summarize_recorders();
+  Status write_stream(std::FILE* out);
+};
+
+// run.json, this node's recorders and the NCCL plugin's files of this host, by name.
+std::vector<FileToShip> NodeSnapshot::list_files() {
+  std::error_code ec;
   std::vector<FileToShip> files;
   if (fs::is_regular_file(run_dir / format::kRunMetadataFile, ec))
     files.push_back({std::string(format::kRunMetadataFile), run_dir / format::kRunMetadataFile, std::nullopt});
@@ -123,14 +139,12 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
     files.push_back({name, e.path(), std::nullopt});
   }
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return files;
+}
 
-  struct Process {
-    std::string host;
-    int pid = 0;
-    std::vector<int> ranks;
-  };
-  std::map<std::pair<std::string, int>, Process> procs;
-  std::vector<FileToShip> shipped;
+// The files to ship, and the process behind each recorder of this host: its header alone says who
+// wrote it (one 4 KiB read); the whole file is read once, to ship it.
+void NodeSnapshot::identify_recorders(std::vector<FileToShip> files) {
   for (auto& f : files) {
     if (!f.name.ends_with(".flight")) {
       shipped.push_back(std::move(f));
@@ -140,7 +154,6 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
       summary.skipped.push_back(fmt::format("{}: a name the stream cannot carry", f.name));
       continue;
     }
-    // The header alone says who wrote it (one 4 KiB read); the whole file is read once, to ship it.
     auto id = format::read_flight_identity(f.path);
     if (id.ok()) {
       if (!o.all_hosts && id->host != host) {
@@ -158,9 +171,11 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
     shipped.push_back(std::move(f));
   }
   for (auto& f : recent_evidence(run_dir, o, summary.skipped)) shipped.push_back(std::move(f));
+}
 
-  nlohmann::json proc_json = nlohmann::json::array();
-  std::vector<std::pair<std::string, std::string>> stack_files;  // (entry name, text)
+// Each process's state, and with --stacks the stacks of the live ones (as many as allowed).
+void NodeSnapshot::read_process_states(analyzers::hang::ProcessTable& processes,
+                                       analyzers::hang::StackCollector& stacks) {
   for (const auto& [key, p] : procs) {
     const analyzers::hang::ProcessStatus s = processes.status(p.host, p.pid);
     proc_json.push_back({{"host", p.host},
@@ -170,27 +185,26 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
                          {"state", analyzers::hang::os_run_state_name(s.state)},
                          {"wchan", s.wchan},
                          {"threads", s.threads}});
-    if (o.stacks && s.alive == analyzers::Liveness::kAlive && summary.stacks < o.max_stacks) {
-      auto text = stacks.collect(p.pid);
-      const int rank = p.ranks.empty() ? -1 : p.ranks.front();
-      const auto name =
-          fmt::format("{}/{}-snapshot-{}.stacks.txt", format::kEvidenceDir,
-                      rank >= 0 ? fmt::format("rank{:05d}", rank) : fmt::format("pid{}", p.pid), unix_ms_now());
-      if (text.ok()) {
-        stack_files.push_back(
-            {name, fmt::format("# rankscope snapshot --stacks: rank {} pid {} on {}\n", rank, p.pid, p.host) + *text});
-        ++summary.stacks;
-      } else {
-        summary.skipped.push_back(fmt::format("stacks of pid {}: {}", p.pid, text.status().message()));
-      }
+    if (!o.stacks || s.alive != analyzers::Liveness::kAlive || summary.stacks >= o.max_stacks) continue;
+    auto text = stacks.collect(p.pid);
+    const int rank = p.ranks.empty() ? -1 : p.ranks.front();
+    const auto name =
+        fmt::format("{}/{}-snapshot-{}.stacks.txt", format::kEvidenceDir,
+                    rank >= 0 ? fmt::format("rank{:05d}", rank) : fmt::format("pid{}", p.pid), unix_ms_now());
+    if (text.ok()) {
+      stack_files.push_back(
+          {name, fmt::format("# rankscope snapshot --stacks: rank {} pid {} on {}\n", rank, p.pid, p.host) + *text});
+      ++summary.stacks;
+    } else {
+      summary.skipped.push_back(fmt::format("stacks of pid {}: {}", p.pid, text.status().message()));
     }
   }
   summary.processes = int(procs.size());
+}
 
-  // What the verdict needs of each rank, read after the process states as the whole files would
-  // be; a recorder the reader refuses, or one holding evidence a summary does not carry, travels whole.
-  format::RankSummaryWriter summaries;
-  std::vector<int> summarized;
+// What the verdict needs of each rank, read after the process states as the whole files would be; a
+// recorder the reader refuses, or one holding evidence a summary does not carry, travels whole.
+void NodeSnapshot::summarize_recorders() {
   if (!o.full) {
     std::vector<FileToShip> whole;
     for (auto& f : shipped) {
@@ -209,7 +223,10 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
     shipped = std::move(whole);
   }
   summary.summarized = int(summarized.size());
+}
 
+// The manifest, the summaries, the files and the stacks, as one stream.
+Status NodeSnapshot::write_stream(std::FILE* out) {
   nlohmann::json names = nlohmann::json::array();
   if (!summarized.empty()) names.push_back(format::kRankSummaryEntry);
   for (const auto& f : shipped) names.push_back(f.name);
@@ -217,7 +234,7 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   const nlohmann::json manifest = {{"format", "rankscope-snapshot"},
                                    {"version", format::kSnapshotVersion},
                                    {"host", host},
-                                   {"boot_id", boot_id},
+                                   {"boot_id", analyzers::this_boot_id()},
                                    {"taken_unix_ms", unix_ms_now()},
                                    {"run_dir", run_dir.string()},
                                    {"rankscope_version", RANKSCOPE_VERSION},
@@ -241,7 +258,23 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   RS_RETURN_IF_ERROR(writer.finish());
   summary.bytes_in = writer.bytes_in();
   summary.bytes_out = writer.bytes_out();
-  return summary;
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FILE* out,
+                                                analyzers::hang::ProcessTable& processes,
+                                                analyzers::hang::StackCollector& stacks, const NodeSnapshotOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec))
+    return not_found(fmt::format("{}: no such directory on {}", run_dir.string(), analyzers::this_host_name()));
+  NodeSnapshot node{run_dir, o};
+  node.identify_recorders(node.list_files());
+  node.read_process_states(processes, stacks);
+  node.summarize_recorders();
+  if (Status s = node.write_stream(out); !s.ok()) return s;
+  return node.summary;
 }
 
 }  // namespace rankscope::gather

@@ -53,80 +53,69 @@ int ranks_per_host(const format::RunDirectory& run) {
   return most;
 }
 
-}  // namespace
+// A rank's launch and first step on the job's aligned clock.
+struct AlignedStart {
+  std::optional<int64_t> launch_ns, first_ns;
+};
 
-Result<StartupReport> analyze_startup(const std::filesystem::path& run_dir) {
-  format::OpenOptions oo;
-  oo.read_flight_recorders = false;
-  RS_ASSIGN_OR_RETURN(format::RunDirectory run, format::open_run_directory(run_dir, oo));
-  StartupReport report;
-  report.run_dir = run_dir.string();
-  report.world_size = run.world_size;
-  report.problems = run.problems;
-
-  struct Raw {
-    std::optional<int64_t> launch_ns, first_ns;  // aligned
-  };
-  std::vector<Raw> raw(run.ranks.size());
-  for (size_t i = 0; i < run.ranks.size(); ++i) {
-    const auto& files = run.ranks[i];
-    RankStartup r;
-    r.rank = files.rank;
-    if (!files.has_events()) {
-      r.problem = "no event stream";
-      report.ranks.push_back(std::move(r));
-      continue;
-    }
-    StartupVisitor v;
-    auto scan = format::scan_rank_events(files, v);
-    if (!scan.ok()) {
-      r.problem = scan.status().message();
-      report.ranks.push_back(std::move(r));
-      continue;
-    }
-    if (!v.startup) {
-      r.problem = "no start-up record (step 0): written by a producer without init/* ranges, or it died first";
-      report.ranks.push_back(std::move(r));
-      continue;
-    }
-    r.readable = true;
-    std::optional<int64_t> launch_ns;
-    for (const auto& c : v.startup->counters)
-      if (c.name_id < v.names.size() && v.names[c.name_id] == kLaunchCounter) launch_ns = int64_t(c.value);
-    for (const auto& a : v.startup->ranges) {
-      if (a.name_id >= v.names.size() || v.names[a.name_id].rfind("init/", 0) != 0) continue;
-      r.phases.push_back({v.names[a.name_id], double(a.total_ns) / kNsPerMs, int(a.count)});
-      if (r.phases.back().ms > r.slowest_phase_ms) {
-        r.slowest_phase_ms = r.phases.back().ms;
-        r.slowest_phase = r.phases.back().name;
-      }
-    }
-    if (!launch_ns) {
-      // Without the launch time, start-up begins where the probe did (step 0's begin).
-      launch_ns = v.startup->begin_ns;
-    }
-    if (v.first_step_begin_ns) r.to_first_step_s = double(*v.first_step_begin_ns - *launch_ns) / 1e9;
-    raw[i].launch_ns = *launch_ns + v.offset_ns;
-    if (v.first_step_begin_ns) raw[i].first_ns = *v.first_step_begin_ns + v.offset_ns;
-    report.ranks.push_back(std::move(r));
+// One rank's start-up from its event stream: its init/* phases, the slowest, the time from launch to
+// step 1; or the problem that kept it from being read.
+RankStartup read_rank_startup(const format::RankFiles& files, AlignedStart& aligned) {
+  RankStartup r;
+  r.rank = files.rank;
+  if (!files.has_events()) {
+    r.problem = "no event stream";
+    return r;
   }
+  StartupVisitor v;
+  auto scan = format::scan_rank_events(files, v);
+  if (!scan.ok()) {
+    r.problem = scan.status().message();
+    return r;
+  }
+  if (!v.startup) {
+    r.problem = "no start-up record (step 0): written by a producer without init/* ranges, or it died first";
+    return r;
+  }
+  r.readable = true;
+  std::optional<int64_t> launch_ns;
+  for (const auto& c : v.startup->counters)
+    if (c.name_id < v.names.size() && v.names[c.name_id] == kLaunchCounter) launch_ns = int64_t(c.value);
+  for (const auto& a : v.startup->ranges) {
+    if (a.name_id >= v.names.size() || v.names[a.name_id].rfind("init/", 0) != 0) continue;
+    r.phases.push_back({v.names[a.name_id], double(a.total_ns) / kNsPerMs, int(a.count)});
+    if (r.phases.back().ms > r.slowest_phase_ms) {
+      r.slowest_phase_ms = r.phases.back().ms;
+      r.slowest_phase = r.phases.back().name;
+    }
+  }
+  // Without the launch time, start-up begins where the probe did (step 0's begin).
+  if (!launch_ns) launch_ns = v.startup->begin_ns;
+  if (v.first_step_begin_ns) r.to_first_step_s = double(*v.first_step_begin_ns - *launch_ns) / 1e9;
+  aligned.launch_ns = *launch_ns + v.offset_ns;
+  if (v.first_step_begin_ns) aligned.first_ns = *v.first_step_begin_ns + v.offset_ns;
+  return r;
+}
 
-  // Times on one axis: seconds since the earliest launch.
+// Times on one axis: seconds since the earliest launch.
+void place_on_one_axis(StartupReport& report, const std::vector<AlignedStart>& aligned) {
   std::optional<int64_t> t0;
-  for (const auto& x : raw)
+  for (const auto& x : aligned)
     if (x.launch_ns) t0 = t0 ? std::min(*t0, *x.launch_ns) : *x.launch_ns;
   std::vector<double> to_first;
-  for (size_t i = 0; i < raw.size(); ++i) {
+  for (size_t i = 0; i < aligned.size(); ++i) {
     if (!t0) break;
     auto& r = report.ranks[i];
-    if (raw[i].launch_ns) r.launch_at_s = double(*raw[i].launch_ns - *t0) / 1e9;
-    if (raw[i].first_ns) r.first_step_at_s = double(*raw[i].first_ns - *t0) / 1e9;
+    if (aligned[i].launch_ns) r.launch_at_s = double(*aligned[i].launch_ns - *t0) / 1e9;
+    if (aligned[i].first_ns) r.first_step_at_s = double(*aligned[i].first_ns - *t0) / 1e9;
     if (r.to_first_step_s) to_first.push_back(*r.to_first_step_s);
   }
   if (!to_first.empty()) report.median_to_first_step_s = median(to_first);
+}
 
-  // A late rank reached step 1 well after the others; the phase that took longest beyond the
-  // others' median is why.
+// A late rank reached step 1 well after the others; the phase that took longest beyond the others'
+// median is why.
+void find_late_ranks(StartupReport& report) {
   std::vector<const RankStartup*> with_first;
   for (const auto& r : report.ranks)
     if (r.first_step_at_s) with_first.push_back(&r);
@@ -166,7 +155,22 @@ Result<StartupReport> analyze_startup(const std::filesystem::path& run_dir) {
   }
   std::sort(report.findings.begin(), report.findings.end(),
             [](const StartupFinding& a, const StartupFinding& b) { return a.cost_ms > b.cost_ms; });
+}
 
+}  // namespace
+
+Result<StartupReport> analyze_startup(const std::filesystem::path& run_dir) {
+  format::OpenOptions oo;
+  oo.read_flight_recorders = false;
+  RS_ASSIGN_OR_RETURN(format::RunDirectory run, format::open_run_directory(run_dir, oo));
+  StartupReport report;
+  report.run_dir = run_dir.string();
+  report.world_size = run.world_size;
+  report.problems = run.problems;
+  std::vector<AlignedStart> aligned(run.ranks.size());
+  for (size_t i = 0; i < run.ranks.size(); ++i) report.ranks.push_back(read_rank_startup(run.ranks[i], aligned[i]));
+  place_on_one_axis(report, aligned);
+  find_late_ranks(report);
   if (run.metadata && run.metadata->extra.contains("config"))
     for (auto& c : config_findings(run.metadata->extra["config"], run.world_size, ranks_per_host(run))) {
       StartupFinding f;

@@ -158,9 +158,10 @@ bool looks_like_log(const fs::path& path) {
   return false;
 }
 
-Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progress)(uint64_t, uint64_t)) {
-  std::vector<fs::path> files;
-  bool from_stdin = false;
+namespace {
+
+// The files the paths name ("-" is standard input): a directory's log files in name order.
+Status list_log_files(const std::vector<fs::path>& paths, std::vector<fs::path>& files, bool& from_stdin) {
   for (const auto& p : paths) {
     std::error_code ec;
     if (p == "-") {
@@ -178,8 +179,11 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
       return not_found(fmt::format("{}: no such file or directory", p.string()));
     }
   }
-  // RAS reports among the files are read whole, as reports.
-  std::vector<LogImport> ras;
+  return Status::ok_status();
+}
+
+// RAS reports among the files are read whole, as reports, and taken out of the list.
+Status take_ras_reports(std::vector<fs::path>& files, std::vector<LogImport>& ras) {
   for (auto it = files.begin(); it != files.end();) {
     if (!looks_like_ras(read_head(*it, 64 << 10))) {
       ++it;
@@ -192,19 +196,18 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
     ras.push_back(std::move(*r));
     it = files.erase(it);
   }
-  if (files.empty() && !from_stdin && !ras.empty()) {
-    LogImport out = std::move(ras.front());
-    for (size_t i = 1; i < ras.size(); ++i)
-      for (auto& f : ras[i].findings) out.findings.push_back(std::move(f));
-    return out;
-  }
+  return Status::ok_status();
+}
+
+// Files are read on every core, each into its own job, then merged in file order; standard input
+// last. Progress is counted across the workers.
+Result<LogJob> read_log_files(const std::vector<fs::path>& files, bool from_stdin,
+                              void (*progress)(uint64_t, uint64_t)) {
   uint64_t total = 0;
   for (const auto& f : files) {
     std::error_code ec;
     total += fs::file_size(f, ec);
   }
-  // Files are read on every core, each into its own job, then merged in file order. Progress is
-  // counted across the workers.
   std::vector<LogJob> jobs(files.size());
   std::vector<Status> statuses(files.size());
   std::atomic<size_t> next{0};
@@ -248,6 +251,38 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
     ReadBuffer buffer;
     if (Status s = read_stream(stdin, "stdin", job, done, 0, progress, next_report, buffer); !s.ok()) return s;
   }
+  return job;
+}
+
+std::string log_summary(const LogJob& job, const RankMap& ranks, const LogImport& out) {
+  std::string versions;
+  for (const auto& v : out.versions) versions += (versions.empty() ? "" : ", ") + v;
+  return fmt::format("read {} ({} lines: {} NCCL, {} PyTorch{}): {} rank{} seen{}{}",
+                     job.files.size() == 1 ? job.files.front() : fmt::format("{} log files", job.files.size()),
+                     job.lines, job.nccl_lines, job.torch_lines,
+                     job.coll_lines ? fmt::format(", {} NCCL calls", job.coll_lines) : "", ranks.seen.size(),
+                     ranks.seen.size() == 1 ? "" : "s",
+                     ranks.world > int(ranks.seen.size()) ? fmt::format(" of {}", ranks.world) : "",
+                     versions.empty() ? "" : ", NCCL " + versions);
+}
+
+}  // namespace
+
+Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progress)(uint64_t, uint64_t)) {
+  std::vector<fs::path> files;
+  bool from_stdin = false;
+  if (Status s = list_log_files(paths, files, from_stdin); !s.ok()) return s;
+  std::vector<LogImport> ras;
+  if (Status s = take_ras_reports(files, ras); !s.ok()) return s;
+  if (files.empty() && !from_stdin && !ras.empty()) {
+    LogImport out = std::move(ras.front());
+    for (size_t i = 1; i < ras.size(); ++i)
+      for (auto& f : ras[i].findings) out.findings.push_back(std::move(f));
+    return out;
+  }
+  Result<LogJob> read = read_log_files(files, from_stdin, progress);
+  if (!read.ok()) return read.status();
+  LogJob& job = *read;
   LogImport out;
   out.lines = job.lines;
   out.nccl_lines = job.nccl_lines;
@@ -271,15 +306,7 @@ Result<LogImport> import_logs(const std::vector<fs::path>& paths, void (*progres
   if (job.coll_lines == 0)
     out.cannot_tell.push_back("no NCCL COLL lines (NCCL_DEBUG_SUBSYS=COLL was not set): how many calls each rank made "
                               "on each communicator is not in the log");
-  std::string versions;
-  for (const auto& v : out.versions) versions += (versions.empty() ? "" : ", ") + v;
-  out.summary = fmt::format("read {} ({} lines: {} NCCL, {} PyTorch{}): {} rank{} seen{}{}",
-                            job.files.size() == 1 ? job.files.front() : fmt::format("{} log files", job.files.size()),
-                            job.lines, job.nccl_lines, job.torch_lines,
-                            job.coll_lines ? fmt::format(", {} NCCL calls", job.coll_lines) : "", ranks.seen.size(),
-                            ranks.seen.size() == 1 ? "" : "s",
-                            ranks.world > int(ranks.seen.size()) ? fmt::format(" of {}", ranks.world) : "",
-                            versions.empty() ? "" : ", NCCL " + versions);
+  out.summary = log_summary(job, ranks, out);
   return out;
 }
 

@@ -501,19 +501,11 @@ bool read_entries_direct(FlatCursor& c, void* context) {
   }
 }
 
-// Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
-// FlatValue: the fast path for PyTorch's pickles). `direct`: the entries the flat reader's cursor
-// read (the tree's entries list is then empty); a dump whose "entries" is not that list sets
-// `direct_mismatch` (read it again without the cursor).
+// The format version (2.3 to 2.10 are read) and the collective library's.
 template <typename V>
-Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nullptr, bool* direct_mismatch = nullptr) {
-  if (!root.is_dict()) {
-    return unsupported(fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
-  }
-  FrDump d;
-  d.partial = partial;
+Status read_versions(const V& root, FrDump& d) {
   d.version = str_of(root.find("version"));
-  if (d.version.empty() && partial) return corrupt("pickle: truncated before the version: nothing to read");
+  if (d.version.empty() && d.partial) return corrupt("pickle: truncated before the version: nothing to read");
   if (d.version.rfind("2.", 0) != 0) {
     return unsupported(fmt::format("Flight Recorder format '{}' is not read (2.3 to 2.10 are)", d.version));
   }
@@ -523,22 +515,127 @@ Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nul
   }
   d.comm_lib_version = str_of(root.find("comm_lib_version"));
   if (d.comm_lib_version.empty()) d.comm_lib_version = str_of(root.find("nccl_version"));
-  if (const V* pgc = root.find("pg_config")) {
-    for (const auto& [k, v] : pgc->entries()) {
-      FrGroup g;
-      g.name = str_of(v.find("name"));
-      if (g.name.empty()) g.name = str_of(&k);
-      g.desc = str_of(v.find("desc"));
-      auto ranks = parse_rank_list(str_of(v.find("ranks")));
-      if (!ranks) return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, str_of(v.find("ranks"))));
-      g.ranks = std::move(*ranks);
-      if (g.name.empty()) {
-        d.unnamed_group_ranks.push_back(std::move(g.ranks));
-      } else {
-        d.groups[g.name] = std::move(g);
-      }
+  return Status::ok_status();
+}
+
+template <typename V>
+Status read_pg_config(const V& root, FrDump& d) {
+  const V* pgc = root.find("pg_config");
+  if (!pgc) return Status::ok_status();
+  for (const auto& [k, v] : pgc->entries()) {
+    FrGroup g;
+    g.name = str_of(v.find("name"));
+    if (g.name.empty()) g.name = str_of(&k);
+    g.desc = str_of(v.find("desc"));
+    auto ranks = parse_rank_list(str_of(v.find("ranks")));
+    if (!ranks)
+      return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, str_of(v.find("ranks"))));
+    g.ranks = std::move(*ranks);
+    if (g.name.empty()) {
+      d.unnamed_group_ranks.push_back(std::move(g.ranks));
+    } else {
+      d.groups[g.name] = std::move(g);
     }
   }
+  return Status::ok_status();
+}
+
+// Elements over all of a sizes list's tensors.
+template <typename V>
+uint64_t total_elements(const V& shapes) {
+  uint64_t total = 0;
+  for (const V& shape : shapes.items()) {
+    uint64_t count = 1;
+    for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
+    total += count;
+  }
+  return total;
+}
+
+// The innermost frame outside PyTorch (frames come innermost first; the innermost are PyTorch's
+// own: all_reduce, its logger wrapper), or the innermost where none is.
+template <typename V>
+std::string_view call_site_of_frames(const V& frames) {
+  const V* site = frames.items().empty() ? nullptr : &frames.items()[0];
+  for (const V& f : frames.items()) {
+    const V* file = f.find("filename");
+    if (is_user_frame(file ? text_of(*file).value_or(std::string_view()) : std::string_view())) {
+      site = &f;
+      break;
+    }
+  }
+  if (!site) return {};
+  return call_site_of(str_of(site->find("name")), str_of(site->find("filename")),
+                      int_of(site->find("line")).value_or(0));
+}
+
+// One entry of the tree's entries list, in one pass over its keys (a dump has ~2000 entries of ~25
+// keys per rank); false when the entry is to be left out.
+template <typename V>
+bool read_tree_entry(const V& v, EntryReading& r, FrEntry& e) {
+  const V* pg_id = nullptr;
+  bool has_state = false;
+  size_t position = 0;
+  for (const auto& [key, x] : v.entries()) {
+    const EntryKey n = r.keys.lookup(position++, key);
+    if (n == EntryKey::kOther) continue;
+    if (n == EntryKey::kProcessGroup) {
+      if (!x.items().empty())
+        if (auto t = text_of(x.items()[0])) e.group = r.pooled.get(*t);
+      // Repeated by every entry of the group: pooled, not a heap string an entry.
+      if (x.items().size() > 1)
+        if (auto t = text_of(x.items()[1])) e.group_desc = r.pooled.get(*t);
+    } else if (n == EntryKey::kPgId) {
+      pg_id = &x;
+    } else if (n == EntryKey::kInputDtypes) {
+      if (!x.items().empty()) e.dtype = dtype_of(text_of(x.items()[0]).value_or(std::string_view()));
+    } else if (n == EntryKey::kInputSizes) {
+      e.numel += total_elements(x);
+    } else if (n == EntryKey::kOutputSizes) {
+      e.out_numel += total_elements(x);
+    } else if (n == EntryKey::kFrames) {
+      if (auto site = call_site_of_frames(x); !site.empty()) e.call_site = site;
+    } else {
+      read_scalar_field(n, x, e, r.pooled, has_state);
+    }
+  }
+  return r.finish(e, int_of(pg_id), has_state);
+}
+
+// pg_status is keyed by the process-local pg_id; which group each id is, is worked out once the dump
+// is read (fr_pg_status.h), since a rank with no entries names none. True when it saw a start.
+template <typename V>
+bool read_pg_status(const V& root, FrDump& d) {
+  bool saw_start = false;
+  const V* st = root.find("pg_status");
+  if (!st) return false;
+  for (const auto& [k, v] : st->entries()) {
+    auto id = int_of(&k);
+    if (!id) continue;
+    FrStatus s;
+    s.last_enqueued = int_of(v.find("last_enqueued_collective")).value_or(-1);
+    s.last_started = int_of(v.find("last_started_collective")).value_or(-1);
+    s.last_completed = int_of(v.find("last_completed_collective")).value_or(-1);
+    saw_start = saw_start || s.last_started >= 0;
+    d.status_by_pg_id[*id] = s;
+  }
+  return saw_start;
+}
+
+// Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
+// FlatValue: the fast path for PyTorch's pickles). `direct`: the entries the flat reader's cursor
+// read (the tree's entries list is then empty); a dump whose "entries" is not that list sets
+// `direct_mismatch` (read it again without the cursor).
+template <typename V>
+Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nullptr, bool* direct_mismatch = nullptr) {
+  if (!root.is_dict()) {
+    return unsupported(
+        fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
+  }
+  FrDump d;
+  d.partial = partial;
+  if (Status s = read_versions(root, d); !s.ok()) return s;
+  if (Status s = read_pg_config(root, d); !s.ok()) return s;
   const V* entries = root.find("entries");
   if constexpr (std::is_same_v<V, FlatValue>) {
     if (direct) {
@@ -558,74 +655,12 @@ Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nul
     d.entries.reserve(entries->items().size());
     for (const V& v : entries->items()) {
       if (v.partial()) continue;  // the entry the file ended inside
-      // One pass over the entry's keys (a dump has ~2000 entries of ~25 keys per rank).
       FrEntry e;
-      const V* pg_id = nullptr;
-      bool has_state = false;
-      size_t position = 0;
-      for (const auto& [key, x] : v.entries()) {
-        const EntryKey n = r.keys.lookup(position++, key);
-        if (n == EntryKey::kOther) continue;
-        if (n == EntryKey::kProcessGroup) {
-          if (!x.items().empty())
-            if (auto t = text_of(x.items()[0])) e.group = r.pooled.get(*t);
-          // Repeated by every entry of the group: pooled, not a heap string an entry.
-          if (x.items().size() > 1)
-            if (auto t = text_of(x.items()[1])) e.group_desc = r.pooled.get(*t);
-        } else if (n == EntryKey::kPgId) {
-          pg_id = &x;
-        } else if (n == EntryKey::kInputDtypes) {
-          if (!x.items().empty()) e.dtype = dtype_of(text_of(x.items()[0]).value_or(std::string_view()));
-        } else if (n == EntryKey::kInputSizes) {
-          for (const V& shape : x.items()) {
-            uint64_t count = 1;
-            for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
-            e.numel += count;
-          }
-        } else if (n == EntryKey::kOutputSizes) {
-          for (const V& shape : x.items()) {
-            uint64_t count = 1;
-            for (const V& dim : shape.items()) count *= uint64_t(std::max<int64_t>(0, dim.as_int().value_or(0)));
-            e.out_numel += count;
-          }
-        } else if (n == EntryKey::kFrames) {
-          // Innermost first; the innermost frames are PyTorch's own (all_reduce, its logger wrapper).
-          const V* site = x.items().empty() ? nullptr : &x.items()[0];
-          for (const V& f : x.items()) {
-            const V* file = f.find("filename");
-            if (is_user_frame(file ? text_of(*file).value_or(std::string_view()) : std::string_view())) {
-              site = &f;
-              break;
-            }
-          }
-          if (site) {
-            e.call_site = call_site_of(str_of(site->find("name")), str_of(site->find("filename")),
-                                       int_of(site->find("line")).value_or(0));
-          }
-        } else {
-          read_scalar_field(n, x, e, r.pooled, has_state);
-        }
-      }
-      if (r.finish(e, int_of(pg_id), has_state)) d.entries.push_back(e);
+      if (read_tree_entry(v, r, e)) d.entries.push_back(e);
     }
     d.pg_id_names = r.pg_id_names();
   }
-  // pg_status is keyed by the process-local pg_id; which group each id is, is worked out once the
-  // dump is read (fr_pg_status.h), since a rank with no entries names none.
-  bool pg_status_saw_start = false;
-  if (const V* st = root.find("pg_status")) {
-    for (const auto& [k, v] : st->entries()) {
-      auto id = int_of(&k);
-      if (!id) continue;
-      FrStatus s;
-      s.last_enqueued = int_of(v.find("last_enqueued_collective")).value_or(-1);
-      s.last_started = int_of(v.find("last_started_collective")).value_or(-1);
-      s.last_completed = int_of(v.find("last_completed_collective")).value_or(-1);
-      pg_status_saw_start = pg_status_saw_start || s.last_started >= 0;
-      d.status_by_pg_id[*id] = s;
-    }
-  }
-  decide_entry_states(d, pg_status_saw_start);
+  decide_entry_states(d, read_pg_status(root, d));
   return d;
 }
 
