@@ -72,11 +72,8 @@ class Collector final : public EventStreamVisitor {
   EventStream& s_;
 };
 
-}  // namespace
-
-Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, std::string_view display_name,
-                                                EventStreamVisitor& visitor) {
-  const std::string name(display_name);
+// The file header checked: size, magic, schema version.
+Status check_stream_header(std::span<const uint8_t> bytes, const std::string& name) {
   if (bytes.size() < sizeof(events::FileHeader)) {
     if (bytes.empty()) return corrupt(name + ": empty event stream (the rank died before writing its header)");
     return corrupt(fmt::format("{}: {} bytes, shorter than the 64-byte event stream header: truncated", name, bytes.size()));
@@ -89,7 +86,85 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
                                    fh.schema_version, kEventsSchemaMinReadable, kEventsSchemaMaxReadable));
   if (fh.header_bytes < sizeof(events::FileHeader) || fh.header_bytes > bytes.size())
     return corrupt(name + ": bad event stream header size");
+  return Status::ok_status();
+}
 
+// A record's payload decoded and handed to the visitor. The vectors are reused: they keep their
+// capacity across records. Each returns false on a malformed payload.
+struct RecordDecoder {
+  EventStreamVisitor& visitor;
+  StepRecord step;
+  std::vector<TraceRange> ranges;
+  std::vector<TraceKernel> kernels;
+  std::vector<GradArrival> grads;
+  std::vector<TraceLaunch> launches;
+
+  bool name(const uint8_t* payload, uint32_t n);
+  bool step_record(const uint8_t* payload, uint32_t n);
+  bool array(RecordType type, const uint8_t* payload, uint32_t n);
+};
+
+bool RecordDecoder::name(const uint8_t* payload, uint32_t n) {
+  if (n < sizeof(events::NamePrefix)) return false;
+  const auto np = load<events::NamePrefix>(payload);
+  if (np.id == 0 || np.id > (1u << 24)) return false;
+  visitor.on_name(np.id, NameKind(np.kind),
+                  std::string_view(reinterpret_cast<const char*>(payload) + sizeof(np), n - sizeof(np)));
+  return true;
+}
+
+bool RecordDecoder::step_record(const uint8_t* payload, uint32_t n) {
+  if (n < sizeof(events::StepPrefix)) return false;
+  const auto sp = load<events::StepPrefix>(payload);
+  const uint64_t need = sizeof(sp) + uint64_t(sp.n_ranges) * sizeof(RangeAggregate) +
+                        uint64_t(sp.n_collectives) * sizeof(CollectiveEvent) +
+                        uint64_t(sp.n_counters) * sizeof(CounterValue);
+  if (need > n) return false;
+  step.step = sp.step;
+  step.begin_ns = sp.begin_ns;
+  step.end_ns = sp.end_ns;
+  const uint8_t* p = payload + sizeof(sp);
+  load_array(p, sp.n_ranges, step.ranges);
+  p += size_t(sp.n_ranges) * sizeof(RangeAggregate);
+  load_array(p, sp.n_collectives, step.collectives);
+  p += size_t(sp.n_collectives) * sizeof(CollectiveEvent);
+  load_array(p, sp.n_counters, step.counters);
+  visitor.on_step(step);
+  return true;
+}
+
+// The per-step arrays of a trace: ranges, kernels, launches, gradient arrivals.
+bool RecordDecoder::array(RecordType type, const uint8_t* payload, uint32_t n) {
+  if (n < sizeof(events::ArrayPrefix)) return false;
+  const auto ap = load<events::ArrayPrefix>(payload);
+  const uint8_t* p = payload + sizeof(ap);
+  if (type == RecordType::kTraceRanges) {
+    if (!fits(n, sizeof(ap), ap.count, sizeof(TraceRange))) return false;
+    load_array(p, ap.count, ranges);
+    visitor.on_trace_ranges(ap.step, ranges);
+  } else if (type == RecordType::kTraceKernels) {
+    if (!fits(n, sizeof(ap), ap.count, sizeof(TraceKernel))) return false;
+    load_array(p, ap.count, kernels);
+    visitor.on_trace_kernels(ap.step, kernels);
+  } else if (type == RecordType::kTraceLaunches) {
+    if (!fits(n, sizeof(ap), ap.count, sizeof(TraceLaunch))) return false;
+    load_array(p, ap.count, launches);
+    visitor.on_trace_launches(ap.step, launches);
+  } else {
+    if (!fits(n, sizeof(ap), ap.count, sizeof(GradArrival))) return false;
+    load_array(p, ap.count, grads);
+    visitor.on_grad_arrivals(ap.step, grads);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, std::string_view display_name,
+                                                EventStreamVisitor& visitor) {
+  const std::string name(display_name);
+  if (Status st = check_stream_header(bytes, name); !st.ok()) return st;
+  const auto fh = load<events::FileHeader>(bytes.data());
   EventStreamScan scan;
   scan.header.schema_version = fh.schema_version;
   scan.header.rank = fh.rank;
@@ -97,11 +172,7 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
   scan.header.created_ns = fh.created_ns;
   scan.header.run_id = std::string(fh.run_id, strnlen(fh.run_id, sizeof(fh.run_id)));
 
-  StepRecord step;  // reused: its vectors keep their capacity across records
-  std::vector<TraceRange> ranges;
-  std::vector<TraceKernel> kernels;
-  std::vector<GradArrival> grads;
-  std::vector<TraceLaunch> launches;
+  RecordDecoder decode{visitor};
   size_t off = fh.header_bytes;
   const size_t size = bytes.size();
   auto stop = [&](std::string why) { scan.warnings.push_back(fmt::format("{}: {} at byte {}; later records ignored", name, why, off)); };
@@ -130,74 +201,28 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
       break;
     }
     const uint32_t n = rh.payload_bytes;
-    bool bad = false;
+    bool ok = true;
     switch (RecordType(rh.type)) {
-      case RecordType::kName: {
-        if (n < sizeof(events::NamePrefix)) { bad = true; break; }
-        const auto np = load<events::NamePrefix>(payload);
-        if (np.id == 0 || np.id > (1u << 24)) { bad = true; break; }
-        visitor.on_name(np.id, NameKind(np.kind),
-                        std::string_view(reinterpret_cast<const char*>(payload) + sizeof(np), n - sizeof(np)));
-        break;
-      }
+      case RecordType::kName: ok = decode.name(payload, n); break;
       case RecordType::kClock:
-        if (n < sizeof(ClockRecord)) { bad = true; break; }
-        visitor.on_clock(load<ClockRecord>(payload));
+        ok = n >= sizeof(ClockRecord);
+        if (ok) visitor.on_clock(load<ClockRecord>(payload));
         break;
-      case RecordType::kStep: {
-        if (n < sizeof(events::StepPrefix)) { bad = true; break; }
-        const auto sp = load<events::StepPrefix>(payload);
-        const uint64_t need = sizeof(sp) + uint64_t(sp.n_ranges) * sizeof(RangeAggregate) +
-                              uint64_t(sp.n_collectives) * sizeof(CollectiveEvent) +
-                              uint64_t(sp.n_counters) * sizeof(CounterValue);
-        if (need > n) { bad = true; break; }
-        step.step = sp.step;
-        step.begin_ns = sp.begin_ns;
-        step.end_ns = sp.end_ns;
-        const uint8_t* p = payload + sizeof(sp);
-        load_array(p, sp.n_ranges, step.ranges);
-        p += size_t(sp.n_ranges) * sizeof(RangeAggregate);
-        load_array(p, sp.n_collectives, step.collectives);
-        p += size_t(sp.n_collectives) * sizeof(CollectiveEvent);
-        load_array(p, sp.n_counters, step.counters);
-        visitor.on_step(step);
-        break;
-      }
+      case RecordType::kStep: ok = decode.step_record(payload, n); break;
       case RecordType::kTraceRanges:
       case RecordType::kTraceKernels:
       case RecordType::kGradArrivals:
-      case RecordType::kTraceLaunches: {
-        if (n < sizeof(events::ArrayPrefix)) { bad = true; break; }
-        const auto ap = load<events::ArrayPrefix>(payload);
-        const uint8_t* p = payload + sizeof(ap);
-        if (RecordType(rh.type) == RecordType::kTraceRanges) {
-          if (!fits(n, sizeof(ap), ap.count, sizeof(TraceRange))) { bad = true; break; }
-          load_array(p, ap.count, ranges);
-          visitor.on_trace_ranges(ap.step, ranges);
-        } else if (RecordType(rh.type) == RecordType::kTraceKernels) {
-          if (!fits(n, sizeof(ap), ap.count, sizeof(TraceKernel))) { bad = true; break; }
-          load_array(p, ap.count, kernels);
-          visitor.on_trace_kernels(ap.step, kernels);
-        } else if (RecordType(rh.type) == RecordType::kTraceLaunches) {
-          if (!fits(n, sizeof(ap), ap.count, sizeof(TraceLaunch))) { bad = true; break; }
-          load_array(p, ap.count, launches);
-          visitor.on_trace_launches(ap.step, launches);
-        } else {
-          if (!fits(n, sizeof(ap), ap.count, sizeof(GradArrival))) { bad = true; break; }
-          load_array(p, ap.count, grads);
-          visitor.on_grad_arrivals(ap.step, grads);
+      case RecordType::kTraceLaunches: ok = decode.array(RecordType(rh.type), payload, n); break;
+      case RecordType::kEnd:
+        ok = n >= sizeof(int64_t);
+        if (ok) {
+          scan.ended = true;
+          visitor.on_end(load<int64_t>(payload));
         }
         break;
-      }
-      case RecordType::kEnd:
-        if (n < sizeof(int64_t)) { bad = true; break; }
-        scan.ended = true;
-        visitor.on_end(load<int64_t>(payload));
-        break;
-      default:
-        break;  // a record type from a newer writer: skipped on purpose
+      default: break;  // a record type from a newer writer: skipped on purpose
     }
-    if (bad) {
+    if (!ok) {
       stop(fmt::format("malformed record of type {}", rh.type));
       break;
     }

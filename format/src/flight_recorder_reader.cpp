@@ -165,10 +165,8 @@ bool layout_consistent(const FlightHeader& h, uint64_t limit) {
          checked_span(h.params_offset, p.max_params, sizeof(ParamSlot), limit);
 }
 
-// The parse of one copy of the file, its sections checked against the copies around it.
-Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, std::string_view display_name) {
-  const std::span<const uint8_t> bytes = copies.data();
-  const std::string_view name = display_name;  // a copy only where an error needs one
+// The header of a copy, checked: magic, schema version, size, and every section inside the file.
+Status check_header(std::span<const uint8_t> bytes, std::string_view name) {
   if (bytes.empty()) return corrupt(std::string(name) + ": empty file (the rank may have died before creating its flight recorder)");
   if (bytes.size() < sizeof(FlightHeader))
     return corrupt(fmt::format("{}: {} bytes, smaller than a flight recorder header ({} bytes): truncated",
@@ -184,26 +182,47 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
                                    "(hint: use the rankscope release that wrote the run)",
                                    name, h->schema_version, kFlightSchemaMinReadable, kFlightSchemaMaxReadable));
   const uint64_t limit = bytes.size();
-  const FlightLayoutParams& p = h->layout;
   if (h->header_bytes != sizeof(FlightHeader) || h->file_bytes > limit)
     return corrupt(fmt::format("{}: header says {} bytes but the file has {}: truncated", name, h->file_bytes, limit));
   if (!layout_consistent(*h, limit)) return corrupt(std::string(name) + ": inconsistent flight recorder layout (corrupt header)");
+  return Status::ok_status();
+}
 
+// One checked copy's sections read into a snapshot, each against the copies around it (seqlock.h):
+// the phases parse_copies runs, in order.
+struct CopyParse {
+  const seqlock::CopyWindow& copies;
+  const FlightHeader& h;
+  const uint8_t* base;  // the copy's first byte
   FlightRecorderSnapshot s;
-  s.schema_version = h->schema_version;
-  if (copies.before(h->ready) != 1)
-    s.warnings.push_back("identity not complete: the rank was still initialising");
-  s.rank = h->rank;
-  s.world_size = h->world_size;
-  s.local_rank = h->local_rank;
-  s.pid = h->pid;
-  s.start_ns = h->start_ns;
-  s.host = read_name(h->host);
-  s.run_id = read_name(h->run_id);
-  s.ring_entries = p.ring_entries;
 
+  void read_identity();
+  void read_live_state();
+  void read_watchdog();
+  void read_grad_state();
+  void read_threads();
+  void read_comms();
+  void read_ring(const CommSlotHeader& ch, uint32_t slot, CommSnapshot& c);
+  void read_params();
+  void read_bounds(uint64_t limit);
+};
+
+void CopyParse::read_identity() {
+  s.schema_version = h.schema_version;
+  if (copies.before(h.ready) != 1) s.warnings.push_back("identity not complete: the rank was still initialising");
+  s.rank = h.rank;
+  s.world_size = h.world_size;
+  s.local_rank = h.local_rank;
+  s.pid = h.pid;
+  s.start_ns = h.start_ns;
+  s.host = read_name(h.host);
+  s.run_id = read_name(h.run_id);
+  s.ring_entries = h.layout.ring_entries;
+}
+
+void CopyParse::read_live_state() {
   LiveState live;
-  s.live.torn = !copies.read(&h->live, &live, sizeof(live), &h->live.seq);
+  s.live.torn = !copies.read(&h.live, &live, sizeof(live), &h.live.seq);
   s.live.heartbeat_ns = live.heartbeat_ns;
   s.live.step = live.step;
   s.live.process_state = live.process_state <= uint32_t(ProcessState::kAborted) ? ProcessState(live.process_state)
@@ -215,9 +234,11 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   s.live.clock_uncertainty_ns = live.clock_uncertainty_ns;
   s.live.phase = read_name(live.phase);
   if (s.live.torn) s.warnings.push_back("live state torn (a writer stopped mid-update)");
+}
 
+void CopyParse::read_watchdog() {
   WatchdogRecord wd;
-  s.watchdog.torn = !copies.read(&h->watchdog, &wd, sizeof(wd), &h->watchdog.seq);
+  s.watchdog.torn = !copies.read(&h.watchdog, &wd, sizeof(wd), &h.watchdog.seq);
   s.watchdog.kind = wd.kind <= uint32_t(WatchdogKind::kSuspectedHang) ? WatchdogKind(wd.kind) : WatchdogKind::kNone;
   s.watchdog.time_ns = wd.time_ns;
   s.watchdog.comm_index = wd.comm_index;
@@ -228,22 +249,27 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
   s.watchdog.message = read_name(wd.message);
   s.watchdog.stacks_file = read_name(wd.stacks_file);
   if (s.watchdog.torn) s.warnings.push_back("watchdog record torn");
+}
 
+void CopyParse::read_grad_state() {
   GradState g;
-  s.grad.torn = !copies.read(&h->grad, &g, sizeof(g), &h->grad.seq);
+  s.grad.torn = !copies.read(&h.grad, &g, sizeof(g), &h.grad.seq);
   s.grad.backward_step = g.backward_step;
   s.grad.in_backward = g.in_backward != 0;
-  s.grad.n_params = std::min(g.n_params, p.max_params);
+  s.grad.n_params = std::min(g.n_params, h.layout.max_params);
   s.grad.n_arrived = g.n_arrived;
   s.grad.backward_begin_ns = g.backward_begin_ns;
   if (s.grad.torn) s.warnings.push_back("gradient-arrival state torn");
+}
 
-  const uint8_t* base = bytes.data();
+// Each claimed thread slot's open ranges. A slot's bytes are copied out, never read through a
+// pointer into the file's copy.
+void CopyParse::read_threads() {
+  const FlightLayoutParams& p = h.layout;
   thread_local std::vector<uint8_t> scratch;  // one per reading thread, not one per recorder
-  scratch.resize(h->thread_slot_bytes);
+  scratch.resize(h.thread_slot_bytes);
   for (uint32_t i = 0; i < p.max_threads; ++i) {
-    // The slot's bytes are copied out, never read through a pointer into the file's copy.
-    const uint8_t* slot = base + h->threads_offset + uint64_t(i) * h->thread_slot_bytes;
+    const uint8_t* slot = base + h.threads_offset + uint64_t(i) * h.thread_slot_bytes;
     ThreadSlotHeader th;
     std::memcpy(&th, slot, sizeof(th));
     // A slot written to but unclaimed lost its claim when the file was re-created under a live
@@ -275,55 +301,67 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
     if (t.torn) s.warnings.push_back(fmt::format("thread {} range stack torn", t.tid));
     s.threads.push_back(std::move(t));
   }
+}
 
+// The records of one communicator's ring still in it, oldest first; each checked by its own guard and seq.
+void CopyParse::read_ring(const CommSlotHeader& ch, uint32_t slot, CommSnapshot& c) {
+  const uint32_t entries = h.layout.ring_entries;
   thread_local std::vector<std::string_view> ring_names(1 << 14);  // per reading thread, across recorders
-  auto comm_slot = [&](uint32_t i) { return base + h->comms_offset + uint64_t(i) * h->comm_slot_bytes; };
+  const auto* ring = reinterpret_cast<const CollectiveRecord*>(&ch + 1);
+  const uint64_t first = c.next_seq > entries ? c.next_seq - entries : 0;
+  c.ring.reserve(c.next_seq - first);
+  for (uint64_t seq = first; seq < c.next_seq; ++seq) {
+    const CollectiveRecord* src = &ring[seq % entries];
+    CollectiveRecord r;
+    const bool consistent = copies.read(src, &r, sizeof(r), &src->guard);
+    if (r.seq != seq) continue;  // claimed but not yet written, or already overwritten
+    bool state_ok = true;
+    CollectiveSnapshot cs;
+    cs.seq = r.seq;
+    cs.op = r.op <= kMaxCollectiveOp ? CollectiveOp(r.op) : CollectiveOp::kUnknown;
+    cs.dtype = r.dtype <= uint8_t(DataType::kFloat64) ? DataType(r.dtype) : DataType::kUnknown;
+    cs.state = to_state(r.state, state_ok);
+    cs.peer = r.peer;
+    cs.count = r.count;
+    cs.bytes = r.bytes;
+    cs.enqueue_ns = r.enqueue_ns;
+    cs.start_ns = r.start_ns;
+    cs.end_ns = r.end_ns;
+    cs.step = r.step;
+    cs.range = read_pooled_name(r.range, ring_names[(uint64_t(slot) * entries + seq % entries) % ring_names.size()]);
+    cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
+    cs.torn = !consistent || !state_ok;
+    if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
+    c.ring.push_back(std::move(cs));
+  }
+}
+
+void CopyParse::read_comms() {
+  const FlightLayoutParams& p = h.layout;
+  auto comm_slot = [&](uint32_t i) {
+    return reinterpret_cast<const CommSlotHeader*>(base + h.comms_offset + uint64_t(i) * h.comm_slot_bytes);
+  };
   uint32_t claimed_comms = 0;
-  for (uint32_t i = 0; i < p.max_comms; ++i)
-    claimed_comms += copies.before(reinterpret_cast<const CommSlotHeader*>(comm_slot(i))->claimed) == 1;
+  for (uint32_t i = 0; i < p.max_comms; ++i) claimed_comms += copies.before(comm_slot(i)->claimed) == 1;
   s.comms.reserve(claimed_comms);
   for (uint32_t i = 0; i < p.max_comms; ++i) {
-    const auto* ch = reinterpret_cast<const CommSlotHeader*>(comm_slot(i));
+    const CommSlotHeader* ch = comm_slot(i);
     if (copies.before(ch->claimed) != 1) continue;  // published once: name, size, rank are complete
     CommSnapshot c;
     c.index = int(i);
     c.name = read_name(ch->name);
     c.size = ch->size;
     c.rank_in_comm = ch->rank_in_comm;
-    c.next_seq = ch->next_seq;  // each record below is checked by its own guard and seq
+    c.next_seq = ch->next_seq;  // each record is checked by its own guard and seq
     c.completed_count = ch->completed_count;
-    const auto* ring = reinterpret_cast<const CollectiveRecord*>(ch + 1);
-    const uint64_t first = c.next_seq > p.ring_entries ? c.next_seq - p.ring_entries : 0;
-    c.ring.reserve(c.next_seq - first);
-    for (uint64_t seq = first; seq < c.next_seq; ++seq) {
-      const CollectiveRecord* src = &ring[seq % p.ring_entries];
-      CollectiveRecord r;
-      const bool consistent = copies.read(src, &r, sizeof(r), &src->guard);
-      if (r.seq != seq) continue;  // claimed but not yet written, or already overwritten
-      bool state_ok = true;
-      CollectiveSnapshot cs;
-      cs.seq = r.seq;
-      cs.op = r.op <= kMaxCollectiveOp ? CollectiveOp(r.op) : CollectiveOp::kUnknown;
-      cs.dtype = r.dtype <= uint8_t(DataType::kFloat64) ? DataType(r.dtype) : DataType::kUnknown;
-      cs.state = to_state(r.state, state_ok);
-      cs.peer = r.peer;
-      cs.count = r.count;
-      cs.bytes = r.bytes;
-      cs.enqueue_ns = r.enqueue_ns;
-      cs.start_ns = r.start_ns;
-      cs.end_ns = r.end_ns;
-      cs.step = r.step;
-      cs.range = read_pooled_name(r.range, ring_names[(uint64_t(i) * p.ring_entries + seq % p.ring_entries) % ring_names.size()]);
-      cs.host_returned = (r.flags & kCollectiveHostReturned) != 0;
-      cs.torn = !consistent || !state_ok;
-      if (cs.torn) s.warnings.push_back(fmt::format("{} collective #{} torn", c.name, seq));
-      c.ring.push_back(std::move(cs));
-    }
+    read_ring(*ch, i, c);
     c.peer_counts = read_peer_counts(copies, int(i), c.next_seq, c.name, s.warnings);
     s.comms.push_back(std::move(c));
   }
+}
 
-  const auto* params = reinterpret_cast<const ParamSlot*>(base + h->params_offset);
+void CopyParse::read_params() {
+  const auto* params = reinterpret_cast<const ParamSlot*>(base + h.params_offset);
   s.params.reserve(s.grad.n_params);
   for (uint32_t i = 0; i < s.grad.n_params; ++i) {
     const ParamSlot& ps = params[i];
@@ -337,43 +375,60 @@ Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, s
     out.order = ps.order;
     s.params.push_back(std::move(out));
   }
+}
 
-  // Learned bounds: absent (zeros) in files written before the section existed.
-  const BoundsDirectory& bd = h->bounds;
-  if (bd.bounds_offset != 0) {
-    if (!bounds_consistent(bd, limit)) {
-      s.warnings.push_back("learned-bounds section inconsistent: ignored");
-    } else {
-      const auto* slots = reinterpret_cast<const BoundSlot*>(base + bd.bounds_offset);
-      for (uint32_t i = 0; i < bd.max_bounds; ++i) {
-        BoundSlot b;
-        const bool ok = copies.read(&slots[i], &b, sizeof(b), &slots[i].seq);
-        if (!ok) {
-          s.warnings.push_back(fmt::format("learned bound {} torn", i));
-          continue;
-        }
-        if (b.kind != uint32_t(BoundKind::kCollective) && b.kind != uint32_t(BoundKind::kStep)) continue;
-        BoundSnapshot out;
-        out.kind = BoundKind(b.kind);
-        out.comm = read_pooled_name(b.comm);
-        out.site = read_pooled_name(b.site);
-        out.samples = b.samples;
-        out.warmup = b.warmup;
-        out.quantile_ns = b.quantile_ns;
-        out.bound_ns = b.bound_ns;
-        out.updated_ns = b.updated_ns;
-        out.quantile_permille = b.quantile_permille;
-        out.window = b.window;
-        s.bounds.push_back(std::move(out));
-      }
-    }
+// Learned bounds: absent (zeros) in files written before the section existed.
+void CopyParse::read_bounds(uint64_t limit) {
+  const BoundsDirectory& bd = h.bounds;
+  if (bd.bounds_offset == 0) return;
+  if (!bounds_consistent(bd, limit)) {
+    s.warnings.push_back("learned-bounds section inconsistent: ignored");
+    return;
   }
-  if (std::memcmp(h->nccl.magic, kNcclInfoMagic, sizeof(kNcclInfoMagic)) == 0) {
+  const auto* slots = reinterpret_cast<const BoundSlot*>(base + bd.bounds_offset);
+  for (uint32_t i = 0; i < bd.max_bounds; ++i) {
+    BoundSlot b;
+    const bool ok = copies.read(&slots[i], &b, sizeof(b), &slots[i].seq);
+    if (!ok) {
+      s.warnings.push_back(fmt::format("learned bound {} torn", i));
+      continue;
+    }
+    if (b.kind != uint32_t(BoundKind::kCollective) && b.kind != uint32_t(BoundKind::kStep)) continue;
+    BoundSnapshot out;
+    out.kind = BoundKind(b.kind);
+    out.comm = read_pooled_name(b.comm);
+    out.site = read_pooled_name(b.site);
+    out.samples = b.samples;
+    out.warmup = b.warmup;
+    out.quantile_ns = b.quantile_ns;
+    out.bound_ns = b.bound_ns;
+    out.updated_ns = b.updated_ns;
+    out.quantile_permille = b.quantile_permille;
+    out.window = b.window;
+    s.bounds.push_back(std::move(out));
+  }
+}
+
+// The parse of one copy of the file, its sections checked against the copies around it.
+Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, std::string_view display_name) {
+  const std::span<const uint8_t> bytes = copies.data();
+  if (Status st = check_header(bytes, display_name); !st.ok()) return st;
+  CopyParse parse{copies, *reinterpret_cast<const FlightHeader*>(bytes.data()), bytes.data(), {}};
+  parse.read_identity();
+  parse.read_live_state();
+  parse.read_watchdog();
+  parse.read_grad_state();
+  parse.read_threads();
+  parse.read_comms();
+  parse.read_params();
+  parse.read_bounds(bytes.size());
+  FlightRecorderSnapshot& s = parse.s;
+  if (std::memcmp(parse.h.nccl.magic, kNcclInfoMagic, sizeof(kNcclInfoMagic)) == 0) {
     s.nccl_plugin = true;
-    const NcclCommSnapshot n = read_nccl_section(h->nccl, copies, s.warnings);
+    const NcclCommSnapshot n = read_nccl_section(parse.h.nccl, copies, s.warnings);
     for (auto& c : s.comms) c.nccl = n;  // a plugin recorder holds one communicator
   }
-  return s;
+  return std::move(s);
 }
 
 }  // namespace

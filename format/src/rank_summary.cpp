@@ -285,9 +285,31 @@ std::vector<uint8_t> RankSummaryWriter::finish() {
 
 namespace {
 
-// One block's string table and ranks (`in` holds exactly them), appended to `out`.
-void decode_block(SummaryReader& in, std::vector<FlightRecorderSnapshot>& out) {
-  std::vector<std::string_view> strings(in.count(1, "strings"));
+// One block's ranks read from `in`: its string table first, then rank by rank, each rank's times
+// relative to its own base (its heartbeat). Field for field what RankSummaryWriter::add wrote.
+struct BlockDecoder {
+  SummaryReader& in;
+  std::vector<std::string_view> strings;
+  int64_t base = 0;  // the rank being read's heartbeat: its times are stored relative to it
+
+  void read_strings();
+  std::string_view str() {
+    const uint64_t i = in.u();
+    if (i >= strings.size()) return in.fail(fmt::format("string {} of {}", i, strings.size())), std::string_view();
+    return strings[size_t(i)];
+  }
+  std::string_view pooled() { return intern_name(str()); }
+  int64_t time() { return in.time(base); }
+  void read_rank(FlightRecorderSnapshot& s);
+  void read_watchdog(WatchdogSnapshot& w);
+  void read_params(FlightRecorderSnapshot& s);
+  void read_threads(FlightRecorderSnapshot& s);
+  void read_bounds(FlightRecorderSnapshot& s);
+  void read_comms(FlightRecorderSnapshot& s);
+};
+
+void BlockDecoder::read_strings() {
+  strings.resize(in.count(1, "strings"));
   if (strings.size() > kMaxStrings) in.fail("too many strings");
   for (auto& s : strings) {
     const size_t n = in.count(1, "string bytes");
@@ -295,125 +317,145 @@ void decode_block(SummaryReader& in, std::vector<FlightRecorderSnapshot>& out) {
     s = in.bytes(n);
     if (in.failed()) break;
   }
-  auto str = [&]() -> std::string_view {
-    const uint64_t i = in.u();
-    if (i >= strings.size()) return in.fail(fmt::format("string {} of {}", i, strings.size())), std::string_view();
-    return strings[size_t(i)];
-  };
-  auto pooled = [&]() { return intern_name(str()); };
+}
+
+void BlockDecoder::read_rank(FlightRecorderSnapshot& s) {
+  s.rank = int(in.i());
+  s.world_size = int(uint32_t(in.u()));
+  s.local_rank = int(in.i());
+  s.pid = int(in.i());
+  s.schema_version = uint32_t(in.u());
+  s.ring_entries = uint32_t(in.u());
+  s.host = str();
+  s.run_id = str();
+  s.boot_id = str();
+  base = in.i();
+  s.live.heartbeat_ns = base;
+  s.start_ns = time();
+  const uint64_t flags = in.u();
+  s.live.torn = flags & kLiveTorn;
+  s.watchdog.torn = flags & kWatchdogTorn;
+  s.grad.torn = flags & kGradTorn;
+  s.grad.in_backward = flags & kInBackward;
+  s.nccl_plugin = flags & kNcclPlugin;
+  s.live.step = in.i();
+  s.live.process_state = in.enumeration<ProcessState>(3, "process state");
+  s.live.step_begin_ns = time();
+  s.live.collectives_issued = in.u();
+  s.live.collectives_completed = in.u();
+  s.live.clock_offset_ns = in.i();
+  s.live.clock_uncertainty_ns = in.i();
+  s.live.phase = str();
+  if (flags & kHasWatchdog) read_watchdog(s.watchdog);
+  s.grad.backward_step = in.i();
+  s.grad.n_params = uint32_t(in.u());
+  s.grad.n_arrived = uint32_t(in.u());
+  s.grad.backward_begin_ns = time();
+  read_params(s);
+  read_threads(s);
+  read_bounds(s);
+  s.warnings.resize(in.count(1, "warnings"));
+  for (auto& w : s.warnings) w = str();
+  read_comms(s);
+}
+
+void BlockDecoder::read_watchdog(WatchdogSnapshot& w) {
+  w.kind = in.enumeration<WatchdogKind>(3, "watchdog kind");
+  w.time_ns = time();
+  w.comm_index = int(in.i());
+  w.comm_seq = in.u();
+  w.waited_ns = in.i();
+  w.event_count = uint32_t(in.u());
+  w.range = str();
+  w.message = str();
+  w.stacks_file = str();
+}
+
+void BlockDecoder::read_params(FlightRecorderSnapshot& s) {
+  s.params.resize(in.count(6, "parameters"));
+  for (auto& p : s.params) {
+    p.name = pooled();
+    p.bucket = int(in.i());
+    p.numel = in.u();
+    p.arrived_step = in.i();
+    p.arrived_ns = time();
+    p.order = uint32_t(in.u());
+  }
+}
+
+void BlockDecoder::read_threads(FlightRecorderSnapshot& s) {
+  s.threads.resize(in.count(6, "threads"));
+  for (auto& t : s.threads) {
+    t.slot = int(uint32_t(in.u()));
+    t.tid = int(in.i());
+    t.name = str();
+    t.depth = uint32_t(in.u());
+    t.torn = in.u() & kRecordTorn;
+    t.stack.resize(in.count(2, "open ranges"));
+    for (auto& r : t.stack) {
+      r.name = pooled();
+      r.begin_ns = time();
+    }
+  }
+}
+
+void BlockDecoder::read_bounds(FlightRecorderSnapshot& s) {
+  s.bounds.resize(in.count(10, "bounds"));
+  for (auto& x : s.bounds) {
+    x.kind = in.enumeration<BoundKind>(2, "bound kind");
+    x.comm = pooled();
+    x.site = pooled();
+    x.samples = uint32_t(in.u());
+    x.warmup = uint32_t(in.u());
+    x.quantile_ns = in.i();
+    x.bound_ns = in.i();
+    x.updated_ns = time();
+    x.quantile_permille = uint32_t(in.u());
+    x.window = uint32_t(in.u());
+  }
+}
+
+void BlockDecoder::read_comms(FlightRecorderSnapshot& s) {
+  s.comms.resize(in.count(7, "communicators"));
+  for (auto& c : s.comms) {
+    c.index = int(uint32_t(in.u()));
+    c.name = str();
+    c.size = int(uint32_t(in.u()));
+    c.rank_in_comm = int(in.i());
+    c.next_seq = in.u();
+    c.completed_count = in.u();
+    c.ring.resize(in.count(13, "ring records"));
+    for (auto& r : c.ring) {
+      r.seq = c.next_seq - in.u();
+      r.op = in.enumeration<CollectiveOp>(kMaxCollectiveOp, "op");
+      r.dtype = in.enumeration<DataType>(7, "dtype");
+      r.state = in.enumeration<CollectiveState>(4, "state");
+      r.peer = int32_t(in.i());
+      r.count = in.u();
+      r.bytes = in.u();
+      r.enqueue_ns = time();
+      r.start_ns = time();
+      r.end_ns = time();
+      r.step = in.i();
+      r.range = pooled();
+      const uint64_t f = in.u();
+      r.host_returned = f & kHostReturned;
+      r.torn = f & kRecordTorn;
+    }
+    if (in.failed()) break;
+  }
+}
+
+// One block's string table and ranks (`in` holds exactly them), appended to `out`.
+void decode_block(SummaryReader& in, std::vector<FlightRecorderSnapshot>& out) {
+  BlockDecoder block{in, {}};
+  block.read_strings();
   constexpr size_t kMinRankBytes = 29;  // the fixed fields of a rank alone take this many
   const size_t first = out.size();
   out.resize(first + in.count(kMinRankBytes, "ranks"));
   for (size_t k = first; k < out.size(); ++k) {
-    FlightRecorderSnapshot& s = out[k];
     if (in.failed()) break;
-    s.rank = int(in.i());
-    s.world_size = int(uint32_t(in.u()));
-    s.local_rank = int(in.i());
-    s.pid = int(in.i());
-    s.schema_version = uint32_t(in.u());
-    s.ring_entries = uint32_t(in.u());
-    s.host = str();
-    s.run_id = str();
-    s.boot_id = str();
-    const int64_t base = in.i();
-    auto time = [&] { return in.time(base); };
-    s.live.heartbeat_ns = base;
-    s.start_ns = time();
-    const uint64_t flags = in.u();
-    s.live.torn = flags & kLiveTorn;
-    s.watchdog.torn = flags & kWatchdogTorn;
-    s.grad.torn = flags & kGradTorn;
-    s.grad.in_backward = flags & kInBackward;
-    s.nccl_plugin = flags & kNcclPlugin;
-    s.live.step = in.i();
-    s.live.process_state = in.enumeration<ProcessState>(3, "process state");
-    s.live.step_begin_ns = time();
-    s.live.collectives_issued = in.u();
-    s.live.collectives_completed = in.u();
-    s.live.clock_offset_ns = in.i();
-    s.live.clock_uncertainty_ns = in.i();
-    s.live.phase = str();
-    if (flags & kHasWatchdog) {
-      s.watchdog.kind = in.enumeration<WatchdogKind>(3, "watchdog kind");
-      s.watchdog.time_ns = time();
-      s.watchdog.comm_index = int(in.i());
-      s.watchdog.comm_seq = in.u();
-      s.watchdog.waited_ns = in.i();
-      s.watchdog.event_count = uint32_t(in.u());
-      s.watchdog.range = str();
-      s.watchdog.message = str();
-      s.watchdog.stacks_file = str();
-    }
-    s.grad.backward_step = in.i();
-    s.grad.n_params = uint32_t(in.u());
-    s.grad.n_arrived = uint32_t(in.u());
-    s.grad.backward_begin_ns = time();
-    s.params.resize(in.count(6, "parameters"));
-    for (auto& p : s.params) {
-      p.name = pooled();
-      p.bucket = int(in.i());
-      p.numel = in.u();
-      p.arrived_step = in.i();
-      p.arrived_ns = time();
-      p.order = uint32_t(in.u());
-    }
-    s.threads.resize(in.count(6, "threads"));
-    for (auto& t : s.threads) {
-      t.slot = int(uint32_t(in.u()));
-      t.tid = int(in.i());
-      t.name = str();
-      t.depth = uint32_t(in.u());
-      t.torn = in.u() & kRecordTorn;
-      t.stack.resize(in.count(2, "open ranges"));
-      for (auto& r : t.stack) {
-        r.name = pooled();
-        r.begin_ns = time();
-      }
-    }
-    s.bounds.resize(in.count(10, "bounds"));
-    for (auto& x : s.bounds) {
-      x.kind = in.enumeration<BoundKind>(2, "bound kind");
-      x.comm = pooled();
-      x.site = pooled();
-      x.samples = uint32_t(in.u());
-      x.warmup = uint32_t(in.u());
-      x.quantile_ns = in.i();
-      x.bound_ns = in.i();
-      x.updated_ns = time();
-      x.quantile_permille = uint32_t(in.u());
-      x.window = uint32_t(in.u());
-    }
-    s.warnings.resize(in.count(1, "warnings"));
-    for (auto& w : s.warnings) w = str();
-    s.comms.resize(in.count(7, "communicators"));
-    for (auto& c : s.comms) {
-      c.index = int(uint32_t(in.u()));
-      c.name = str();
-      c.size = int(uint32_t(in.u()));
-      c.rank_in_comm = int(in.i());
-      c.next_seq = in.u();
-      c.completed_count = in.u();
-      c.ring.resize(in.count(13, "ring records"));
-      for (auto& r : c.ring) {
-        r.seq = c.next_seq - in.u();
-        r.op = in.enumeration<CollectiveOp>(kMaxCollectiveOp, "op");
-        r.dtype = in.enumeration<DataType>(7, "dtype");
-        r.state = in.enumeration<CollectiveState>(4, "state");
-        r.peer = int32_t(in.i());
-        r.count = in.u();
-        r.bytes = in.u();
-        r.enqueue_ns = time();
-        r.start_ns = time();
-        r.end_ns = time();
-        r.step = in.i();
-        r.range = pooled();
-        const uint64_t f = in.u();
-        r.host_returned = f & kHostReturned;
-        r.torn = f & kRecordTorn;
-      }
-      if (in.failed()) break;
-    }
+    block.read_rank(out[k]);
   }
   if (!in.failed() && in.left() != 0) in.fail(fmt::format("{} bytes after the last rank", in.left()));
 }
