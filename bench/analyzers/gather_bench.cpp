@@ -19,7 +19,7 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/gather/gather.h"
@@ -53,14 +53,14 @@ int main(int argc, char** argv) {
   const fs::path root = fs::temp_directory_path() / fmt::format("rs_gather_bench_{}", ::getpid());
   fs::remove_all(root);
 
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
   o.local_host = true;  // the snapshots ship recorders of their own host
-  o.fault = *analyzers::synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
+  o.fault = *synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
   auto t = std::chrono::steady_clock::now();
-  auto summary = analyzers::synth::write_synthetic_run(root / "local", o);
+  auto summary = synth::write_synthetic_run(root / "local", o);
   if (!summary.ok()) {
     std::fprintf(stderr, "gather_bench: %s\n", summary.status().to_string().c_str());
     return 2;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "hang_timing.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 
 int main(int argc, char** argv) {
   using namespace rankscope;
@@ -25,14 +25,14 @@ int main(int argc, char** argv) {
                         : std::filesystem::temp_directory_path() / fmt::format("rs_hang_bench_{}", ::getpid());
   if (!keep) std::filesystem::remove_all(dir);
 
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
-  o.fault = *analyzers::synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
+  o.fault = *synth::parse_fault("stall:rank=5,range=backward/block1/mlp");
   const auto t0 = std::chrono::steady_clock::now();
   if (!keep || !std::filesystem::exists(dir / "run.json")) {
-    auto summary = analyzers::synth::write_synthetic_run(dir, o);
+    auto summary = synth::write_synthetic_run(dir, o);
     if (!summary.ok()) {
       std::fprintf(stderr, "hang_bench: %s\n", summary.status().to_string().c_str());
       return 2;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "hang_timing.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 
 int main(int argc, char** argv) {
   using namespace rankscope;
@@ -25,23 +25,23 @@ int main(int argc, char** argv) {
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("rs_moe_hang_bench_{}", ::getpid());
   std::filesystem::remove_all(dir);
 
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
   o.moe_experts = 2 * ep;
   o.ep = ep;
   o.hot_expert = 1;
-  o.fault = *analyzers::synth::parse_fault(fmt::format("a2a-miscount:rank=5,step={},delta=1", steps / 2));
+  o.fault = *synth::parse_fault(fmt::format("a2a-miscount:rank=5,step={},delta=1", steps / 2));
   const auto t0 = std::chrono::steady_clock::now();
-  auto summary = analyzers::synth::write_synthetic_run(dir, o);
+  auto summary = synth::write_synthetic_run(dir, o);
   if (!summary.ok()) {
     std::fprintf(stderr, "moe_hang_bench: %s\n", summary.status().to_string().c_str());
     return 2;
   }
   std::printf("synth: %d ranks (tp %d x dp %d), %d experts over ep groups of %d, %d steps, %s: %.2f s, %.1f MiB\n",
               ranks, o.tp, ranks / o.tp, o.moe_experts, ep, steps,
-              analyzers::synth::describe_fault(summary->fault).c_str(), bench::seconds_since(t0),
+              synth::describe_fault(summary->fault).c_str(), bench::seconds_since(t0),
               double(summary->bytes_written) / (1 << 20));
 
   const bench::HangTiming t = bench::time_hangdoctor(dir);

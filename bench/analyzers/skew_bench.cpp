@@ -18,7 +18,7 @@
 
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 
 namespace {
 
@@ -78,16 +78,16 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("rs_skew_bench_{}", ::getpid());
   fs::remove_all(dir);
 
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = steps;
   o.tp = ranks % 8 == 0 ? 8 : 1;
   // One block: 13 ranges and 8 collectives per rank per step, ~0.9 KB; two blocks would take the
   // 1024 x 1000 run directory to ~1.3 GB, past its 1 GB budget.
   o.layers = 1;
-  o.fault = *analyzers::synth::parse_fault("delay:rank=5,range=forward/block0/mlp,ms=20");
+  o.fault = *synth::parse_fault("delay:rank=5,range=forward/block0/mlp,ms=20");
   auto t0 = std::chrono::steady_clock::now();
-  auto summary = analyzers::synth::write_synthetic_run(dir, o);
+  auto summary = synth::write_synthetic_run(dir, o);
   if (!summary.ok()) {
     std::fprintf(stderr, "skew_bench: %s\n", summary.status().to_string().c_str());
     return 2;

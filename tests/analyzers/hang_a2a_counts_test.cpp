@@ -17,8 +17,8 @@ using testing::FakeProcessTable;
 using testing::make_run;
 using testing::scratch;
 
-analyzers::synth::SynthOptions moe(int experts, int ep) {
-  analyzers::synth::SynthOptions o;
+synth::SynthOptions moe(int experts, int ep) {
+  synth::SynthOptions o;
   o.moe_experts = experts;
   o.ep = ep;
   o.layers = 2;
@@ -86,7 +86,7 @@ TEST(HangA2aCounts, OutranksTheCrashThatFollows) {
 }
 
 TEST(HangA2aCounts, HealthyMoeRunHasNoMismatchThoughRanksSendDifferentTotals) {
-  analyzers::synth::SynthOptions o = moe(4, 2);
+  synth::SynthOptions o = moe(4, 2);
   o.hot_expert = 3;
   auto run = make_run(scratch("a2a"), 4, 6, 1, "", o);
   FakeProcessTable table;

@@ -156,7 +156,7 @@ TEST(HangClassifier, CrashByStaleHeartbeatOnAnotherHost) {
 }
 
 TEST(HangClassifier, CrashByPidGoneOnThisHostWithTheRealProcessTable) {
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.local_host = true;
   o.live_pid = ::getpid();  // the live ranks are this test process; the crashed one a reaped child
   o.idle_s = 2;             // less than the heartbeat staleness: only the pid tells
@@ -228,7 +228,7 @@ TEST(HangClassifier, CorruptRankFileIsReportedAndTheRestDiagnosed) {
 }
 
 TEST(HangClassifier, ShortIdleIsHealthyUnlessNoProgressWasObserved) {
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.idle_s = 0.5;  // a snapshot half a second into what may or may not be a hang
   auto run = make_run(scratch("hc"), 2, 6, 2, "stall:rank=1,range=forward/embed,step=2", o);
   FakeProcessTable procs;

@@ -28,8 +28,8 @@ using testing::scratch;
 
 constexpr int kRanks = 16, kPerHost = 4;
 
-analyzers::synth::SynthOptions four_hosts(int ranks_per_host = kPerHost) {
-  analyzers::synth::SynthOptions o;
+synth::SynthOptions four_hosts(int ranks_per_host = kPerHost) {
+  synth::SynthOptions o;
   o.ranks_per_host = ranks_per_host;
   return o;
 }

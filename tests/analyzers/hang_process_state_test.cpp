@@ -183,7 +183,7 @@ TEST(HangFrozen, ARealStoppedProcessWithTheRealProcessTable) {
   // host, and the live rank is this test process.
   StoppedChild child;
   ASSERT_TRUE(child.stopped());
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.local_host = true;
   o.live_pid = ::getpid();
   auto run = make_run(scratch("fz"), 2, 6, 2, "crash:rank=1,step=3,range=forward/embed", o);

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "rankscope/analyzers/hang/process_table.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 
 namespace rankscope::analyzers::hang::testing {
 
@@ -47,24 +47,24 @@ class FakeProcessTable final : public ProcessTable {
 
 struct SynthRun {
   std::filesystem::path dir;
-  analyzers::synth::SynthSummary summary;
+  synth::SynthSummary summary;
 };
 
 // Writes a synthetic run into `dir`; `fault` in --fault syntax or "" for a healthy job.
 inline SynthRun make_run(const std::filesystem::path& dir, int ranks, int steps, int tp, const std::string& fault = "",
-                         analyzers::synth::SynthOptions options = {}) {
+                         synth::SynthOptions options = {}) {
   options.ranks = ranks;
   options.steps = steps;
   options.tp = tp;
   options.start_ns = 1'700'000'000'000'000'000;
   if (!fault.empty()) {
-    auto f = analyzers::synth::parse_fault(fault);
+    auto f = synth::parse_fault(fault);
     EXPECT_TRUE(f.ok()) << f.status().message();
     if (f.ok()) options.fault = *f;
   }
-  auto s = analyzers::synth::write_synthetic_run(dir, options);
+  auto s = synth::write_synthetic_run(dir, options);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return {dir, s.ok() ? *s : analyzers::synth::SynthSummary{}};
+  return {dir, s.ok() ? *s : synth::SynthSummary{}};
 }
 
 }  // namespace rankscope::analyzers::hang::testing

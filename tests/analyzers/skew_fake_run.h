@@ -5,7 +5,7 @@
 // on TP/DP groups laid out as Megatron does), with per-rank/per-step durations, counters and clock
 // offsets chosen by the test. Each rank's times are written on its own clock (aligned minus its
 // offset), so the analyzers must use the ClockRecord to line ranks up. Is not: `rankscope synth`
-// (analyzers/synth) or a model of real training.
+// (synth/) or a model of real training.
 #pragma once
 
 #include <cstdint>

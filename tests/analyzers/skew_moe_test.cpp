@@ -9,7 +9,7 @@
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/range_names.h"
 #include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/reports/html_report.h"
 #include "skew_fake_run.h"
 
@@ -18,13 +18,13 @@ namespace {
 
 struct MoeRun {
   std::filesystem::path dir;
-  analyzers::synth::SynthOptions options;
+  synth::SynthOptions options;
 };
 
 MoeRun hot_expert_run(int hot_expert, int steps) {
   MoeRun run;
   run.dir = testing::fresh_temp_dir("skew-moe");
-  analyzers::synth::SynthOptions& o = run.options;
+  synth::SynthOptions& o = run.options;
   o.ranks = 4;
   o.steps = steps;
   o.layers = 2;
@@ -33,7 +33,7 @@ MoeRun hot_expert_run(int hot_expert, int steps) {
   o.hot_expert = hot_expert;
   o.hot_bias = 1.5;
   o.start_ns = 1'700'000'000'000'000'000;
-  auto s = analyzers::synth::write_synthetic_run(run.dir, o);
+  auto s = synth::write_synthetic_run(run.dir, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return run;
 }

@@ -1,5 +1,5 @@
 // run_diff_test.cpp — `rankscope diff` on pairs of synthetic runs with known differences
-// (analyzers/synth: the same job twice with another jitter seed, a 30 ms delay injected on one rank,
+// (synth/: the same job twice with another jitter seed, a 30 ms delay injected on one rank,
 // twice the transformer blocks, TP 1 against TP 2). The parts of the waterfall must add up to the
 // mean step's change, and the cause each difference has must be named.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "rankscope/analyzers/diff/run_diff.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/kineto/kineto_import.h"
 #include "skew_fake_run.h"  // testing::schema_violation
 
@@ -28,17 +28,17 @@ class RunDiff : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(scratch()); }
 };
 
-fs::path write(const std::string& name, analyzers::synth::SynthOptions o) {
+fs::path write(const std::string& name, synth::SynthOptions o) {
   const fs::path dir = scratch() / name;
   fs::remove_all(dir);
   o.steps = o.steps ? o.steps : 30;
-  auto r = analyzers::synth::write_synthetic_run(dir, o);
+  auto r = synth::write_synthetic_run(dir, o);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return dir;
 }
 
-analyzers::synth::SynthOptions job() {
-  analyzers::synth::SynthOptions o;
+synth::SynthOptions job() {
+  synth::SynthOptions o;
   o.ranks = 8;
   o.tp = 2;
   o.steps = 30;
@@ -46,8 +46,8 @@ analyzers::synth::SynthOptions job() {
 }
 
 // `o` with rank `rank` made `ms` slower in forward/block0/mlp, every step or only step `step`.
-analyzers::synth::SynthOptions delayed(analyzers::synth::SynthOptions o, int rank, double ms, int64_t step = -1) {
-  o.fault.kind = analyzers::synth::FaultKind::kDelay;
+synth::SynthOptions delayed(synth::SynthOptions o, int rank, double ms, int64_t step = -1) {
+  o.fault.kind = synth::FaultKind::kDelay;
   o.fault.rank = rank;
   o.fault.range = "forward/block0/mlp";
   o.fault.ms = ms;
@@ -56,8 +56,8 @@ analyzers::synth::SynthOptions delayed(analyzers::synth::SynthOptions o, int ran
 }
 
 // The diff of two synthetic runs, written under scratch() by those names.
-Result<DiffReport> diff_synth(const std::string& base_name, const analyzers::synth::SynthOptions& base,
-                              const std::string& new_name, const analyzers::synth::SynthOptions& now) {
+Result<DiffReport> diff_synth(const std::string& base_name, const synth::SynthOptions& base,
+                              const std::string& new_name, const synth::SynthOptions& now) {
   return diff_runs(write(base_name, base), write(new_name, now));
 }
 

@@ -181,7 +181,7 @@ class StoppedChild {
 TEST(Gather, ProcessStatesTravelWithTheSnapshot) {
   const auto root = scratch("frozen");
   StoppedChild child;
-  analyzers::synth::SynthOptions so;
+  synth::SynthOptions so;
   so.live_pid = child.pid();
   make_split_run(root, {"n1", "n2"}, 4, "stall:rank=3,step=2", so);
   GatherOptions o;
@@ -253,11 +253,11 @@ TEST(Gather, SilentNodeIsUnreachableWithItsRanksWithinTheDeadline) {
 // Two silent nodes: run.json's hosts (gpt2-train writes every rank's) say whose ranks are whose.
 TEST(Gather, SilentNodesGetTheirRanksFromRunJsonHosts) {
   const auto root = scratch("two_silent");
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = 6;
   o.steps = 3;
   o.ranks_per_host = 2;  // run.json: synth-node0 holds ranks 0-1, synth-node1 2-3, synth-node2 4-5
-  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "local", o).ok());
+  ASSERT_TRUE(synth::write_synthetic_run(root / "local", o).ok());
   const std::vector<std::string> hosts = {"synth-node0", "synth-node1", "synth-node2"};
   for (int h = 0; h < 3; ++h) {
     const auto dir = root / hosts[size_t(h)] / "run";
@@ -549,12 +549,12 @@ class FakeStacks final : public analyzers::hang::StackCollector {
 
 TEST(Snapshot, StacksOfLiveRanksTravelAsEvidence) {
   const auto root = scratch("stacks");
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = 2;
   o.steps = 3;
   o.local_host = true;
   o.live_pid = int(::getpid());  // this test process: alive
-  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "run", o).ok());
+  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
   analyzers::hang::SystemProcessTable processes;
   FakeStacks stacks;
   NodeSnapshotOptions opts;
@@ -589,11 +589,11 @@ TEST(Snapshot, StacksOfLiveRanksTravelAsEvidence) {
 
 TEST(Snapshot, LeavesOtherHostsRecordersToThem) {
   const auto root = scratch("otherhost");
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = 4;
   o.steps = 3;
   o.ranks_per_host = 2;  // synth-node0, synth-node1: neither is this machine
-  ASSERT_TRUE(analyzers::synth::write_synthetic_run(root / "run", o).ok());
+  ASSERT_TRUE(synth::write_synthetic_run(root / "run", o).ok());
   const auto snap = root / "s.snap";
   ASSERT_EQ(std::system(("cd '" + root.string() + "' && " + snapshot_command() + " > s.snap").c_str()), 0);
   std::ifstream in(snap, std::ios::binary);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory_layout.h"
 
 namespace rankscope::gather::testing {
@@ -52,21 +52,21 @@ inline std::string write_fake_node(const fs::path& root) {
 
 // A synthetic run on this machine's host name, written to ROOT/local/run, then split: node k of
 // `hosts` holds ranks [k*per, (k+1)*per) in ROOT/<host>/run; run.json only on the first node.
-inline analyzers::synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts,
+inline synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts,
                                                      int ranks, const std::string& fault,
-                                                     analyzers::synth::SynthOptions o = {}) {
+                                                     synth::SynthOptions o = {}) {
   o.ranks = ranks;
   o.steps = 6;
   o.tp = 2;
   o.local_host = true;
   o.start_ns = 0;
   if (!fault.empty()) {
-    auto f = analyzers::synth::parse_fault(fault);
+    auto f = synth::parse_fault(fault);
     EXPECT_TRUE(f.ok());
     if (f.ok()) o.fault = *f;
   }
   const fs::path local = root / "local" / "run";
-  auto s = analyzers::synth::write_synthetic_run(local, o);
+  auto s = synth::write_synthetic_run(local, o);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   const int per = ranks / int(hosts.size());
   for (size_t h = 0; h < hosts.size(); ++h) {
@@ -76,7 +76,7 @@ inline analyzers::synth::SynthSummary make_split_run(const fs::path& root, const
     for (int r = int(h) * per; r < int(h + 1) * per; ++r)
       fs::copy_file(format::flight_recorder_path(local, r), format::flight_recorder_path(dir, r));
   }
-  return s.ok() ? *s : analyzers::synth::SynthSummary{};
+  return s.ok() ? *s : synth::SynthSummary{};
 }
 
 }  // namespace rankscope::gather::testing

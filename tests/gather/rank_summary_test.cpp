@@ -12,7 +12,7 @@
 #include <string>
 
 #include "rankscope/analyzers/hang/classifier.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/snapshot_stream.h"
 
@@ -36,13 +36,13 @@ class NoProcesses final : public analyzers::hang::ProcessTable {
 };
 
 format::RunDirectory synthetic_run(const fs::path& dir, const std::string& fault, int ranks = 16, int tp = 4) {
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   o.ranks = ranks;
   o.steps = 6;
   o.tp = tp;
   o.ranks_per_host = 4;
-  if (!fault.empty()) o.fault = *analyzers::synth::parse_fault(fault);
-  EXPECT_TRUE(analyzers::synth::write_synthetic_run(dir, o).ok());
+  if (!fault.empty()) o.fault = *synth::parse_fault(fault);
+  EXPECT_TRUE(synth::write_synthetic_run(dir, o).ok());
   auto run = format::open_run_directory(dir);
   EXPECT_TRUE(run.ok());
   return std::move(*run);

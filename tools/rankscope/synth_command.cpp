@@ -1,12 +1,12 @@
 // synth_command.cpp — `rankscope synth`: writes a synthetic run directory in the real format.
-// Thin: the simulation is rankscope_analyzers_synth (analyzers/synth).
+// Thin: the simulation is rankscope_synth (synth/).
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 #include <string>
 
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
@@ -50,7 +50,7 @@ bool number(std::string_view v, T& out) {
 }  // namespace
 
 int synth_command(Args args) {
-  analyzers::synth::SynthOptions o;
+  synth::SynthOptions o;
   std::string out;
   bool have_ranks = false, have_steps = false;
   o.command_line = {"rankscope", "synth"};
@@ -99,7 +99,7 @@ int synth_command(Args args) {
       if (!value(v)) {
         ok = false;
       } else {
-        auto f = analyzers::synth::parse_fault(v);
+        auto f = synth::parse_fault(v);
         if (!f.ok()) {
           std::fprintf(stderr, "rankscope synth: %s\n", f.status().message().c_str());
           return 2;
@@ -124,7 +124,7 @@ int synth_command(Args args) {
     return 2;
   }
   if (o.local_host) o.live_pid = int(::getppid());  // alive after we exit, unlike our own pid
-  auto summary = analyzers::synth::write_synthetic_run(out, o);
+  auto summary = synth::write_synthetic_run(out, o);
   if (!summary.ok()) {
     const Status& st = summary.status();  // a bad option needs no breadcrumb, an I/O failure does
     std::fprintf(stderr, "rankscope synth: %s\n",
@@ -132,9 +132,9 @@ int synth_command(Args args) {
     return 2;
   }
   std::printf("wrote %s: %d ranks (tp %d x dp %d), %s, %.1f MiB\n", out.c_str(), o.ranks, o.tp, o.ranks / o.tp,
-              summary->fault.kind == analyzers::synth::FaultKind::kNone
+              summary->fault.kind == synth::FaultKind::kNone
                   ? std::string("healthy, finished").c_str()
-                  : ("fault " + analyzers::synth::describe_fault(summary->fault) +
+                  : ("fault " + synth::describe_fault(summary->fault) +
                      (summary->hang_step >= 0 ? ", stuck at step " + std::to_string(summary->hang_step)
                                               : std::string(", finished")))
                         .c_str(),

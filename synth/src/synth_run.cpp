@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/format/clock.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/flight_recorder_writer.h"
@@ -31,7 +31,7 @@
 #include "rankscope/format/run_metadata.h"
 #include "step_program.h"
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 namespace {
 
 using format::CollectiveOp;
@@ -815,4 +815,4 @@ Result<SynthSummary> write_synthetic_run(const std::filesystem::path& dir, const
   return sim.run();
 }
 
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth

@@ -10,12 +10,12 @@
 #include <map>
 
 #include "hang_test_support.h"
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 namespace {
 
 using analyzers::hang::testing::make_run;
@@ -239,4 +239,4 @@ TEST(SynthTest, BadOptionsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth

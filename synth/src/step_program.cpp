@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 namespace {
 
 using format::CollectiveOp;
@@ -213,4 +213,4 @@ StepProgram build_step_program(const ModelShape& s) {
   return p;
 }
 
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth

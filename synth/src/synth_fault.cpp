@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "rankscope/analyzers/synth.h"
+#include "rankscope/synth/synth.h"
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 namespace {
 
 struct KindName {
@@ -98,4 +98,4 @@ std::string describe_fault(const FaultSpec& f) {
   return "?";
 }
 
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth

@@ -19,7 +19,7 @@
 
 #include "rankscope/format/status.h"
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 
 // kA2aMiscount: (MoE) one rank expects `delta` rows more from one peer in a combine all_to_all_v
 // than that peer sends, as gpt2-train's --inject a2a-miscount; the ep group blocks inside it.
@@ -99,4 +99,4 @@ Result<FaultSpec> resolve_fault(const SynthOptions& options);
 // Writes the run directory `dir` (created; existing rank files are replaced).
 Result<SynthSummary> write_synthetic_run(const std::filesystem::path& dir, const SynthOptions& options);
 
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth

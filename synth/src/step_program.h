@@ -13,7 +13,7 @@
 
 #include "rankscope/format/vocabulary.h"
 
-namespace rankscope::analyzers::synth {
+namespace rankscope::synth {
 
 enum class CommRole : uint8_t { kWorld, kTp, kDp, kEp };
 
@@ -70,4 +70,4 @@ struct StepProgram {
 
 StepProgram build_step_program(const ModelShape& shape);
 
-}  // namespace rankscope::analyzers::synth
+}  // namespace rankscope::synth
