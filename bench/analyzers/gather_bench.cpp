@@ -19,10 +19,10 @@
 
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/snapshot_process_table.h"
-#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/gather/gather.h"
+#include "rankscope/synth/synth.h"
 
 namespace {
 

@@ -40,9 +40,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("synth: %d ranks (tp %d x dp %d), %d experts over ep groups of %d, %d steps, %s: %.2f s, %.1f MiB\n",
-              ranks, o.tp, ranks / o.tp, o.moe_experts, ep, steps,
-              synth::describe_fault(summary->fault).c_str(), bench::seconds_since(t0),
-              double(summary->bytes_written) / (1 << 20));
+              ranks, o.tp, ranks / o.tp, o.moe_experts, ep, steps, synth::describe_fault(summary->fault).c_str(),
+              bench::seconds_since(t0), double(summary->bytes_written) / (1 << 20));
 
   const bench::HangTiming t = bench::time_hangdoctor(dir);
   if (!t.ok) return 2;

@@ -44,15 +44,25 @@ class Builder {
   }
   void a2a(CollectiveOp op, uint64_t count, int block, A2aDirection dir) {
     const auto dtype = op == CollectiveOp::kAllToAll ? format::DataType::kInt64 : format::DataType::kFloat32;
-    add({.kind = Kind::kCollective, .range = stack_.back(), .role = CommRole::kEp, .op = op, .dtype = dtype,
-         .count = count, .moe_block = int16_t(block), .a2a = dir});
+    add({.kind = Kind::kCollective,
+         .range = stack_.back(),
+         .role = CommRole::kEp,
+         .op = op,
+         .dtype = dtype,
+         .count = count,
+         .moe_block = int16_t(block),
+         .a2a = dir});
   }
   // One MoE MLP, forward or backward: router, dispatch (counts, then rows), experts, combine; the
   // backward runs the phases in reverse with the row exchanges' directions swapped.
   void moe(const std::string& pass, int block, int64_t expert_ns, uint64_t experts) {
     const bool fwd = pass == "forward";
     auto phase = [&](const char* name) { enter(fmt::format("{}/block{}/moe/{}", pass, block, name)); };
-    auto router = [&] { phase("router"); compute(fwd ? kMs / 2 : kMs); exit(); };
+    auto router = [&] {
+      phase("router");
+      compute(fwd ? kMs / 2 : kMs);
+      exit();
+    };
     auto dispatch = [&] {
       phase("dispatch");
       if (fwd) a2a(CollectiveOp::kAllToAll, experts, block, A2aDirection::kNone);  // per-expert counts
@@ -64,9 +74,22 @@ class Builder {
       a2a(CollectiveOp::kAllToAllV, 0, block, fwd ? A2aDirection::kCombine : A2aDirection::kDispatch);
       exit();
     };
-    auto run_experts = [&] { phase("experts"); expert_compute(expert_ns, block); exit(); };
-    if (fwd) { router(); dispatch(); run_experts(); combine(); }
-    else { combine(); run_experts(); dispatch(); router(); }
+    auto run_experts = [&] {
+      phase("experts");
+      expert_compute(expert_ns, block);
+      exit();
+    };
+    if (fwd) {
+      router();
+      dispatch();
+      run_experts();
+      combine();
+    } else {
+      combine();
+      run_experts();
+      dispatch();
+      router();
+    }
   }
 
  private:
@@ -180,10 +203,12 @@ StepProgram build_step_program(const ModelShape& s) {
   b.exit();
   for (int64_t i = int64_t(L) - 1; i >= 0; --i) {
     b.enter(fmt::format("backward/block{}/{}", i, s.moe_block(int(i)) ? "moe" : "mlp"));
-    if (s.moe_block(int(i))) b.moe("backward", int(i), 12 * kMs, uint64_t(s.moe_experts));
-    else b.compute(12 * kMs);
-    for (const char* n : {"mlp.c_proj.weight", "mlp.c_proj.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
-                          "ln_2.weight", "ln_2.bias"})
+    if (s.moe_block(int(i)))
+      b.moe("backward", int(i), 12 * kMs, uint64_t(s.moe_experts));
+    else
+      b.compute(12 * kMs);
+    for (const char* n :
+         {"mlp.c_proj.weight", "mlp.c_proj.bias", "mlp.c_fc.weight", "mlp.c_fc.bias", "ln_2.weight", "ln_2.bias"})
       b.grad(block_param(int(i), n));
     if (!s.moe_block(int(i))) tp_allreduce(BTC);  // input gradient of column-parallel c_fc
     b.exit();

@@ -22,23 +22,32 @@ enum class A2aDirection : uint8_t { kNone, kDispatch, kCombine };
 
 struct ProgramOp {
   // kExpertCompute: a kCompute whose duration scales with the rows the rank received (MoE experts).
-  enum class Kind : uint8_t { kEnter, kExit, kCompute, kCollective, kBeginBackward, kGradReady, kEndBackward, kExpertCompute };
+  enum class Kind : uint8_t {
+    kEnter,
+    kExit,
+    kCompute,
+    kCollective,
+    kBeginBackward,
+    kGradReady,
+    kEndBackward,
+    kExpertCompute
+  };
   Kind kind = Kind::kCompute;
-  uint16_t range = 0;       // range entered/left; for other kinds the innermost open range
-  int64_t ns = 0;           // kCompute: nominal duration on an unloaded rank
+  uint16_t range = 0;  // range entered/left; for other kinds the innermost open range
+  int64_t ns = 0;      // kCompute: nominal duration on an unloaded rank
   CommRole role = CommRole::kTp;
   format::CollectiveOp op = format::CollectiveOp::kUnknown;
   format::DataType dtype = format::DataType::kFloat32;
-  uint64_t count = 0;       // elements
-  int bucket = -1;          // dp collectives: the DDP bucket they reduce
-  int param = -1;           // kGradReady
-  int16_t moe_block = -1;   // MoE ops: the block; its routing decides counts and expert time
+  uint64_t count = 0;                      // elements
+  int bucket = -1;                         // dp collectives: the DDP bucket they reduce
+  int param = -1;                          // kGradReady
+  int16_t moe_block = -1;                  // MoE ops: the block; its routing decides counts and expert time
   A2aDirection a2a = A2aDirection::kNone;  // kAllToAllV of an MoE block: which way the rows go
 };
 
 struct ParamInfo {
   std::string name;
-  uint64_t numel = 0;       // this rank's shard
+  uint64_t numel = 0;  // this rank's shard
   int bucket = 0;
 };
 
@@ -51,8 +60,8 @@ struct ModelShape {
   int seq_len = 64;
   int batch = 4;
   int vocab = 50257;
-  int moe_experts = 0;      // 0: dense MLP everywhere
-  int moe_every = 1;        // block i is MoE when i % moe_every == 0
+  int moe_experts = 0;  // 0: dense MLP everywhere
+  int moe_every = 1;    // block i is MoE when i % moe_every == 0
   int padded_vocab() const;
   bool moe_block(int i) const { return moe_experts > 0 && i % moe_every == 0; }
 };

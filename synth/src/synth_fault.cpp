@@ -14,8 +14,9 @@ struct KindName {
   std::string_view name;
 };
 constexpr KindName kKinds[] = {
-    {FaultKind::kNone, "none"},   {FaultKind::kStall, "stall"}, {FaultKind::kSkip, "skip"},
-    {FaultKind::kResize, "resize"}, {FaultKind::kCrash, "crash"}, {FaultKind::kDropGrad, "drop-grad"},
+    {FaultKind::kNone, "none"},   {FaultKind::kStall, "stall"},
+    {FaultKind::kSkip, "skip"},   {FaultKind::kResize, "resize"},
+    {FaultKind::kCrash, "crash"}, {FaultKind::kDropGrad, "drop-grad"},
     {FaultKind::kDelay, "delay"}, {FaultKind::kA2aMiscount, "a2a-miscount"},
 };
 constexpr std::string_view kAllowedKinds = "stall, skip, resize, crash, drop-grad, delay, a2a-miscount";
@@ -57,19 +58,30 @@ Result<FaultSpec> parse_fault(std::string_view text) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string_view::npos)
-      return invalid_argument(fmt::format("--fault {}: '{}' is not key=value (hint: keys are {})", text, item, kAllowedKeys));
+      return invalid_argument(
+          fmt::format("--fault {}: '{}' is not key=value (hint: keys are {})", text, item, kAllowedKeys));
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     bool ok = true;
-    if (key == "rank") ok = parse_number(value, f.rank) && f.rank >= 0;
-    else if (key == "step") ok = parse_number(value, f.step) && f.step >= 0;
-    else if (key == "seq") ok = parse_number(value, f.seq) && f.seq >= 0;
-    else if (key == "factor") ok = parse_number(value, f.factor) && f.factor > 0;
-    else if (key == "ms") ok = parse_number(value, f.ms) && f.ms >= 0;
-    else if (key == "delta") ok = parse_number(value, f.delta) && f.delta != 0;
-    else if (key == "peer") ok = parse_number(value, f.peer) && f.peer >= 0;
-    else if (key == "range") f.range = std::string(value);
-    else if (key == "comm") f.comm = std::string(value);
-    else if (key == "param") f.param = std::string(value);
+    if (key == "rank")
+      ok = parse_number(value, f.rank) && f.rank >= 0;
+    else if (key == "step")
+      ok = parse_number(value, f.step) && f.step >= 0;
+    else if (key == "seq")
+      ok = parse_number(value, f.seq) && f.seq >= 0;
+    else if (key == "factor")
+      ok = parse_number(value, f.factor) && f.factor > 0;
+    else if (key == "ms")
+      ok = parse_number(value, f.ms) && f.ms >= 0;
+    else if (key == "delta")
+      ok = parse_number(value, f.delta) && f.delta != 0;
+    else if (key == "peer")
+      ok = parse_number(value, f.peer) && f.peer >= 0;
+    else if (key == "range")
+      f.range = std::string(value);
+    else if (key == "comm")
+      f.comm = std::string(value);
+    else if (key == "param")
+      f.param = std::string(value);
     else
       return invalid_argument(fmt::format("--fault {}: unknown key '{}' (hint: keys are {})", text, key, kAllowedKeys));
     if (!ok || value.empty())
@@ -93,7 +105,8 @@ std::string describe_fault(const FaultSpec& f) {
       return f.step < 0 ? fmt::format("delay:rank={},range={},ms={}", f.rank, f.range, f.ms)
                         : fmt::format("delay:rank={},range={},ms={},step={}", f.rank, f.range, f.ms, f.step);
     case FaultKind::kA2aMiscount:
-      return fmt::format("a2a-miscount:rank={},step={},range={},peer={},delta={}", f.rank, f.step, f.range, f.peer, f.delta);
+      return fmt::format("a2a-miscount:rank={},step={},range={},peer={},delta={}", f.rank, f.step, f.range, f.peer,
+                         f.delta);
   }
   return "?";
 }

@@ -23,12 +23,12 @@
 
 #include <fmt/format.h>
 
-#include "rankscope/synth/synth.h"
 #include "rankscope/format/clock.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/flight_recorder_writer.h"
 #include "rankscope/format/run_directory_layout.h"
 #include "rankscope/format/run_metadata.h"
+#include "rankscope/synth/synth.h"
 #include "step_program.h"
 
 namespace rankscope::synth {
@@ -87,13 +87,13 @@ enum class RankState { kRunning, kStalled, kCrashed, kBlocked, kFinished };
 struct RankSim {
   int rank = 0;
   RankState state = RankState::kRunning;
-  int64_t t = 0;             // true time (rank 0's clock)
-  int64_t offset_ns = 0;     // own clock = true - offset
+  int64_t t = 0;          // true time (rank 0's clock)
+  int64_t offset_ns = 0;  // own clock = true - offset
   int64_t stop_ns = 0;
   uint64_t next_seq[kRoles] = {0, 0, 0, 0};
   int comm_slot[kRoles] = {-1, -1, -1, -1};
   uint32_t comm_id[kRoles] = {0, 0, 0, 0};
-  std::vector<std::pair<uint16_t, int64_t>> stack;  // open ranges, enter time
+  std::vector<std::pair<uint16_t, int64_t>> stack;      // open ranges, enter time
   int broken_bucket = std::numeric_limits<int>::max();  // drop-grad: buckets >= this never launch
   bool skip_done = false;
   format::StepRecord record;
@@ -134,8 +134,8 @@ class Simulation {
     }
     world_group_.resize(o.ranks);
     for (int r = 0; r < o.ranks; ++r) world_group_[r] = r;
-    fault_range_ = fault_.range.empty() ? (fault_.kind == FaultKind::kCrash ? 0 : -1)
-                                        : program_.range_index(fault_.range);
+    fault_range_ =
+        fault_.range.empty() ? (fault_.kind == FaultKind::kCrash ? 0 : -1) : program_.range_index(fault_.range);
     fault_param_ = fault_.param.empty() ? -1 : program_.param_index(fault_.param);
   }
 
@@ -263,9 +263,13 @@ format::RunMetadata Simulation::metadata(const std::string& run_id, int64_t star
   const std::string local = o_.local_host ? this_host() : std::string();
   for (int r = 0; r < o_.ranks; ++r)
     m.hosts.push_back(o_.local_host ? local : fmt::format("synth-node{}", r / o_.ranks_per_host));
-  m.model = {{"preset", "tiny"},        {"layers", shape_.layers}, {"heads", shape_.heads},
-             {"channels", shape_.channels}, {"vocab_size", shape_.vocab}, {"padded_vocab_size", shape_.padded_vocab()}};
-  m.training = {{"seq_len", shape_.seq_len}, {"batch", shape_.batch}, {"steps", o_.steps}, {"vocab_shard", "contiguous"}};
+  m.model = {{"preset", "tiny"},           {"layers", shape_.layers},
+             {"heads", shape_.heads},      {"channels", shape_.channels},
+             {"vocab_size", shape_.vocab}, {"padded_vocab_size", shape_.padded_vocab()}};
+  m.training = {{"seq_len", shape_.seq_len},
+                {"batch", shape_.batch},
+                {"steps", o_.steps},
+                {"vocab_shard", "contiguous"}};
   if (o_.moe()) {
     m.model["moe_experts"] = o_.moe_experts;
     m.model["moe_top_k"] = o_.moe_top_k;
@@ -304,9 +308,11 @@ Status Simulation::open_rank(RankSim& r, const std::string& run_id, int64_t star
     arena_ = std::make_unique<Arena>(bytes * size_t(o_.ranks));
     if (!arena_->base) return io_error(fmt::format("cannot reserve {} bytes for {} recorders", arena_->size, o_.ranks));
   }
-  RS_ASSIGN_OR_RETURN(r.flight, format::FlightRecorderWriter::create_in_memory(
-                                    std::span(arena_->base + bytes * size_t(r.rank), bytes),
-                                    format::flight_recorder_path(dir_, r.rank), id, layout));
+  RS_ASSIGN_OR_RETURN(r.flight,
+                      format::FlightRecorderWriter::create_in_memory(std::span(arena_->base + bytes * size_t(r.rank),
+                                                                               bytes),
+                                                                     format::flight_recorder_path(dir_, r.rank), id,
+                                                                     layout));
   format::EventStreamHeader header;
   header.rank = r.rank;
   header.world_size = o_.ranks;
@@ -432,7 +438,8 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
     }
     const uint64_t seq = r.next_seq[k];
     const std::string comm = comm_name(op.role, m);
-    const bool fault_here = !fault_.comm.empty() && fault_.rank == m && int64_t(seq) == fault_.seq && fault_.comm == comm;
+    const bool fault_here =
+        !fault_.comm.empty() && fault_.rank == m && int64_t(seq) == fault_.seq && fault_.comm == comm;
     if (fault_here && fault_.kind == FaultKind::kSkip && !r.skip_done) {
       r.skip_done = true;  // leaves the collective out; its next one on `comm` takes this seq
       complete = false;
@@ -493,7 +500,8 @@ void Simulation::group_collective(const ProgramOp& op, const std::vector<int>& m
       d.bytes = d.count * elem;
     }
     const int64_t arrive = r.t;
-    const uint64_t got = r.flight->collective_enqueue(r.comm_slot[k], d, s, program_.range_names[op.range], r.own(arrive));
+    const uint64_t got =
+        r.flight->collective_enqueue(r.comm_slot[k], d, s, program_.range_names[op.range], r.own(arrive));
     r.flight->collective_start(r.comm_slot[k], got, r.own(arrive));
     r.next_seq[k] = got + 1;
     format::CollectiveEvent ev{};
@@ -544,7 +552,8 @@ void Simulation::end_step(RankSim& r, int64_t s) {
     r.record.counters.push_back({r.moe_counter_ids[0], 0, r.moe_received});
     r.record.counters.push_back({r.moe_counter_ids[1], 0, 0.0});  // dropless
     r.record.counters.push_back({r.moe_counter_ids[2], 0, r.moe_aux});
-    for (int e = 0; e < o_.moe_experts; ++e) r.record.counters.push_back({r.moe_counter_ids[3 + e], 0, r.moe_routed[e]});
+    for (int e = 0; e < o_.moe_experts; ++e)
+      r.record.counters.push_back({r.moe_counter_ids[3 + e], 0, r.moe_routed[e]});
     r.moe_received = r.moe_aux = 0;
     std::fill(r.moe_routed.begin(), r.moe_routed.end(), 0.0);
   }
@@ -634,16 +643,18 @@ Result<SynthSummary> Simulation::run() {
     last_step = fault_.step;
   if (fault_.kind == FaultKind::kDropGrad && fault_.step < 0) last_step = 0;
   if (fault_.kind == FaultKind::kSkip || fault_.kind == FaultKind::kResize) {
-    const CommRole role = fault_.comm.rfind("tp", 0) == 0 ? CommRole::kTp : fault_.comm == "world" ? CommRole::kWorld : CommRole::kDp;
+    const CommRole role = fault_.comm.rfind("tp", 0) == 0 ? CommRole::kTp
+                          : fault_.comm == "world"        ? CommRole::kWorld
+                                                          : CommRole::kDp;
     const int per_step = std::max(1, program_.collectives_per_step(role));
     last_step = (fault_.seq - (role == CommRole::kWorld ? 1 : 0)) / per_step;
   }
   detail_from_ = std::max<int64_t>(0, last_step - kDetailSteps + 1);
 
   const int64_t nominal_step_ns = 100'000'000;
-  const int64_t start_ns = o_.start_ns != 0 ? o_.start_ns
-                                            : now_unix_ns() - int64_t(o_.steps) * nominal_step_ns -
-                                                  int64_t(o_.idle_s * double(kNsPerS));
+  const int64_t start_ns =
+      o_.start_ns != 0 ? o_.start_ns
+                       : now_unix_ns() - int64_t(o_.steps) * nominal_step_ns - int64_t(o_.idle_s * double(kNsPerS));
   const std::string run_id = fmt::format("synth-{}", start_ns / 1'000'000);
   ranks_.resize(o_.ranks);
   for (int r = 0; r < o_.ranks; ++r) {
@@ -664,7 +675,8 @@ Result<SynthSummary> Simulation::run() {
   int64_t last_activity = 0;
   bool stuck = false;
   for (const auto& r : ranks_) {
-    if (r.running()) last_activity = std::max(last_activity, r.t);
+    if (r.running())
+      last_activity = std::max(last_activity, r.t);
     else {
       stuck = true;
       last_activity = std::max(last_activity, r.stop_ns);
@@ -680,9 +692,7 @@ Result<SynthSummary> Simulation::run() {
         r.flight->set_process_state(format::ProcessState::kFinished);
         r.events->write_end(r.own(r.t));
         break;
-      case RankState::kCrashed:
-        r.flight->heartbeat(r.own(r.stop_ns));
-        break;
+      case RankState::kCrashed: r.flight->heartbeat(r.own(r.stop_ns)); break;
       default:  // alive and stuck: the watchdog thread keeps ticking
         r.flight->heartbeat(r.own(snapshot));
         break;
@@ -706,15 +716,20 @@ Result<FaultSpec> resolve_fault(const SynthOptions& o) {
   if (o.ranks < 1) return invalid_argument(fmt::format("--ranks {}: need at least one rank", o.ranks));
   if (o.steps < 1) return invalid_argument(fmt::format("--steps {}: need at least one step", o.steps));
   if (o.tp < 1 || o.ranks % o.tp != 0)
-    return invalid_argument(fmt::format("--tp {}: must divide --ranks {} (hint: TP groups are consecutive ranks)", o.tp, o.ranks));
+    return invalid_argument(
+        fmt::format("--tp {}: must divide --ranks {} (hint: TP groups are consecutive ranks)", o.tp, o.ranks));
   if (o.layers < 1 || o.layers > 64) return invalid_argument(fmt::format("--layers {}: must be 1..64", o.layers));
   if (o.ring_entries < 8) return invalid_argument("ring_entries must be at least 8");
   if (o.ranks_per_host < 1) return invalid_argument("ranks_per_host must be at least 1");
   const int dp = o.ranks / o.tp;
-  if (o.moe_experts < 0 || o.moe_experts > 1024) return invalid_argument(fmt::format("--moe-experts {}: must be 0..1024", o.moe_experts));
+  if (o.moe_experts < 0 || o.moe_experts > 1024)
+    return invalid_argument(fmt::format("--moe-experts {}: must be 0..1024", o.moe_experts));
   if (o.moe()) {
     if (o.ep < 1 || dp % o.ep != 0)
-      return invalid_argument(fmt::format("--ep {}: must divide the data-parallel size {} (hint: expert groups are carved out of dp groups)", o.ep, dp));
+      return invalid_argument(
+          fmt::
+              format("--ep {}: must divide the data-parallel size {} (hint: expert groups are carved out of dp groups)",
+                     o.ep, dp));
     if (o.moe_experts % o.ep != 0)
       return invalid_argument(fmt::format("--moe-experts {}: must be a multiple of --ep {}", o.moe_experts, o.ep));
     if (o.moe_top_k < 1 || o.moe_top_k > std::min(2, o.moe_experts))
@@ -737,14 +752,18 @@ Result<FaultSpec> resolve_fault(const SynthOptions& o) {
   const StepProgram program = build_step_program(shape);
   const int64_t mid_step = o.steps / 2;
   if (f.rank < 0) f.rank = o.ranks > 1 ? 1 : 0;
-  if (f.rank >= o.ranks) return invalid_argument(fmt::format("--fault {}: rank {} is not below --ranks {}", fault_kind_name(f.kind), f.rank, o.ranks));
+  if (f.rank >= o.ranks)
+    return invalid_argument(
+        fmt::format("--fault {}: rank {} is not below --ranks {}", fault_kind_name(f.kind), f.rank, o.ranks));
   if (f.step >= o.steps)
-    return invalid_argument(fmt::format("--fault {}: step {} is not below --steps {}", fault_kind_name(f.kind), f.step, o.steps));
+    return invalid_argument(
+        fmt::format("--fault {}: step {} is not below --steps {}", fault_kind_name(f.kind), f.step, o.steps));
   auto check_range = [&]() -> Status {
     if (program.range_index(f.range) < 0) {
       std::string names;
       for (const auto& n : program.range_names) names += (names.empty() ? "" : ", ") + n;
-      return invalid_argument(fmt::format("--fault {}: unknown range '{}' (hint: one of {})", fault_kind_name(f.kind), f.range, names));
+      return invalid_argument(
+          fmt::format("--fault {}: unknown range '{}' (hint: one of {})", fault_kind_name(f.kind), f.range, names));
     }
     return {};
   };
@@ -760,46 +779,66 @@ Result<FaultSpec> resolve_fault(const SynthOptions& o) {
       if (f.step < 0) f.step = mid_step;
       break;
     case FaultKind::kDropGrad:
-      if (dp < 2) return invalid_argument("--fault drop-grad: needs data parallelism (--ranks / --tp >= 2): gradients are only reduced over dp groups");
+      if (dp < 2)
+        return invalid_argument(
+            "--fault drop-grad: needs data parallelism (--ranks / --tp >= 2): gradients are only reduced over dp "
+            "groups");
       if (f.param.empty()) f.param = "h.0.mlp.c_fc.weight";
       if (program.param_index(f.param) < 0)
-        return invalid_argument(fmt::format("--fault drop-grad: unknown param '{}' (hint: HF names such as wte.weight, h.0.mlp.c_fc.weight)", f.param));
+        return invalid_argument(
+            fmt::
+                format("--fault drop-grad: unknown param '{}' (hint: HF names such as wte.weight, h.0.mlp.c_fc.weight)",
+                       f.param));
       if (f.step < 0) f.step = mid_step;
       break;
     case FaultKind::kSkip:
     case FaultKind::kResize: {
-      if (o.ranks < 2) return invalid_argument(fmt::format("--fault {}: needs at least two ranks", fault_kind_name(f.kind)));
+      if (o.ranks < 2)
+        return invalid_argument(fmt::format("--fault {}: needs at least two ranks", fault_kind_name(f.kind)));
       if (f.comm.empty()) f.comm = role_comm_name(o.tp > 1 ? CommRole::kTp : CommRole::kDp, f.rank, o.tp);
       CommRole role;
       if (f.comm == "world") {
-        return invalid_argument(fmt::format("--fault {}: comm world carries only the start-up barrier here (hint: use a tp or dp communicator)", fault_kind_name(f.kind)));
+        return invalid_argument(
+            fmt::format("--fault {}: comm world carries only the start-up barrier here (hint: use a tp or dp "
+                        "communicator)",
+                        fault_kind_name(f.kind)));
       } else if (f.comm.rfind("tp", 0) == 0 && o.tp > 1) {
         role = CommRole::kTp;
       } else if (f.comm.rfind("dp", 0) == 0 && dp > 1) {
         role = CommRole::kDp;
       } else {
-        return invalid_argument(fmt::format("--fault {}: no communicator '{}' in this layout", fault_kind_name(f.kind), f.comm));
+        return invalid_argument(
+            fmt::format("--fault {}: no communicator '{}' in this layout", fault_kind_name(f.kind), f.comm));
       }
       if (role_comm_name(role, f.rank, o.tp) != f.comm)
-        return invalid_argument(fmt::format("--fault {}: rank {} is not a member of {}", fault_kind_name(f.kind), f.rank, f.comm));
+        return invalid_argument(
+            fmt::format("--fault {}: rank {} is not a member of {}", fault_kind_name(f.kind), f.rank, f.comm));
       const int per_step = program.collectives_per_step(role);
       if (f.seq < 0) f.seq = int64_t(mid_step) * per_step + (per_step > 1 ? 1 : 0);
       if (f.seq >= int64_t(o.steps) * per_step)
-        return invalid_argument(fmt::format("--fault {}: {} has only {} collectives in {} steps", fault_kind_name(f.kind), f.comm, int64_t(o.steps) * per_step, o.steps));
-      if (f.kind == FaultKind::kResize && f.factor == 1.0) return invalid_argument("--fault resize: factor 1 changes nothing");
+        return invalid_argument(fmt::format("--fault {}: {} has only {} collectives in {} steps",
+                                            fault_kind_name(f.kind), f.comm, int64_t(o.steps) * per_step, o.steps));
+      if (f.kind == FaultKind::kResize && f.factor == 1.0)
+        return invalid_argument("--fault resize: factor 1 changes nothing");
       break;
     }
     case FaultKind::kA2aMiscount: {
       if (!o.moe() || o.ep < 2)
-        return invalid_argument("--fault a2a-miscount: needs experts spread over ranks (--moe-experts E --ep N, N >= 2)");
+        return invalid_argument(
+            "--fault a2a-miscount: needs experts spread over ranks (--moe-experts E --ep N, N >= 2)");
       if (f.range.empty()) f.range = "forward/block0/moe/combine";
       RS_RETURN_IF_ERROR(check_range());
       if (f.range.find("/moe/combine") == std::string::npos && f.range.find("/moe/dispatch") == std::string::npos)
-        return invalid_argument(fmt::format("--fault a2a-miscount: range {} has no all_to_all_v (hint: .../moe/combine or .../moe/dispatch)", f.range));
+        return invalid_argument(
+            fmt::
+                format("--fault a2a-miscount: range {} has no all_to_all_v (hint: .../moe/combine or .../moe/dispatch)",
+                       f.range));
       const int own = ep_rank_of(f.rank, o.tp, o.ep);
       if (f.peer < 0) f.peer = (own + 1) % o.ep;
       if (f.peer >= o.ep || f.peer == own)
-        return invalid_argument(fmt::format("--fault a2a-miscount: peer {} must be another rank of the ep group (0..{})", f.peer, o.ep - 1));
+        return invalid_argument(
+            fmt::format("--fault a2a-miscount: peer {} must be another rank of the ep group (0..{})", f.peer,
+                        o.ep - 1));
       if (f.delta == 0) f.delta = 1;
       if (f.step < 0) f.step = mid_step;
       break;

@@ -6,11 +6,11 @@
 
 #include <numeric>
 
-#include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/range_names.h"
+#include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/synth/synth.h"
 #include "rankscope/reports/html_report.h"
+#include "rankscope/synth/synth.h"
 #include "skew_fake_run.h"
 
 namespace rankscope::analyzers {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "rankscope/analyzers/diff/run_diff.h"
-#include "rankscope/synth/synth.h"
 #include "rankscope/kineto/kineto_import.h"
+#include "rankscope/synth/synth.h"
 #include "skew_fake_run.h"  // testing::schema_violation
 
 namespace rankscope::analyzers {

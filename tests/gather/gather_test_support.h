@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory_layout.h"
+#include "rankscope/synth/synth.h"
 
 namespace rankscope::gather::testing {
 
@@ -52,9 +52,8 @@ inline std::string write_fake_node(const fs::path& root) {
 
 // A synthetic run on this machine's host name, written to ROOT/local/run, then split: node k of
 // `hosts` holds ranks [k*per, (k+1)*per) in ROOT/<host>/run; run.json only on the first node.
-inline synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts,
-                                                     int ranks, const std::string& fault,
-                                                     synth::SynthOptions o = {}) {
+inline synth::SynthSummary make_split_run(const fs::path& root, const std::vector<std::string>& hosts, int ranks,
+                                          const std::string& fault, synth::SynthOptions o = {}) {
   o.ranks = ranks;
   o.steps = 6;
   o.tp = 2;

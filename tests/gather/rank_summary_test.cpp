@@ -12,9 +12,9 @@
 #include <string>
 
 #include "rankscope/analyzers/hang/classifier.h"
-#include "rankscope/synth/synth.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/snapshot_stream.h"
+#include "rankscope/synth/synth.h"
 
 namespace rankscope {
 namespace {

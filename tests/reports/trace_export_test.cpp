@@ -72,7 +72,8 @@ TEST(ChromeTrace, TwoRanksOnTheAlignedClockWithFlows) {
     step_end[{e["pid"].get<int>(), e["args"]["step"].get<int64_t>()}] = e["ts"].get<double>() + e["dur"].get<double>();
   }
   ASSERT_EQ(step_end.size(), 12u);
-  for (int64_t s = 0; s < 6; ++s) EXPECT_NEAR(step_end[std::make_pair(0, s)], step_end[std::make_pair(1, s)], 1e-3) << "step " << s;
+  for (int64_t s = 0; s < 6; ++s)
+    EXPECT_NEAR(step_end[std::make_pair(0, s)], step_end[std::make_pair(1, s)], 1e-3) << "step " << s;
   EXPECT_GT(step_end[std::make_pair(0, int64_t(0))], 0.0);
   EXPECT_LT(step_end[std::make_pair(0, int64_t(0))], 1e6);  // microseconds since the run started, not since 1970
 

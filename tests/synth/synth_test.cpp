@@ -10,10 +10,10 @@
 #include <map>
 
 #include "hang_test_support.h"
-#include "rankscope/synth/synth.h"
 #include "rankscope/format/event_stream.h"
 #include "rankscope/format/run_directory.h"
 #include "rankscope/format/run_directory_layout.h"
+#include "rankscope/synth/synth.h"
 
 namespace rankscope::synth {
 namespace {
@@ -93,7 +93,7 @@ TEST(SynthTest, EventStreamsCarryStepsRangesArrivalsAndTheVocabSkewCounter) {
       const auto& c0 = s0.collectives[i];
       const auto& c1 = s1.collectives[i];
       EXPECT_EQ(c0.seq, c1.seq);
-      EXPECT_EQ(c0.end_ns, c1.end_ns);  // same host, no clock offset: one finish for both
+      EXPECT_EQ(c0.end_ns, c1.end_ns);                               // same host, no clock offset: one finish for both
       EXPECT_GE(c0.end_ns, std::max(c0.enqueue_ns, c1.enqueue_ns));  // nobody finishes before the last arrival
     }
     t0 += s0.counters.at(0).value;
@@ -176,7 +176,8 @@ TEST(SynthTest, DelayIsAStragglerNotAHang) {
   auto s = format::read_event_stream(format::event_stream_path(slow.dir, 0));
   ASSERT_TRUE(f.ok() && s.ok());
   // Rank 0 is not delayed itself but waits for rank 1 every step.
-  const double extra = double((s->steps[3].end_ns - s->steps[0].begin_ns) - (f->steps[3].end_ns - f->steps[0].begin_ns)) / 1e6;
+  const double extra =
+      double((s->steps[3].end_ns - s->steps[0].begin_ns) - (f->steps[3].end_ns - f->steps[0].begin_ns)) / 1e6;
   EXPECT_NEAR(extra, 4 * 30.0, 10.0);
 }
 

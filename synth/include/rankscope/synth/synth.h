@@ -51,14 +51,14 @@ std::string describe_fault(const FaultSpec& fault);
 struct SynthOptions {
   int ranks = 2;
   int steps = 10;
-  int tp = 1;                     // tensor-parallel group size; must divide ranks
-  int layers = 2;                 // transformer blocks (ranges and collectives per step grow with it)
+  int tp = 1;      // tensor-parallel group size; must divide ranks
+  int layers = 2;  // transformer blocks (ranges and collectives per step grow with it)
   FaultSpec fault;
-  double idle_s = 60;             // how long the job has been stuck when the snapshot is taken
-  int ranks_per_host = 8;         // hosts are named synth-node{k}
-  bool local_host = false;        // every rank claims this machine's host name (pid checks apply)
-  int live_pid = 0;               // pid written for ranks that are alive; 0: fake pids 100000+rank
-  uint64_t seed = 1;              // per-rank jitter
+  double idle_s = 60;       // how long the job has been stuck when the snapshot is taken
+  int ranks_per_host = 8;   // hosts are named synth-node{k}
+  bool local_host = false;  // every rank claims this machine's host name (pid checks apply)
+  int live_pid = 0;         // pid written for ranks that are alive; 0: fake pids 100000+rank
+  uint64_t seed = 1;        // per-rank jitter
   // A step-wide factor on every rank's compute, uniform in 1 +- step_jitter/2, drawn per step: a
   // noisier run whose typical step is the same (the machine, not the job, varies).
   double step_jitter = 0;
@@ -67,30 +67,30 @@ struct SynthOptions {
   // Host time at the start of every step before any range (work the program does not mark: a data
   // loader outside a range): idle in the step's breakdown.
   double host_gap_ms = 0;
-  int64_t start_ns = 0;           // 0: chosen so the snapshot is "now"
-  uint32_t ring_entries = 64;     // collectives kept per communicator in the flight recorders
+  int64_t start_ns = 0;        // 0: chosen so the snapshot is "now"
+  uint32_t ring_entries = 64;  // collectives kept per communicator in the flight recorders
   std::vector<std::string> command_line;
   // Mixture of experts; moe_experts 0 is the dense MLP. Experts are sharded over ep{k}
   // groups of `ep` data-parallel ranks (Megatron layout, as gpt2-train --ep); block i is an MoE block
   // when i % moe_every == 0. Its MLP range is forward|backward/block{i}/moe (not .../mlp), with the
-  // phases .../moe/router|dispatch|experts|combine inside; the dispatch is an all_to_all of counts then an all_to_all_v of rows (with
-  // per-peer counts in the flight recorder), the combine the reverse all_to_all_v; expert compute time
+  // phases .../moe/router|dispatch|experts|combine inside; the dispatch is an all_to_all of counts then an all_to_all_v
+  // of rows (with per-peer counts in the flight recorder), the combine the reverse all_to_all_v; expert compute time
   // follows the rows a rank receives. Counters per step: moe.tokens_received, moe.tokens_dropped,
   // moe.aux_loss, moe.expert{e}.routed (summed over the MoE blocks).
   int moe_experts = 0;
   int moe_top_k = 2;
   int moe_every = 1;
   int ep = 1;
-  int hot_expert = -1;            // route skew: this expert's router weight is multiplied by 1 + hot_bias
+  int hot_expert = -1;  // route skew: this expert's router weight is multiplied by 1 + hot_bias
   double hot_bias = 2.0;
   bool moe() const { return moe_experts > 0; }
 };
 
 struct SynthSummary {
-  FaultSpec fault;                // resolved: every default filled in
-  int64_t hang_step = -1;         // step the fault froze the job at; -1 when it finished
-  uint64_t bytes_written = 0;     // all files of the run directory
-  int64_t snapshot_ns = 0;        // the time the run directory describes (rank 0's clock)
+  FaultSpec fault;             // resolved: every default filled in
+  int64_t hang_step = -1;      // step the fault froze the job at; -1 when it finished
+  uint64_t bytes_written = 0;  // all files of the run directory
+  int64_t snapshot_ns = 0;     // the time the run directory describes (rank 0's clock)
 };
 
 // Checks `options` and fills the fault's defaults for this layout, without writing anything.
