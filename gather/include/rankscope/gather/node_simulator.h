@@ -10,7 +10,7 @@
 // all-reduce, every other rank waiting in the step's gradient all-reduce on dp; one slow node that
 // reached that all-reduce seconds after the others (not a culprit: it arrived); a dead switch whose
 // `dead_switch_nodes` nodes never answer. With it the head's decoding, merging and verdict are
-// measured alone at 16,384 nodes and 131,072 ranks (bench/analyzers/gather_head_bench.cpp) and
+// measured alone at 16,384 nodes and 131,072 ranks (bench/gather/gather_head_bench.cpp) and
 // tested at small sizes. Is not: a model of the nodes' own cost (their snapshot), nor of the wire.
 #pragma once
 
