@@ -92,6 +92,7 @@ Status check_stream_header(std::span<const uint8_t> bytes, const std::string& na
 // A record's payload decoded and handed to the visitor. The vectors are reused: they keep their
 // capacity across records. Each returns false on a malformed payload.
 struct RecordDecoder {
+  explicit RecordDecoder(EventStreamVisitor& v) : visitor(v) {}
   EventStreamVisitor& visitor;
   StepRecord step;
   std::vector<TraceRange> ranges;
@@ -172,7 +173,7 @@ Result<EventStreamScan> scan_event_stream_bytes(std::span<const uint8_t> bytes, 
   scan.header.created_ns = fh.created_ns;
   scan.header.run_id = std::string(fh.run_id, strnlen(fh.run_id, sizeof(fh.run_id)));
 
-  RecordDecoder decode{visitor};
+  RecordDecoder decode(visitor);
   size_t off = fh.header_bytes;
   const size_t size = bytes.size();
   auto stop = [&](std::string why) { scan.warnings.push_back(fmt::format("{}: {} at byte {}; later records ignored", name, why, off)); };

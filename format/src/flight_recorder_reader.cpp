@@ -191,6 +191,8 @@ Status check_header(std::span<const uint8_t> bytes, std::string_view name) {
 // One checked copy's sections read into a snapshot, each against the copies around it (seqlock.h):
 // the phases parse_copies runs, in order.
 struct CopyParse {
+  CopyParse(const seqlock::CopyWindow& window, std::span<const uint8_t> bytes)
+      : copies(window), h(*reinterpret_cast<const FlightHeader*>(bytes.data())), base(bytes.data()) {}
   const seqlock::CopyWindow& copies;
   const FlightHeader& h;
   const uint8_t* base;  // the copy's first byte
@@ -413,7 +415,7 @@ void CopyParse::read_bounds(uint64_t limit) {
 Result<FlightRecorderSnapshot> parse_copies(const seqlock::CopyWindow& copies, std::string_view display_name) {
   const std::span<const uint8_t> bytes = copies.data();
   if (Status st = check_header(bytes, display_name); !st.ok()) return st;
-  CopyParse parse{copies, *reinterpret_cast<const FlightHeader*>(bytes.data()), bytes.data(), {}};
+  CopyParse parse(copies, bytes);
   parse.read_identity();
   parse.read_live_state();
   parse.read_watchdog();

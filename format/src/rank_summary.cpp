@@ -288,6 +288,7 @@ namespace {
 // One block's ranks read from `in`: its string table first, then rank by rank, each rank's times
 // relative to its own base (its heartbeat). Field for field what RankSummaryWriter::add wrote.
 struct BlockDecoder {
+  explicit BlockDecoder(SummaryReader& reader) : in(reader) {}
   SummaryReader& in;
   std::vector<std::string_view> strings;
   int64_t base = 0;  // the rank being read's heartbeat: its times are stored relative to it
@@ -448,7 +449,7 @@ void BlockDecoder::read_comms(FlightRecorderSnapshot& s) {
 
 // One block's string table and ranks (`in` holds exactly them), appended to `out`.
 void decode_block(SummaryReader& in, std::vector<FlightRecorderSnapshot>& out) {
-  BlockDecoder block{in, {}};
+  BlockDecoder block(in);
   block.read_strings();
   constexpr size_t kMinRankBytes = 29;  // the fixed fields of a rank alone take this many
   const size_t first = out.size();

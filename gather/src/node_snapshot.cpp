@@ -97,6 +97,7 @@ std::vector<FileToShip> recent_evidence(const fs::path& run_dir, const NodeSnaps
 // One node's snapshot, phase by phase in the order write_node_snapshot runs them: which files, who
 // wrote each recorder, the processes' states (and stacks), the rank summaries, the stream.
 struct NodeSnapshot {
+  NodeSnapshot(const fs::path& dir, const NodeSnapshotOptions& options) : run_dir(dir), o(options) {}
   const fs::path& run_dir;
   const NodeSnapshotOptions& o;
   const std::string host = analyzers::this_host_name();
@@ -269,7 +270,7 @@ Result<NodeSnapshotSummary> write_node_snapshot(const fs::path& run_dir, std::FI
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec))
     return not_found(fmt::format("{}: no such directory on {}", run_dir.string(), analyzers::this_host_name()));
-  NodeSnapshot node{run_dir, o};
+  NodeSnapshot node(run_dir, o);
   node.identify_recorders(node.list_files());
   node.read_process_states(processes, stacks);
   node.summarize_recorders();

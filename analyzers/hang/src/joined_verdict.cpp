@@ -70,6 +70,7 @@ std::string verdict_word(const Diagnosis& d) {
 // The join, phase by phase, in the order join_verdicts runs them: each phase reads what the ones
 // before it left on the struct.
 struct Join {
+  explicit Join(const JoinInputs& inputs) : in(inputs) {}
   const JoinInputs& in;
   std::optional<Diagnosis> stacks_diagnosis;
   std::vector<Artifact> arts;  // dumps, log, stacks: those given
@@ -289,7 +290,7 @@ JoinedVerdict Join::evidence_per_culprit() {
 }  // namespace
 
 JoinedVerdict join_verdicts(const JoinInputs& in) {
-  Join join{in};
+  Join join(in);
   join.collect_artifacts();
   join.overrule_open_gloo_entries();
   join.locate_with_stack_outliers();

@@ -196,6 +196,7 @@ const std::vector<size_t>* healthy_value(const ValueHolders& by_value, const std
 // The groups' rings walked for the earliest collective whose members disagree. The scratch vectors
 // are reused from group to group.
 struct MismatchScan {
+  MismatchScan(const std::vector<RankView>& rank_views, bool call_site) : views(rank_views), with_call_site(call_site) {}
   const std::vector<RankView>& views;
   bool with_call_site;
   std::vector<RankRing> members;
@@ -305,7 +306,7 @@ std::optional<MismatchFinding> MismatchScan::scan_group(const GroupView& g) {
 std::optional<MismatchFinding> find_mismatch(const std::vector<RankView>& views, const GroupList& groups,
                                              bool with_call_site) {
   std::optional<MismatchFinding> best;
-  MismatchScan scan{views, with_call_site};
+  MismatchScan scan(views, with_call_site);
   for (const auto& g : groups)
     if (auto m = scan.scan_group(g); m && (!best || m->when_ns < best->when_ns)) best = std::move(m);
   return best;
