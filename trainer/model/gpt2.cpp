@@ -145,8 +145,11 @@ GPT2::GPT2(const Options& options, Ops& ops, Communicator* tp_comm)
 
 GPT2::~GPT2() = default;
 
-Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Communicator* tp_comm,
-                                           Communicator* ep_comm, MoeOps* moe_ops) {
+namespace {
+
+// Everything create() refuses before it allocates anything.
+Status check_options(const GPT2::Options& options, Ops& ops, Communicator* tp_comm, Communicator* ep_comm,
+                     MoeOps* moe_ops) {
   const TensorParallel& tp = options.tp;
   RS_RETURN_IF_ERROR(options.config.validate(tp.tp_size));
   RS_RETURN_IF_ERROR(options.moe.validate(options.ep.ep_size));
@@ -186,11 +189,12 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
         "batch {} / seq len {} invalid (hint: batch >= 1 and 1 <= seq len <= max seq len {})",
         options.batch, options.seq_len, options.config.max_seq_len));
   }
-  std::unique_ptr<GPT2> model(new GPT2(options, ops, tp_comm));
-  model->params_ = std::make_unique<ParameterSet>(options.config, tp, ops, options.moe, options.ep);
-  auto impl = std::make_unique<Impl>(ops);
-  Impl& a = *impl;
+  return Status::ok_status();
+}
+
+void set_shape(GPT2::Impl& a, const GPT2::Options& options, const VocabShardMap& shard) {
   const ModelConfig& c = options.config;
+  const TensorParallel& tp = options.tp;
   a.B = options.batch;
   a.T = options.seq_len;
   a.N = a.B * a.T;
@@ -199,12 +203,16 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.NHl = c.num_heads / tp.tp_size;
   a.Fl = 4 * a.Cl;
   a.L = c.num_layers;
-  a.shard = model->params_->vocab_shard_map();
+  a.shard = shard;
   a.Vl = a.shard.local_rows;
   a.recompute = options.recompute;
-  const size_t N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
   a.attention = options.attention;
   a.act_type = options.activations;
+}
+
+// Every buffer for (B,T) up front: a step allocates nothing.
+void allocate_buffers(GPT2::Impl& a, const GPT2::Options& options, Ops& ops) {
+  const size_t N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
   // Opaque to the model: the backend says how many floats its kind of attention keeps and uses.
   const size_t att_saved_numel = ops.attention_saved_floats(a.attention, a.B, a.T, a.NHl);
   const size_t att_scratch_numel = ops.attention_scratch_floats(a.attention, a.B, a.T, a.NHl);
@@ -249,39 +257,60 @@ Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Com
   a.dqkv = a.take_act(N * 3 * Cl);
   a.att_scratch = a.take<float>(att_scratch_numel);
   a.dfch = a.take_act(N * Fl);
+}
 
+// Formatted once here, so that a step hands the probe ready strings.
+void name_ranges(GPT2::Impl& a) {
   a.range_names.resize(a.L);
   for (int l = 0; l < a.L; l++) {
     for (int r = 0; r < kRangeCount; r++) a.range_names[l][r] = fmt::format(fmt::runtime(kRangeFormats[r]), l);
   }
+}
+
+// An MoeMlp for every MoE block, and where its weights and gradients lie in `ps`.
+Status attach_moe_layers(GPT2::Impl& a, const GPT2::Options& options, ParameterSet& ps, Ops& ops, MoeOps* moe_ops,
+                         Communicator* ep_comm) {
   a.moe.resize(a.L);
   a.moe_w.resize(a.L);
   a.moe_g.resize(a.L);
-  if (options.moe.enabled()) {
-    RS_ASSIGN_OR_RETURN(moe::ExpertLayout layout,
-                        moe::ExpertLayout::make(options.moe.experts, options.ep.ep_size, options.ep.ep_rank));
-    const MoeLayerConfig lc{options.moe.experts, options.moe.top_k, options.moe.capacity_factor,
-                            options.moe.aux_loss_coef, options.moe.loop};
-    ParameterSet& ps = *model->params_;
-    for (int l = 0; l < a.L; l++) {
-      if (!options.moe.is_moe_block(l)) continue;
-      a.moe[l] = std::make_unique<MoeMlp>(lc, layout, ops, *moe_ops, options.ep.ep_size > 1 ? ep_comm : nullptr,
-                                          a.N, a.C, fmt::format("block{}", l));
-      auto at = [&](float* base, int index) { return base + ps.infos()[index].offset; };
-      a.moe_w[l].router = at(ps.params(), ps.router_index(l));
-      a.moe_g[l].router = at(ps.grads(), ps.router_index(l));
-      for (int j = 0; j < layout.local_experts(); j++) {
-        a.moe_w[l].fc_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcW)));
-        a.moe_w[l].fc_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcB)));
-        a.moe_w[l].proj_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjW)));
-        a.moe_w[l].proj_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjB)));
-        a.moe_g[l].fc_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcW)));
-        a.moe_g[l].fc_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcB)));
-        a.moe_g[l].proj_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjW)));
-        a.moe_g[l].proj_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjB)));
-      }
+  if (!options.moe.enabled()) return Status::ok_status();
+  RS_ASSIGN_OR_RETURN(moe::ExpertLayout layout,
+                      moe::ExpertLayout::make(options.moe.experts, options.ep.ep_size, options.ep.ep_rank));
+  const MoeLayerConfig lc{options.moe.experts, options.moe.top_k, options.moe.capacity_factor,
+                          options.moe.aux_loss_coef, options.moe.loop};
+  for (int l = 0; l < a.L; l++) {
+    if (!options.moe.is_moe_block(l)) continue;
+    a.moe[l] = std::make_unique<MoeMlp>(lc, layout, ops, *moe_ops, options.ep.ep_size > 1 ? ep_comm : nullptr, a.N, a.C,
+                                        fmt::format("block{}", l));
+    auto at = [&](float* base, int index) { return base + ps.infos()[index].offset; };
+    a.moe_w[l].router = at(ps.params(), ps.router_index(l));
+    a.moe_g[l].router = at(ps.grads(), ps.router_index(l));
+    for (int j = 0; j < layout.local_experts(); j++) {
+      a.moe_w[l].fc_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcW)));
+      a.moe_w[l].fc_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kFcB)));
+      a.moe_w[l].proj_w.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjW)));
+      a.moe_w[l].proj_b.push_back(at(ps.params(), ps.expert_index(l, j, ExpertParam::kProjB)));
+      a.moe_g[l].fc_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcW)));
+      a.moe_g[l].fc_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kFcB)));
+      a.moe_g[l].proj_w.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjW)));
+      a.moe_g[l].proj_b.push_back(at(ps.grads(), ps.expert_index(l, j, ExpertParam::kProjB)));
     }
   }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GPT2>> GPT2::create(const Options& options, Ops& ops, Communicator* tp_comm,
+                                           Communicator* ep_comm, MoeOps* moe_ops) {
+  RS_RETURN_IF_ERROR(check_options(options, ops, tp_comm, ep_comm, moe_ops));
+  std::unique_ptr<GPT2> model(new GPT2(options, ops, tp_comm));
+  model->params_ = std::make_unique<ParameterSet>(options.config, options.tp, ops, options.moe, options.ep);
+  auto impl = std::make_unique<Impl>(ops);
+  set_shape(*impl, options, model->params_->vocab_shard_map());
+  allocate_buffers(*impl, options, ops);
+  name_ranges(*impl);
+  RS_RETURN_IF_ERROR(attach_moe_layers(*impl, options, *model->params_, ops, moe_ops, ep_comm));
   model->impl_ = std::move(impl);
   return model;
 }
@@ -411,13 +440,10 @@ Result<FullWeights> GPT2::gather_full(const float* buffer) {
   return w;
 }
 
-Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe* probe,
-                                   std::optional<float> backward_loss_scale) {
-  Impl& a = *impl_;
-  ParameterSet& ps = *params_;
-  const int V = options_.config.vocab_size;
-  const int tp = options_.tp.tp_size;
-  for (int n = 0; n < a.N; n++) {
+namespace {
+
+Status check_token_ids(const int* inputs, const int* targets, int N, int V) {
+  for (int n = 0; n < N; n++) {
     const bool bad_input = inputs[n] < 0 || inputs[n] >= V;
     const bool bad_target = targets != nullptr && (targets[n] < 0 || targets[n] >= V);
     if (bad_input || bad_target) {
@@ -426,148 +452,392 @@ Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe*
           "against the data)", bad_input ? inputs[n] : targets[n], n, V));
     }
   }
-  auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
-  auto BP = [&](int l, BlockParam p) { return P(ps.block_index(l, p)); };
-  const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
+  return Status::ok_status();
+}
+
+// What the phases of one forward or backward share. P/G: a parameter or its gradient in the flat
+// buffers; BP/BG: the same for a block's parameter.
+struct Pass {
+  GPT2::Impl& a;
+  ParameterSet& ps;
+  Ops& ops;
+  Communicator* tp_comm;
+  int tp;
+  Probe* probe;
+
+  float* P(int i) const { return ps.params() + ps.infos()[i].offset; }
+  float* G(int i) const { return ps.grads() + ps.infos()[i].offset; }
+  float* BP(int l, BlockParam p) const { return P(ps.block_index(l, p)); }
+  float* BG(int l, BlockParam p) const { return G(ps.block_index(l, p)); }
+  // The residual stream entering block l.
+  ConstActPtr block_input(int l) const { return l == 0 ? a.encoded : a.blocks[l - 1].residual3; }
+};
+
+struct ForwardPass : Pass {
+  ForwardStats& out;
+
+  Status embed_tokens();
+  Status attention_half(int l);
+  Status mlp_half(int l);
+  Status moe_half(int l);
+  Status head(std::optional<float> backward_loss_scale);
+  Status loss(std::optional<float> backward_loss_scale);
+  Status row_parallel_projection(ConstActPtr in, const float* weight, const float* bias, int in_channels);
+};
+
+Status ForwardPass::embed_tokens() {
+  ScopedRange r(probe, "forward/embed");
+  const int N = a.N, C = a.C;
+  out.embed_local_tokens = ops.embedding_lookup(a.encoded, a.ids, P(kParamWte), N, C, a.shard);
+  RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.encoded, static_cast<size_t>(N) * C, ReduceOp::kSum));
+  ops.add_position(a.encoded, P(kParamWpe), a.B, a.T, C);
+  return Status::ok_status();
+}
+
+// Row-parallel: partial products, all-reduce, then the bias once. Into proj_out.
+Status ForwardPass::row_parallel_projection(ConstActPtr in, const float* weight, const float* bias, int in_channels) {
+  const int N = a.N, C = a.C;
+  ops.matmul_forward(a.proj_out, in, weight, tp == 1 ? bias : nullptr, N, in_channels, C);
+  RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
+  if (tp > 1) ops.add_bias(a.proj_out, bias, N, C);
+  return Status::ok_status();
+}
+
+Status ForwardPass::attention_half(int l) {
+  BlockActs& b = a.blocks[l];
+  ConstActPtr residual = block_input(l);
+  const int N = a.N, C = a.C, Cl = a.Cl;
+  ScopedRange r(probe, a.range(l, kFwdAttn));
+  {
+    ScopedRange r2(probe, a.range(l, kFwdAttnLn));
+    if (l == 0) {
+      ops.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W), BP(l, BlockParam::kLn1B),
+                            N, C);
+    } else {
+      const BlockActs& prev = a.blocks[l - 1];
+      ops.residual_layernorm_forward(prev.residual3, b.ln1, b.ln1_mean, b.ln1_rstd, prev.residual2, a.proj_out,
+                                     BP(l, BlockParam::kLn1W), BP(l, BlockParam::kLn1B), N, C);
+    }
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kFwdAttnQkv));
+    ops.matmul_forward(b.qkv, b.ln1, BP(l, BlockParam::kQkvW), BP(l, BlockParam::kQkvB), N, C, 3 * Cl);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kFwdAttnSdpa));
+    ops.attention_forward(a.attention, b.atty, b.att_saved, b.qkv, a.B, a.T, Cl, a.NHl);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kFwdAttnProj));
+    const float* bias = BP(l, BlockParam::kAttnProjB);
+    RS_RETURN_IF_ERROR(row_parallel_projection(b.atty, BP(l, BlockParam::kAttnProjW), bias, Cl));
+  }
+  return Status::ok_status();
+}
+
+Status ForwardPass::mlp_half(int l) {
+  BlockActs& b = a.blocks[l];
+  ConstActPtr residual = block_input(l);
+  const int N = a.N, C = a.C, Fl = a.Fl;
+  ScopedRange r(probe, a.range(l, kFwdMlp));
+  {
+    ScopedRange r2(probe, a.range(l, kFwdMlpLn));
+    ops.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
+                                   BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), N, C);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kFwdMlpFc));
+    // fch keeps the pre-activation for backward; fch_gelu = GELU(fch) (the GEMM's epilogue).
+    ops.matmul_gelu_forward(b.fch_gelu, b.fch, b.ln2, BP(l, BlockParam::kFcW), BP(l, BlockParam::kFcB), N, C, Fl);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kFwdMlpProj));
+    const float* bias = BP(l, BlockParam::kFcProjB);
+    RS_RETURN_IF_ERROR(row_parallel_projection(b.fch_gelu, BP(l, BlockParam::kFcProjW), bias, Fl));
+    // residual3 = residual2 + proj_out: fused with the next LayerNorm.
+  }
+  return Status::ok_status();
+}
+
+Status ForwardPass::moe_half(int l) {
+  BlockActs& b = a.blocks[l];
+  ConstActPtr residual = block_input(l);
+  ScopedRange r(probe, a.range(l, kFwdMoe));
+  {
+    ScopedRange r2(probe, a.range(l, kFwdMoeLn));
+    ops.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
+                                   BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), a.N, a.C);
+  }
+  if (a.miscount.peer >= 0) {
+    a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
+    a.miscount = {};
+  }
+  RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out.f32("MoE forward"), b.ln2.f32("MoE forward"),
+                                                     a.moe_w[l], a.router_bias, probe));
+  out.moe_routed.resize(ms.routed.size(), 0);
+  for (size_t e = 0; e < ms.routed.size(); e++) out.moe_routed[e] += ms.routed[e];
+  out.moe_received += ms.received;
+  out.moe_dropped += ms.dropped;
+  out.moe_aux_loss += ms.aux_loss;
+  return Status::ok_status();  // residual3 = residual2 + proj_out: fused with the next LayerNorm
+}
+
+Status ForwardPass::head(std::optional<float> backward_loss_scale) {
+  ScopedRange r(probe, "forward/head");
+  const int N = a.N, C = a.C;
+  ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+  const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
+  {
+    ScopedRange r2(probe, "forward/head/ln_f");
+    if (a.L == 0) {
+      ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+    } else {
+      const BlockActs& prev = a.blocks[a.L - 1];
+      ops.residual_layernorm_forward(prev.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, prev.residual2, a.proj_out,
+                                     P(lnf_w), P(lnf_b), N, C);
+    }
+  }
+  {
+    ScopedRange r2(probe, "forward/head/logits");
+    ops.matmul_forward(a.logits, a.lnf, P(kParamWte), nullptr, N, C, a.Vl);  // tied LM head
+  }
+  out.loss = std::numeric_limits<float>::quiet_NaN();
+  if (a.have_targets) {
+    RS_RETURN_IF_ERROR(loss(backward_loss_scale));
+  }
+  return Status::ok_status();
+}
+
+// The fused classifier: one read of the logits for this shard's [max | sum | target], ONE
+// all_gather of those partials, a combine every rank computes alike, then (given the backward's
+// scale) losses and dlogits in one more pass; the probabilities are never stored.
+Status ForwardPass::loss(std::optional<float> backward_loss_scale) {
+  ScopedRange r2(probe, "forward/head/loss");
+  const int N = a.N;
+  ops.crossentropy_partials(a.ce_partials, a.logits, a.targets, N, a.shard);
+  const float* gathered = a.ce_partials;
+  if (tp > 1) {
+    RS_RETURN_IF_ERROR(
+        tp_comm->all_gather(a.ce_partials, a.ce_gathered, 3 * static_cast<size_t>(N), DataType::kFloat32));
+    gathered = a.ce_gathered;
+  }
+  ops.crossentropy_combine(a.row_max, a.stats, gathered, tp, N);
+  if (backward_loss_scale) {
+    const float dloss = *backward_loss_scale / static_cast<float>(N);
+    ops.crossentropy_loss_backward_inplace(a.losses, a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
+    a.dlogits_ready = true;
+    a.dlogits_scale = *backward_loss_scale;
+  } else {
+    ops.crossentropy_losses(a.losses, a.stats, a.row_max, N);
+  }
+  out.loss = static_cast<float>(ops.sum(a.losses, N) / N) + out.moe_aux_loss;
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ForwardStats> GPT2::forward(const int* inputs, const int* targets, Probe* probe,
+                                   std::optional<float> backward_loss_scale) {
+  Impl& a = *impl_;
+  RS_RETURN_IF_ERROR(check_token_ids(inputs, targets, a.N, options_.config.vocab_size));
   ForwardStats out;
   a.dlogits_ready = false;
-  ops_.copy_from_host(a.ids, inputs, sizeof(int) * N);
+  ops_.copy_from_host(a.ids, inputs, sizeof(int) * a.N);
   a.have_targets = targets != nullptr;
-  if (a.have_targets) ops_.copy_from_host(a.targets, targets, sizeof(int) * N);
+  if (a.have_targets) ops_.copy_from_host(a.targets, targets, sizeof(int) * a.N);
 
-  {
-    ScopedRange r(probe, "forward/embed");
-    out.embed_local_tokens = ops_.embedding_lookup(a.encoded, a.ids, P(kParamWte), N, C, a.shard);
-    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.encoded, static_cast<size_t>(N) * C, ReduceOp::kSum));
-    ops_.add_position(a.encoded, P(kParamWpe), a.B, a.T, C);
-  }
+  ForwardPass pass{{a, *params_, ops_, tp_comm_, options_.tp.tp_size, probe}, out};
+  RS_RETURN_IF_ERROR(pass.embed_tokens());
   // Each residual add is fused with the LayerNorm after it (Ops::residual_layernorm_forward) and
   // runs in that LayerNorm's range: residual2 = residual + attention projection in .../ln_2, and
   // residual3 = residual2 + MLP (or MoE) output in the next block's attn/ln_1 (forward/head/ln_f
   // after the last block). Until then the block output waits in proj_out.
   for (int l = 0; l < a.L; l++) {
-    BlockActs& b = a.blocks[l];
-    ConstActPtr residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
-    {
-      ScopedRange r(probe, a.range(l, kFwdAttn));
-      {
-        ScopedRange r2(probe, a.range(l, kFwdAttnLn));
-        if (l == 0) {
-          ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
-                                 BP(l, BlockParam::kLn1B), N, C);
-        } else {
-          const BlockActs& prev = a.blocks[l - 1];
-          ops_.residual_layernorm_forward(prev.residual3, b.ln1, b.ln1_mean, b.ln1_rstd, prev.residual2,
-                                          a.proj_out, BP(l, BlockParam::kLn1W), BP(l, BlockParam::kLn1B), N, C);
-        }
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdAttnQkv));
-        ops_.matmul_forward(b.qkv, b.ln1, BP(l, BlockParam::kQkvW), BP(l, BlockParam::kQkvB), N, C, 3 * Cl);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdAttnSdpa));
-        ops_.attention_forward(a.attention, b.atty, b.att_saved, b.qkv, a.B, a.T, Cl, a.NHl);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdAttnProj));
-        // Row-parallel: partial products, all-reduce, then the bias once.
-        const float* bias = BP(l, BlockParam::kAttnProjB);
-        ops_.matmul_forward(a.proj_out, b.atty, BP(l, BlockParam::kAttnProjW), tp == 1 ? bias : nullptr, N, Cl, C);
-        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
-        if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
-      }
-    }
-    if (a.moe[l]) {
-      ScopedRange r(probe, a.range(l, kFwdMoe));
-      {
-        ScopedRange r2(probe, a.range(l, kFwdMoeLn));
-        ops_.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
-                                        BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), N, C);
-      }
-      if (a.miscount.peer >= 0) {
-        a.moe[l]->set_combine_miscount(a.miscount.peer, a.miscount.delta);
-        a.miscount = {};
-      }
-      RS_ASSIGN_OR_RETURN(MoeStats ms, a.moe[l]->forward(a.proj_out.f32("MoE forward"), b.ln2.f32("MoE forward"),
-                                                         a.moe_w[l], a.router_bias, probe));
-      out.moe_routed.resize(ms.routed.size(), 0);
-      for (size_t e = 0; e < ms.routed.size(); e++) out.moe_routed[e] += ms.routed[e];
-      out.moe_received += ms.received;
-      out.moe_dropped += ms.dropped;
-      out.moe_aux_loss += ms.aux_loss;
-      continue;  // residual3 = residual2 + proj_out: fused with the next LayerNorm
-    }
-    {
-      ScopedRange r(probe, a.range(l, kFwdMlp));
-      {
-        ScopedRange r2(probe, a.range(l, kFwdMlpLn));
-        ops_.residual_layernorm_forward(b.residual2, b.ln2, b.ln2_mean, b.ln2_rstd, residual, a.proj_out,
-                                        BP(l, BlockParam::kLn2W), BP(l, BlockParam::kLn2B), N, C);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdMlpFc));
-        // fch keeps the pre-activation for backward; fch_gelu = GELU(fch) (the GEMM's epilogue).
-        ops_.matmul_gelu_forward(b.fch_gelu, b.fch, b.ln2, BP(l, BlockParam::kFcW), BP(l, BlockParam::kFcB), N,
-                                 C, Fl);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kFwdMlpProj));
-        const float* bias = BP(l, BlockParam::kFcProjB);
-        ops_.matmul_forward(a.proj_out, b.fch_gelu, BP(l, BlockParam::kFcProjW), tp == 1 ? bias : nullptr, N, Fl, C);
-        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.proj_out, static_cast<size_t>(N) * C, ReduceOp::kSum));
-        if (tp > 1) ops_.add_bias(a.proj_out, bias, N, C);
-        // residual3 = residual2 + proj_out: fused with the next LayerNorm.
-      }
-    }
+    RS_RETURN_IF_ERROR(pass.attention_half(l));
+    RS_RETURN_IF_ERROR(a.moe[l] ? pass.moe_half(l) : pass.mlp_half(l));
   }
-  {
-    ScopedRange r(probe, "forward/head");
-    ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
-    const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
-    {
-      ScopedRange r2(probe, "forward/head/ln_f");
-      if (a.L == 0) {
-        ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
-      } else {
-        const BlockActs& prev = a.blocks[a.L - 1];
-        ops_.residual_layernorm_forward(prev.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, prev.residual2,
-                                        a.proj_out, P(lnf_w), P(lnf_b), N, C);
-      }
-    }
-    {
-      ScopedRange r2(probe, "forward/head/logits");
-      ops_.matmul_forward(a.logits, a.lnf, P(kParamWte), nullptr, N, C, a.Vl);  // tied LM head
-    }
-    out.loss = std::numeric_limits<float>::quiet_NaN();
-    if (a.have_targets) {
-      ScopedRange r2(probe, "forward/head/loss");
-      // The fused classifier: one read of the logits for this shard's [max | sum | target], ONE
-      // all_gather of those partials, a combine every rank computes alike, then (given the
-      // backward's scale) losses and dlogits in one more pass; the probabilities are never stored.
-      ops_.crossentropy_partials(a.ce_partials, a.logits, a.targets, N, a.shard);
-      const float* gathered = a.ce_partials;
-      if (tp > 1) {
-        RS_RETURN_IF_ERROR(tp_comm_->all_gather(a.ce_partials, a.ce_gathered, 3 * static_cast<size_t>(N),
-                                                DataType::kFloat32));
-        gathered = a.ce_gathered;
-      }
-      ops_.crossentropy_combine(a.row_max, a.stats, gathered, tp, N);
-      if (backward_loss_scale) {
-        const float dloss = *backward_loss_scale / static_cast<float>(N);
-        ops_.crossentropy_loss_backward_inplace(a.losses, a.logits, a.row_max, a.stats, a.targets, dloss,
-                                                N, a.shard);
-        a.dlogits_ready = true;
-        a.dlogits_scale = *backward_loss_scale;
-      } else {
-        ops_.crossentropy_losses(a.losses, a.stats, a.row_max, N);
-      }
-      out.loss = static_cast<float>(ops_.sum(a.losses, N) / N) + out.moe_aux_loss;
-    }
-  }
+  RS_RETURN_IF_ERROR(pass.head(backward_loss_scale));
   a.logits_valid = true;
   return out;
 }
+
+namespace {
+
+// The backward mirrors ForwardPass, calling on_grad_ready as each parameter's gradient is final.
+struct BackwardPass : Pass {
+  const GradReadyFn& on_grad_ready;
+  float loss_scale;
+  bool recompute_gelu;
+  bool recompute_ln;
+
+  void ready(int index) const {
+    if (on_grad_ready) on_grad_ready(index);
+  }
+  void ready_block(int l, BlockParam p) const { ready(ps.block_index(l, p)); }
+
+  Status head();
+  Status dlogits();
+  Status moe_half(int l);
+  Status mlp_half(int l);
+  Status attention_half(int l);
+  void embed();
+};
+
+Status BackwardPass::head() {
+  ScopedRange r(probe, "backward/head");
+  const int N = a.N, C = a.C;
+  const size_t NC = static_cast<size_t>(N) * C;
+  ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
+  const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
+  if (recompute_ln) {
+    ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
+  }
+  RS_RETURN_IF_ERROR(dlogits());
+  a.dlogits_ready = false;
+  // dlnf (N,C) = dlogits @ wte_local: partial over the vocab shards -> all-reduce.
+  ops.matmul_backward(a.dln, G(kParamWte), nullptr, a.logits, a.lnf, P(kParamWte), N, C, a.Vl);
+  RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.dln, NC, ReduceOp::kSum));
+  ops.fill_zero(a.dresidual.data(), a.dresidual.bytes(NC));
+  ops.layernorm_backward(a.dresidual, G(lnf_w), G(lnf_b), a.dln, last, P(lnf_w), a.lnf_mean, a.lnf_rstd, N, C);
+  ready(lnf_b);
+  ready(lnf_w);
+  return Status::ok_status();
+}
+
+// The logits become the dlogits of loss_scale in place, unless the forward's fused classifier
+// already made them (then only a different scale costs a pass).
+Status BackwardPass::dlogits() {
+  const int N = a.N;
+  if (!a.dlogits_ready) {
+    const float dloss = loss_scale / static_cast<float>(N);  // d(mean loss)/d(per-token loss)
+    ops.crossentropy_backward_inplace(a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
+  } else if (loss_scale != a.dlogits_scale) {
+    // dlogits are linear in the scale; bf16 has no in-place scale op (and would round twice).
+    if (a.act_type != ActType::kF32 || a.dlogits_scale == 0.0f) {
+      return rankscope::invalid_argument(
+          fmt::format("backward(loss_scale={}) after a forward that prepared the dlogits for loss_scale={} "
+                      "(hint: pass forward the scale the next backward uses)",
+                      loss_scale, a.dlogits_scale));
+    }
+    ops.scale(a.logits.f32("dlogits rescale"), loss_scale / a.dlogits_scale, static_cast<size_t>(N) * a.Vl);
+  }
+  return Status::ok_status();
+}
+
+Status BackwardPass::moe_half(int l) {
+  BlockActs& b = a.blocks[l];
+  const int N = a.N, C = a.C;
+  const size_t NC = static_cast<size_t>(N) * C;
+  ScopedRange r(probe, a.range(l, kBwdMoe));
+  if (recompute_ln) {
+    ops.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                          BP(l, BlockParam::kLn2B), N, C);
+  }
+  // Every TP rank ran the whole layer, so dln is complete here: no [f] all-reduce.
+  ops.fill_zero(a.dln.data(), a.dln.bytes(NC));
+  RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln.f32("MoE backward"), a.dresidual.f32("MoE backward"),
+                                        b.ln2.f32("MoE backward"), a.moe_w[l], a.moe_g[l], loss_scale, probe));
+  const int local = static_cast<int>(a.moe_w[l].fc_w.size());
+  for (int j = local - 1; j >= 0; j--)
+    for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)
+      ready(ps.expert_index(l, j, static_cast<ExpertParam>(q)));
+  ready(ps.router_index(l));
+  {
+    ScopedRange r2(probe, a.range(l, kBwdMoeLn));
+    ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln, b.residual2,
+                           BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
+    ready_block(l, BlockParam::kLn2B);
+    ready_block(l, BlockParam::kLn2W);
+  }
+  return Status::ok_status();
+}
+
+Status BackwardPass::mlp_half(int l) {
+  BlockActs& b = a.blocks[l];
+  const int N = a.N, C = a.C, Fl = a.Fl;
+  const size_t NC = static_cast<size_t>(N) * C;
+  ScopedRange r(probe, a.range(l, kBwdMlp));
+  {
+    ScopedRange r2(probe, a.range(l, kBwdMlpProj));
+    // Recompute: the projection's weight gradient needs GELU(fch), which was not kept.
+    if (recompute_gelu) ops.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
+    // The residual gradient flows unchanged into the row-parallel projection ([g] backward);
+    // dfch comes out through GELU' already (the gradient of the fc GEMM's output).
+    ops.matmul_backward_dgelu(a.dfch, BG(l, BlockParam::kFcProjW), BG(l, BlockParam::kFcProjB), a.dresidual, b.fch_gelu,
+                              BP(l, BlockParam::kFcProjW), b.fch, N, Fl, C);
+    ready_block(l, BlockParam::kFcProjB);
+    ready_block(l, BlockParam::kFcProjW);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kBwdMlpFc));
+    if (recompute_ln) {
+      ops.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
+                            BP(l, BlockParam::kLn2B), N, C);
+    }
+    ops.matmul_backward(a.dln, BG(l, BlockParam::kFcW), BG(l, BlockParam::kFcB), a.dfch, b.ln2, BP(l, BlockParam::kFcW),
+                        N, C, Fl);
+    ready_block(l, BlockParam::kFcB);
+    ready_block(l, BlockParam::kFcW);
+    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kBwdMlpLn));
+    ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln, b.residual2,
+                           BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
+    ready_block(l, BlockParam::kLn2B);
+    ready_block(l, BlockParam::kLn2W);
+  }
+  return Status::ok_status();
+}
+
+Status BackwardPass::attention_half(int l) {
+  BlockActs& b = a.blocks[l];
+  ConstActPtr residual = block_input(l);
+  const int N = a.N, C = a.C, Cl = a.Cl;
+  const size_t NC = static_cast<size_t>(N) * C;
+  ScopedRange r(probe, a.range(l, kBwdAttn));
+  {
+    ScopedRange r2(probe, a.range(l, kBwdAttnProj));
+    ops.matmul_backward(a.datty, BG(l, BlockParam::kAttnProjW), BG(l, BlockParam::kAttnProjB), a.dresidual, b.atty,
+                        BP(l, BlockParam::kAttnProjW), N, Cl, C);
+    ready_block(l, BlockParam::kAttnProjB);
+    ready_block(l, BlockParam::kAttnProjW);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kBwdAttnSdpa));
+    ops.attention_backward(a.attention, a.dqkv, a.att_scratch, a.datty, b.qkv, b.atty, b.att_saved, a.B, a.T, Cl,
+                           a.NHl);
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kBwdAttnQkv));
+    if (recompute_ln) {
+      ops.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W), BP(l, BlockParam::kLn1B),
+                            N, C);
+    }
+    ops.matmul_backward(a.dln, BG(l, BlockParam::kQkvW), BG(l, BlockParam::kQkvB), a.dqkv, b.ln1,
+                        BP(l, BlockParam::kQkvW), N, C, 3 * Cl);
+    ready_block(l, BlockParam::kQkvB);
+    ready_block(l, BlockParam::kQkvW);
+    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
+  }
+  {
+    ScopedRange r2(probe, a.range(l, kBwdAttnLn));
+    ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn1W), BG(l, BlockParam::kLn1B), a.dln, residual,
+                           BP(l, BlockParam::kLn1W), b.ln1_mean, b.ln1_rstd, N, C);
+    ready_block(l, BlockParam::kLn1B);
+    ready_block(l, BlockParam::kLn1W);
+  }
+  return Status::ok_status();
+}
+
+void BackwardPass::embed() {
+  ScopedRange r(probe, "backward/embed");
+  ops.embedding_backward(G(kParamWte), G(kParamWpe), a.dresidual, a.ids, a.B, a.T, a.C, a.shard);
+  ready(kParamWpe);
+  ready(kParamWte);
+}
+
+}  // namespace
 
 Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe* probe) {
   Impl& a = *impl_;
@@ -577,150 +847,17 @@ Status GPT2::backward(float loss_scale, const GradReadyFn& on_grad_ready, Probe*
         "before every backward)");
   }
   a.logits_valid = false;
-  ParameterSet& ps = *params_;
-  const int tp = options_.tp.tp_size;
-  const int N = a.N, C = a.C, Cl = a.Cl, Fl = a.Fl;
-  const size_t NC = static_cast<size_t>(N) * C;
-  auto P = [&](int i) { return ps.params() + ps.infos()[i].offset; };
-  auto G = [&](int i) { return ps.grads() + ps.infos()[i].offset; };
-  auto BP = [&](int l, BlockParam p) { return P(ps.block_index(l, p)); };
-  auto BG = [&](int l, BlockParam p) { return G(ps.block_index(l, p)); };
-  auto ready = [&](int index) {
-    if (on_grad_ready) on_grad_ready(index);
-  };
-  auto ready_block = [&](int l, BlockParam p) { ready(ps.block_index(l, p)); };
-  const bool recompute_gelu = a.recompute != Recompute::kNone;
-  const bool recompute_ln = a.recompute == Recompute::kGeluAndLayerNorm;
-
-  {
-    ScopedRange r(probe, "backward/head");
-    ConstActPtr last = a.L > 0 ? a.blocks[a.L - 1].residual3 : a.encoded;
-    const int lnf_w = ps.lnf_weight(), lnf_b = ps.lnf_bias();
-    if (recompute_ln) {
-      ops_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, P(lnf_w), P(lnf_b), N, C);
-    }
-    if (!a.dlogits_ready) {
-      const float dloss = loss_scale / static_cast<float>(N);  // d(mean loss)/d(per-token loss)
-      ops_.crossentropy_backward_inplace(a.logits, a.row_max, a.stats, a.targets, dloss, N, a.shard);
-    } else if (loss_scale != a.dlogits_scale) {
-      // dlogits are linear in the scale; bf16 has no in-place scale op (and would round twice).
-      if (a.act_type != ActType::kF32 || a.dlogits_scale == 0.0f) {
-        return rankscope::invalid_argument(fmt::format(
-            "backward(loss_scale={}) after a forward that prepared the dlogits for loss_scale={} "
-            "(hint: pass forward the scale the next backward uses)", loss_scale, a.dlogits_scale));
-      }
-      ops_.scale(a.logits.f32("dlogits rescale"), loss_scale / a.dlogits_scale,
-                 static_cast<size_t>(N) * a.Vl);
-    }
-    a.dlogits_ready = false;
-    // dlnf (N,C) = dlogits @ wte_local: partial over the vocab shards -> all-reduce.
-    ops_.matmul_backward(a.dln, G(kParamWte), nullptr, a.logits, a.lnf, P(kParamWte), N, C, a.Vl);
-    RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));
-    ops_.fill_zero(a.dresidual.data(), a.dresidual.bytes(NC));
-    ops_.layernorm_backward(a.dresidual, G(lnf_w), G(lnf_b), a.dln, last, P(lnf_w), a.lnf_mean,
-                            a.lnf_rstd, N, C);
-    ready(lnf_b);
-    ready(lnf_w);
-  }
+  BackwardPass pass{{a, *params_, ops_, tp_comm_, options_.tp.tp_size, probe},
+                    on_grad_ready,
+                    loss_scale,
+                    a.recompute != Recompute::kNone,
+                    a.recompute == Recompute::kGeluAndLayerNorm};
+  RS_RETURN_IF_ERROR(pass.head());
   for (int l = a.L - 1; l >= 0; l--) {
-    BlockActs& b = a.blocks[l];
-    ConstActPtr residual = l == 0 ? a.encoded : a.blocks[l - 1].residual3;
-    if (a.moe[l]) {
-      ScopedRange r(probe, a.range(l, kBwdMoe));
-      if (recompute_ln) {
-        ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
-                               BP(l, BlockParam::kLn2B), N, C);
-      }
-      // Every TP rank ran the whole layer, so dln is complete here: no [f] all-reduce.
-      ops_.fill_zero(a.dln.data(), a.dln.bytes(NC));
-      RS_RETURN_IF_ERROR(a.moe[l]->backward(a.dln.f32("MoE backward"), a.dresidual.f32("MoE backward"),
-                                            b.ln2.f32("MoE backward"), a.moe_w[l], a.moe_g[l], loss_scale, probe));
-      const int local = static_cast<int>(a.moe_w[l].fc_w.size());
-      for (int j = local - 1; j >= 0; j--)
-        for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)
-          ready(ps.expert_index(l, j, static_cast<ExpertParam>(q)));
-      ready(ps.router_index(l));
-      {
-        ScopedRange r2(probe, a.range(l, kBwdMoeLn));
-        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln,
-                                b.residual2, BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
-        ready_block(l, BlockParam::kLn2B);
-        ready_block(l, BlockParam::kLn2W);
-      }
-    } else {
-      ScopedRange r(probe, a.range(l, kBwdMlp));
-      {
-        ScopedRange r2(probe, a.range(l, kBwdMlpProj));
-        // Recompute: the projection's weight gradient needs GELU(fch), which was not kept.
-        if (recompute_gelu) ops_.gelu_forward(b.fch_gelu, b.fch, static_cast<size_t>(N) * Fl);
-        // The residual gradient flows unchanged into the row-parallel projection ([g] backward);
-        // dfch comes out through GELU' already (the gradient of the fc GEMM's output).
-        ops_.matmul_backward_dgelu(a.dfch, BG(l, BlockParam::kFcProjW), BG(l, BlockParam::kFcProjB), a.dresidual,
-                                   b.fch_gelu, BP(l, BlockParam::kFcProjW), b.fch, N, Fl, C);
-        ready_block(l, BlockParam::kFcProjB);
-        ready_block(l, BlockParam::kFcProjW);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdMlpFc));
-        if (recompute_ln) {
-          ops_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, BP(l, BlockParam::kLn2W),
-                                 BP(l, BlockParam::kLn2B), N, C);
-        }
-        ops_.matmul_backward(a.dln, BG(l, BlockParam::kFcW), BG(l, BlockParam::kFcB), a.dfch, b.ln2,
-                             BP(l, BlockParam::kFcW), N, C, Fl);
-        ready_block(l, BlockParam::kFcB);
-        ready_block(l, BlockParam::kFcW);
-        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdMlpLn));
-        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln,
-                                b.residual2, BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
-        ready_block(l, BlockParam::kLn2B);
-        ready_block(l, BlockParam::kLn2W);
-      }
-    }
-    {
-      ScopedRange r(probe, a.range(l, kBwdAttn));
-      {
-        ScopedRange r2(probe, a.range(l, kBwdAttnProj));
-        ops_.matmul_backward(a.datty, BG(l, BlockParam::kAttnProjW), BG(l, BlockParam::kAttnProjB),
-                             a.dresidual, b.atty, BP(l, BlockParam::kAttnProjW), N, Cl, C);
-        ready_block(l, BlockParam::kAttnProjB);
-        ready_block(l, BlockParam::kAttnProjW);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdAttnSdpa));
-        ops_.attention_backward(a.attention, a.dqkv, a.att_scratch, a.datty, b.qkv, b.atty, b.att_saved, a.B,
-                                a.T, Cl, a.NHl);
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdAttnQkv));
-        if (recompute_ln) {
-          ops_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, BP(l, BlockParam::kLn1W),
-                                 BP(l, BlockParam::kLn1B), N, C);
-        }
-        ops_.matmul_backward(a.dln, BG(l, BlockParam::kQkvW), BG(l, BlockParam::kQkvB), a.dqkv, b.ln1,
-                             BP(l, BlockParam::kQkvW), N, C, 3 * Cl);
-        ready_block(l, BlockParam::kQkvB);
-        ready_block(l, BlockParam::kQkvW);
-        RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm_, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
-      }
-      {
-        ScopedRange r2(probe, a.range(l, kBwdAttnLn));
-        ops_.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn1W), BG(l, BlockParam::kLn1B), a.dln,
-                                residual, BP(l, BlockParam::kLn1W), b.ln1_mean, b.ln1_rstd, N, C);
-        ready_block(l, BlockParam::kLn1B);
-        ready_block(l, BlockParam::kLn1W);
-      }
-    }
+    RS_RETURN_IF_ERROR(a.moe[l] ? pass.moe_half(l) : pass.mlp_half(l));
+    RS_RETURN_IF_ERROR(pass.attention_half(l));
   }
-  {
-    ScopedRange r(probe, "backward/embed");
-    ops_.embedding_backward(G(kParamWte), G(kParamWpe), a.dresidual, a.ids, a.B, a.T, C, a.shard);
-    ready(kParamWpe);
-    ready(kParamWte);
-  }
+  pass.embed();
   return Status::ok_status();
 }
 
