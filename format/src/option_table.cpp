@@ -18,13 +18,20 @@ std::optional<std::string_view> ParsedOptions::value(std::string_view flag) cons
   return it->second;
 }
 
-Result<ParsedOptions> parse_options(std::span<const Option> table, std::span<const std::string_view> args) {
-  ParsedOptions parsed;
+std::span<const std::string_view> ParsedOptions::all_values(std::string_view flag) const {
+  auto it = every_value.find(flag);
+  if (it == every_value.end()) return {};
+  return it->second;
+}
+
+OptionsRead read_options(std::span<const Option> table, std::span<const std::string_view> args) {
+  OptionsRead read;
+  ParsedOptions& parsed = read.parsed;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--help" || a == "-h") {
       parsed.help = true;
-      return parsed;
+      return read;
     }
     const Option* o = find_option(table, a);
     const bool looks_like_flag = a.size() > 1 && a[0] == '-';
@@ -32,12 +39,24 @@ Result<ParsedOptions> parse_options(std::span<const Option> table, std::span<con
       parsed.positionals.push_back(a);
       continue;
     }
-    if (!o || (!o->value.empty() && i + 1 >= args.size()))
-      return invalid_argument("unknown option or missing value: '" + std::string(a) + "'");
-    if (o->value.empty()) parsed.switches.insert(o->flag);
-    else parsed.values[o->flag] = args[++i];
+    if (!o || (!o->value.empty() && i + 1 >= args.size())) {
+      read.refused = RefusedArgument{i, a, o != nullptr};
+      return read;
+    }
+    if (o->value.empty()) {
+      parsed.switches.insert(o->flag);
+      continue;
+    }
+    parsed.values[o->flag] = args[++i];
+    parsed.every_value[o->flag].push_back(args[i]);
   }
-  return parsed;
+  return read;
+}
+
+Result<ParsedOptions> parse_options(std::span<const Option> table, std::span<const std::string_view> args) {
+  OptionsRead read = read_options(table, args);
+  if (read.refused) return invalid_argument("unknown option or missing value: '" + std::string(read.refused->arg) + "'");
+  return std::move(read.parsed);
 }
 
 bool takes_value(std::span<const Option> table, std::string_view flag) {
@@ -47,8 +66,11 @@ bool takes_value(std::span<const Option> table, std::string_view flag) {
 
 std::vector<std::string_view> value_flags(std::span<const Option> table) {
   std::vector<std::string_view> flags;
-  for (const Option& o : table)
-    if (!o.value.empty()) flags.push_back(o.flag);
+  for (const Option& o : table) {
+    if (o.value.empty()) continue;
+    flags.push_back(o.flag);
+    if (!o.alias.empty()) flags.push_back(o.alias);
+  }
   return flags;
 }
 

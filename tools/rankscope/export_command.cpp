@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
+#include "command_line.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
+#include "rankscope/format/option_table.h"
 #include "rankscope/reports/chrome_trace.h"
 #include "rankscope/torch_fr/fr_chrome.h"
 #include "subcommands.h"
@@ -13,65 +16,91 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kExportHelp =
-    "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B] [--comm-kernel REGEX]...\n\n"
-    "Writes the run as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing):\n"
-    "(RUN_DIR may also be PyTorch Flight Recorder dumps, a directory or a file prefix: then one\n"
-    "track per rank and process group, each collective from enqueue to completion)\n"
-    "one process per rank on the aligned clock; steps, collectives per communicator with flow\n"
-    "arrows from the last arriver to the ranks that waited for it, the capture window's ranges\n"
-    "(--trace-steps of gpt2-train), GPU kernels and counters.\n\n"
-    "  --chrome FILE  the trace file to write\n"
-    "  --steps A-B    only steps A..B (inclusive); a long run's full trace is large\n"
-    "  --comm-kernel REGEX\n"
-    "                 kernels whose name this finds are communication (category \"comm\"), beside\n"
-    "                 the built-in rules; repeat for more\n\n"
-    "exit status: 0 written, 2 bad arguments, no readable run or a write error\n";
+constexpr format::Option kExportOptions[] = {
+    {"--chrome", "FILE", "the trace file to write"},
+    {"--steps", "A-B", "only steps A..B (inclusive); a long run's full trace is large"},
+    {"--comm-kernel", "REGEX",
+     "kernels whose name this finds are communication (category \"comm\"), beside\n"
+     "the built-in rules; repeat for more"},
+};
+
+const std::string& export_help() {
+  static const std::string text =
+      "usage: rankscope export RUN_DIR --chrome FILE [--steps A-B] [--comm-kernel REGEX]...\n\n"
+      "Writes the run as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing):\n"
+      "(RUN_DIR may also be PyTorch Flight Recorder dumps, a directory or a file prefix: then one\n"
+      "track per rank and process group, each collective from enqueue to completion)\n"
+      "one process per rank on the aligned clock; steps, collectives per communicator with flow\n"
+      "arrows from the last arriver to the ranks that waited for it, the capture window's ranges\n"
+      "(--trace-steps of gpt2-train), GPU kernels and counters.\n\n" +
+      format::options_help(kExportOptions, 17) +
+      "\nexit status: 0 written, 2 bad arguments, no readable run or a write error\n";
+  return text;
+}
+
+// The values of --steps and --comm-kernel into `options`; false after saying which one is bad (an
+// empty one too).
+bool read_export_values(const format::ParsedOptions& parsed, reports::ChromeTraceOptions& options) {
+  for (const std::string_view v : parsed.all_values("--steps")) {
+    auto w = analyzers::parse_steps(v);
+    if (!w.ok()) {
+      std::fprintf(stderr, "rankscope export: %s\n", w.status().message().c_str());
+      return false;
+    }
+    options.first_step = w->first;
+    options.last_step = w->second;
+  }
+  for (const std::string_view v : parsed.all_values("--comm-kernel")) {
+    if (v.empty()) {
+      std::fprintf(stderr, "rankscope export: --comm-kernel needs a regular expression\n");
+      return false;
+    }
+    options.comm_kernel_patterns.emplace_back(v);
+  }
+  return true;
+}
+
+// The command line: the exit code when the command stops here (0 after --help, 2 after saying what
+// is wrong), nullopt when `run_dir`, `chrome` and `options` are set and it goes on.
+std::optional<int> read_export_args(Args args, std::string& run_dir, std::string& chrome,
+                                    reports::ChromeTraceOptions& options) {
+  format::OptionsRead read = format::read_options(kExportOptions, args);
+  if (read.refused && read.refused->missing_value && read.refused->arg == "--chrome") {
+    std::fprintf(stderr, "rankscope export: --chrome needs a file name\n");
+    return 2;
+  }
+  // --steps and --comm-kernel say the same of a missing value as of an empty one.
+  read_missing_value_as_empty(kExportOptions, read);
+  if (!read_export_values(read.parsed, options)) return 2;
+  chrome = std::string(read.parsed.value("--chrome").value_or(""));
+  const OneInput dir = one_input(read.parsed.positionals);
+  if (dir.dash) return unknown_option("export", "-", export_help());
+  if (dir.second) {
+    std::fprintf(stderr, "rankscope export: one run directory only\n");
+    return 2;
+  }
+  if (read.refused) return unknown_option("export", read.refused->arg, export_help());
+  if (read.parsed.help) {
+    std::fputs(export_help().c_str(), stdout);
+    return 0;
+  }
+  run_dir = dir.path;
+  if (run_dir.empty() || chrome.empty()) {
+    std::fprintf(stderr, "rankscope export: %s\n\n%s",
+                 run_dir.empty() ? "no run directory given" : "say where: --chrome FILE", export_help().c_str());
+    return 2;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
+
+std::span<const format::Option> export_options() { return kExportOptions; }
 
 int export_command(Args args) {
   std::string run_dir, chrome;
   reports::ChromeTraceOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kExportHelp, stdout);
-      return 0;
-    } else if (a == "--chrome") {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "rankscope export: --chrome needs a file name\n");
-        return 2;
-      }
-      chrome = std::string(args[++i]);
-    } else if (a == "--steps") {
-      auto w = analyzers::parse_steps(i + 1 < args.size() ? args[++i] : std::string_view());
-      if (!w.ok()) {
-        std::fprintf(stderr, "rankscope export: %s\n", w.status().message().c_str());
-        return 2;
-      }
-      options.first_step = w->first;
-      options.last_step = w->second;
-    } else if (a == "--comm-kernel") {
-      if (i + 1 >= args.size() || args[i + 1].empty()) {
-        std::fprintf(stderr, "rankscope export: --comm-kernel needs a regular expression\n");
-        return 2;
-      }
-      options.comm_kernel_patterns.emplace_back(args[++i]);
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope export: unknown option '%s'\n\n%s", std::string(a).c_str(), kExportHelp);
-      return 2;
-    } else if (run_dir.empty()) {
-      run_dir = std::string(a);
-    } else {
-      std::fprintf(stderr, "rankscope export: one run directory only\n");
-      return 2;
-    }
-  }
-  if (run_dir.empty() || chrome.empty()) {
-    std::fprintf(stderr, "rankscope export: %s\n\n%s", run_dir.empty() ? "no run directory given" : "say where: --chrome FILE", kExportHelp);
-    return 2;
-  }
+  if (auto stop = read_export_args(args, run_dir, chrome, options)) return *stop;
   const std::string tmp = chrome + ".tmp";
   std::ofstream out(tmp, std::ios::trunc);
   if (!out) {

@@ -2,37 +2,32 @@
 #include "import_summary_output.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+#include <optional>
+
+#include "option_values.h"
 
 namespace rankscope::cli {
 
-int parse_common_import_option(const char* command, Args args, size_t& i, trace_core::ImportOptions& options, bool& quiet) {
-  const std::string_view a = args[i];
-  if (a == "--no-trace") {
-    options.traces = false;
-    return 1;
+bool read_common_import_options(const char* command, const format::ParsedOptions& parsed,
+                                trace_core::ImportOptions& options, bool& quiet) {
+  if (parsed.has("--no-trace")) options.traces = false;
+  if (parsed.has("--allow-mixed")) options.allow_mixed = true;
+  if (parsed.has("--quiet")) quiet = true;
+  for (const char* flag : {"--seq-len", "--batch", "--threads"}) {
+    for (const std::string_view v : parsed.all_values(flag)) {
+      const std::optional<int64_t> n = number_at_least<int64_t>(v, 1);
+      if (!n) {
+        std::fprintf(stderr, "rankscope %s: %s needs a positive number, got '%s'\n", command, flag,
+                     std::string(v).c_str());
+        return false;
+      }
+      if (std::string_view(flag) == "--seq-len") options.seq_len = *n;
+      else if (std::string_view(flag) == "--batch") options.batch = *n;
+      else options.threads = int(std::min<int64_t>(*n, 1024));
+    }
   }
-  if (a == "--allow-mixed") {
-    options.allow_mixed = true;
-    return 1;
-  }
-  if (a == "--quiet" || a == "-q") {
-    quiet = true;
-    return 1;
-  }
-  if (a != "--seq-len" && a != "--batch" && a != "--threads") return 0;
-  const std::string_view v = i + 1 < args.size() ? args[++i] : std::string_view();
-  int64_t n = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || n <= 0) {
-    std::fprintf(stderr, "rankscope %s: %s needs a positive number, got '%s'\n", command, std::string(a).c_str(), std::string(v).c_str());
-    return -1;
-  }
-  if (a == "--seq-len") options.seq_len = n;
-  else if (a == "--batch") options.batch = n;
-  else options.threads = int(std::min<int64_t>(n, 1024));
-  return 1;
+  return true;
 }
 
 void print_import_summary(const char* command, const trace_core::ImportSummary& summary, const std::string& run_dir) {

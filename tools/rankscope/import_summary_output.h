@@ -7,13 +7,16 @@
 
 #include "subcommands.h"
 
+#include "rankscope/format/option_table.h"
 #include "rankscope/trace_core/import_summary.h"
 
 namespace rankscope::cli {
 
-// Options both imports take (--seq-len, --batch, --threads, --no-trace, --allow-mixed, --quiet/-q); args[i] is
-// the option, and `i` moves past its value. 1: handled; 0: not one of them; -1: a bad value (printed).
-int parse_common_import_option(const char* command, Args args, size_t& i, trace_core::ImportOptions& options, bool& quiet);
+// The options both imports take (--seq-len, --batch, --threads, --no-trace, --allow-mixed, --quiet/-q),
+// rows of each import's table, read from what it parsed into `options` and `quiet`; false after saying
+// which value is bad.
+bool read_common_import_options(const char* command, const format::ParsedOptions& parsed,
+                                trace_core::ImportOptions& options, bool& quiet);
 
 void print_import_summary(const char* command, const trace_core::ImportSummary& summary, const std::string& run_dir);
 

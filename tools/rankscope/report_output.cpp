@@ -3,41 +3,43 @@
 
 #include <cstdio>
 
-#include "rankscope/reports/html_report.h"
+#include "command_line.h"
 #include "rankscope/format/json_text.h"
+#include "rankscope/reports/html_report.h"
 
 namespace rankscope::cli {
 
-std::optional<int> parse_report_args(std::span<const std::string_view> args, const char* command,
-                                     const char* help, const char* input_word, std::string& input,
-                                     ReportOutputs& outputs) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(help, stdout);
-      return 0;
-    } else if (a == "--quiet" || a == "-q") {
-      outputs.quiet = true;
-    } else if (a == "--json" || a == "--html") {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "rankscope %s: %s needs a file name\n", command, std::string(a).c_str());
-        return 2;
-      }
-      (a == "--json" ? outputs.json_path : outputs.html_path) = std::string(args[++i]);
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "rankscope %s: unknown option '%s'\n\n%s", command, std::string(a).c_str(), help);
-      return 2;
-    } else if (input.empty()) {
-      input = std::string(a);
-    } else {
-      std::fprintf(stderr, "rankscope %s: one %s only\n", command, input_word);
-      return 2;
-    }
-  }
-  if (input.empty()) {
-    std::fprintf(stderr, "rankscope %s: no %s given\n\n%s", command, input_word, help);
+ReportOutputs report_outputs(const format::ParsedOptions& parsed) {
+  return ReportOutputs{std::string(parsed.value("--json").value_or("")),
+                       std::string(parsed.value("--html").value_or("")), parsed.has("--quiet")};
+}
+
+std::optional<int> read_report_args(const format::OptionsRead& read, const char* command, std::string_view help,
+                                    const char* input_word, std::string& input, ReportOutputs& outputs) {
+  // What came before a refused argument is checked first, as the loop over the arguments did.
+  const OneInput one = one_input(read.parsed.positionals);
+  if (one.dash) return unknown_option(command, "-", help);
+  if (one.second) {
+    std::fprintf(stderr, "rankscope %s: one %s only\n", command, input_word);
     return 2;
   }
+  // A value flag left last with nothing after it is --json or --html: the command has said what its own
+  // options lack.
+  if (read.refused && read.refused->missing_value) {
+    std::fprintf(stderr, "rankscope %s: %s needs a file name\n", command, std::string(read.refused->arg).c_str());
+    return 2;
+  }
+  if (read.refused) return unknown_option(command, read.refused->arg, help);
+  if (read.parsed.help) {
+    std::fwrite(help.data(), 1, help.size(), stdout);
+    return 0;
+  }
+  if (one.path.empty()) {
+    std::fprintf(stderr, "rankscope %s: no %s given\n\n%.*s", command, input_word, int(help.size()), help.data());
+    return 2;
+  }
+  input = one.path;
+  outputs = report_outputs(read.parsed);
   return std::nullopt;
 }
 

@@ -8,28 +8,37 @@
 
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
+#include "rankscope/format/option_table.h"
+#include "command_line.h"
 #include "report_output.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kScalingHelp =
-    "usage: rankscope scaling SWEEP_DIR [--forecast T,T...] [--json FILE] [--html FILE]\n\n"
-    "Sequence-length scaling over a sweep directory (written by gpt2-train --sweep-seq-len\n"
-    "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
-    "time, peak memory. Per range, and per range summed over blocks (forward/block*/attn): the fit\n"
-    "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
-    "flag superlinear ranges and throughput cliffs, and a memory cliff: peak memory whose growth\n"
-    "above its fixed part is faster than T^1.5 (the headline gives the exponent: 1 linear, 2 the\n"
-    "(B,NH,T,T) buffers of naive attention).\n\n"
-    "  --forecast T,T  step time, tokens/s and peak memory at these sequence lengths (e.g.\n"
-    "                  2048,4096), each with a ~95% interval from the fit's residuals and the\n"
-    "                  points' noise, and the range whose T^2 term drives the step there\n"
-    "  --json FILE   write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout\n"
-    "  --html FILE   write a self-contained HTML report (opens offline)\n"
-    "  --quiet, -q   no text report\n\n"
-    "exit status: 0 report made, 2 bad arguments or no readable sweep\n";
+constexpr format::Option kScalingOptions[] = {
+    {"--forecast", "T,T",
+     "step time, tokens/s and peak memory at these sequence lengths (e.g.\n"
+     "2048,4096), each with a ~95% interval from the fit's residuals and the\n"
+     "points' noise, and the range whose T^2 term drives the step there"},
+    {"--json", "FILE", "write the report as JSON (schema reports/schemas/scaling_report.schema.json); '-' = stdout"},
+    {"--html", "FILE", "write a self-contained HTML report (opens offline)"},
+    {"--quiet", "", "no text report", "-q"},
+};
+
+const std::string& scaling_help() {
+  static const std::string text =
+      "usage: rankscope scaling SWEEP_DIR [--forecast T,T...] [--json FILE] [--html FILE]\n\n"
+      "Sequence-length scaling over a sweep directory (written by gpt2-train --sweep-seq-len\n"
+      "64,128,256: SWEEP_DIR/sweep.json and one run directory per point). Per point: tokens/s, step\n"
+      "time, peak memory. Per range, and per range summed over blocks (forward/block*/attn): the fit\n"
+      "t(T) = c + aT + bT^2 with R^2, log-log slopes between points, the crossover T* = a/b. Findings\n"
+      "flag superlinear ranges and throughput cliffs, and a memory cliff: peak memory whose growth\n"
+      "above its fixed part is faster than T^1.5 (the headline gives the exponent: 1 linear, 2 the\n"
+      "(B,NH,T,T) buffers of naive attention).\n\n" +
+      format::options_help(kScalingOptions, 16) + "\nexit status: 0 report made, 2 bad arguments or no readable sweep\n";
+  return text;
+}
 
 void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
   std::FILE* out = to_stderr ? stderr : stdout;
@@ -81,22 +90,22 @@ std::optional<std::vector<int64_t>> parse_seq_lens(std::string_view text) {
 
 }  // namespace
 
-int scaling_command(Args all_args) {
-  // --forecast is this command's own option; the rest are the reports' common ones.
+std::span<const format::Option> scaling_options() { return kScalingOptions; }
+
+int scaling_command(Args args) {
+  format::OptionsRead read = format::read_options(kScalingOptions, args);
+  // --forecast is this command's own option, said the same of with no value and an empty one; the rest
+  // are the reports' common ones.
+  if (read.refused && read.refused->arg == "--forecast") read_missing_value_as_empty(kScalingOptions, read);
   analyzers::ScalingOptions options;
-  std::vector<std::string_view> args;
-  for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] != "--forecast") {
-      args.push_back(all_args[i]);
-      continue;
-    }
-    auto lens = parse_seq_lens(i + 1 < all_args.size() ? all_args[++i] : std::string_view());
+  for (const std::string_view v : read.parsed.all_values("--forecast")) {
+    auto lens = parse_seq_lens(v);
     if (!lens) return 2;
     options.forecast_seq_lens = std::move(*lens);
   }
   std::string sweep_dir;
   ReportOutputs outputs;
-  if (auto stop = parse_report_args(args, "scaling", kScalingHelp, "sweep directory", sweep_dir, outputs)) return *stop;
+  if (auto stop = read_report_args(read, "scaling", scaling_help(), "sweep directory", sweep_dir, outputs)) return *stop;
   auto report = analyzers::analyze_scaling(sweep_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().user_text().c_str());

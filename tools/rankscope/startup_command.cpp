@@ -9,6 +9,7 @@
 
 #include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/startup/startup_report.h"
+#include "rankscope/format/option_table.h"
 #include "rankscope/logs/log_import.h"
 #include "report_output.h"
 #include "subcommands.h"
@@ -16,24 +17,32 @@
 namespace rankscope::cli {
 namespace {
 
-constexpr const char* kStartupHelp =
-    "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n"
-    "       rankscope startup LOG [--json FILE]\n\n"
-    "Per-rank start-up timeline from the run directory (gpt2-train records the start-up as step 0:\n"
-    "init/launch from the process's start, init/comm, init/device, init/clock_align, init/model,\n"
-    "init/checkpoint, init/data): time to the first step, the phases, the slowest phase per rank.\n"
-    "Findings name a rank that reached step 1 late and the phase that made it late, and settings\n"
-    "recorded in run.json that are known to hurt (CUDA_LAUNCH_BLOCKING=1, OMP_WAIT_POLICY=ACTIVE on\n"
-    "oversubscribed cores, debug levels left on) or that differ across ranks.\n"
-    "LOG is a job's output with NCCL_DEBUG=INFO lines (a file or a directory of *.log/*.out/*.err/*.txt):\n"
-    "the start-up as NCCL printed it: communicators whose init never completed, settings from the\n"
-    "environment that take a transport away or replace the topology, hosts on sockets where others use\n"
-    "InfiniBand, topology searches that found few NVLink channels, mixed NCCL versions.\n\n"
-    "  --json FILE   write the report as JSON (schema reports/schemas/startup_report.schema.json);\n"
-    "                '-' = stdout, and then the text goes to stderr\n"
-    "  --html FILE   write a self-contained HTML report (opens offline)\n"
-    "  --quiet, -q   no text report\n\n"
-    "exit status: 0 no findings, 1 findings, 2 bad arguments or no readable start-up\n";
+constexpr format::Option kStartupOptions[] = {
+    {"--json", "FILE",
+     "write the report as JSON (schema reports/schemas/startup_report.schema.json);\n"
+     "'-' = stdout, and then the text goes to stderr"},
+    {"--html", "FILE", "write a self-contained HTML report (opens offline)"},
+    {"--quiet", "", "no text report", "-q"},
+};
+
+const std::string& startup_help() {
+  static const std::string text =
+      "usage: rankscope startup RUN_DIR [--json FILE] [--html FILE]\n"
+      "       rankscope startup LOG [--json FILE]\n\n"
+      "Per-rank start-up timeline from the run directory (gpt2-train records the start-up as step 0:\n"
+      "init/launch from the process's start, init/comm, init/device, init/clock_align, init/model,\n"
+      "init/checkpoint, init/data): time to the first step, the phases, the slowest phase per rank.\n"
+      "Findings name a rank that reached step 1 late and the phase that made it late, and settings\n"
+      "recorded in run.json that are known to hurt (CUDA_LAUNCH_BLOCKING=1, OMP_WAIT_POLICY=ACTIVE on\n"
+      "oversubscribed cores, debug levels left on) or that differ across ranks.\n"
+      "LOG is a job's output with NCCL_DEBUG=INFO lines (a file or a directory of *.log/*.out/*.err/*.txt):\n"
+      "the start-up as NCCL printed it: communicators whose init never completed, settings from the\n"
+      "environment that take a transport away or replace the topology, hosts on sockets where others use\n"
+      "InfiniBand, topology searches that found few NVLink channels, mixed NCCL versions.\n\n" +
+      format::options_help(kStartupOptions, 16) +
+      "\nexit status: 0 no findings, 1 findings, 2 bad arguments or no readable start-up\n";
+  return text;
+}
 
 void print_text(const analyzers::StartupReport& r, std::FILE* out) {
   std::fprintf(out, "rankscope startup: %s (%d ranks)", r.run_dir.c_str(), r.world_size);
@@ -89,10 +98,13 @@ int startup_from_log(const std::string& path, const ReportOutputs& outputs) {
 
 }  // namespace
 
+std::span<const format::Option> startup_options() { return kStartupOptions; }
+
 int startup_command(Args args) {
   std::string run_dir;
   ReportOutputs outputs;
-  if (auto stop = parse_report_args(args, "startup", kStartupHelp, "run directory", run_dir, outputs)) return *stop;
+  const format::OptionsRead read = format::read_options(kStartupOptions, args);
+  if (auto stop = read_report_args(read, "startup", startup_help(), "run directory", run_dir, outputs)) return *stop;
   {
     std::error_code ec;
     const std::filesystem::path p(run_dir);

@@ -2,7 +2,9 @@
 //
 // One parser for the gathering flags serves both commands, so `rankscope gather` and hangdoctor
 // accept the same spelling. The snapshot command a node runs is `<remote rankscope> snapshot
-// <RUN_DIR> [--stacks]`, every word shell-quoted (ssh hands it to the remote shell).
+// <RUN_DIR> [--stacks]`, every word shell-quoted (ssh hands it to the remote shell). `snapshot`,
+// `gather` and `kineto-pack` each declare their command line once, in an option table
+// (format/option_table.h); gather's values of the gathering flags go through that one parser.
 #include "rankscope/cli/gather_cli.h"
 
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "rankscope/analyzers/hang/gather_wording.h"
+#include "rankscope/format/option_table.h"
 #include "rankscope/gather/gather.h"
 #include "rankscope/gather/node_launch.h"
 #include "rankscope/gather/node_snapshot.h"
@@ -32,38 +35,57 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSnapshotHelp =
-    "usage: rankscope snapshot RUN_DIR [--stacks] [--all-hosts] [--full] > node.snap\n\n"
-    "Writes this node's share of a run directory to stdout as one compressed, versioned stream\n"
-    "(docs/FORMAT.md \"Snapshot stream\"): what the verdict needs of each of its ranks (a few hundred\n"
-    "bytes a rank: docs/FORMAT.md \"Rank summaries\"), the NCCL plugin's nccl/ files, the state of each\n"
-    "process from /proc (alive, gone, stopped, in D state), run.json, recent evidence/. Event streams\n"
-    "are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n"
-    "  --stacks     also capture native stacks of the live ranks (eu-stack, else gdb)\n"
-    "  --all-hosts  also ship recorders another host wrote (a run directory on a shared filesystem)\n"
-    "  --full       the whole flight recorders (rankNNNNN.flight) instead of the ranks' summaries\n"
-    "  --text       the stream as base64 lines (what the one srun for every node of `gather --slurm` asks)\n";
+constexpr format::Option kSnapshotOptions[] = {
+    {"--stacks", "", "also capture native stacks of the live ranks (eu-stack, else gdb)"},
+    {"--all-hosts", "", "also ship recorders another host wrote (a run directory on a shared filesystem)"},
+    {"--full", "", "the whole flight recorders (rankNNNNN.flight) instead of the ranks' summaries"},
+    {"--text", "", "the stream as base64 lines (what the one srun for every node of `gather --slurm` asks)"},
+};
 
-constexpr const char* kGatherHelp =
-    "usage: rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec 'ssh {host}') -o DIR\n"
-    "                        [--deadline SECONDS] [--remote-rankscope PATH] [--stacks] [--full] [--max-parallel N]\n\n"
-    "Runs `rankscope snapshot RUN_DIR` on every node of a job, in parallel, and unpacks the streams into\n"
-    "DIR: DIR/hosts/<host>/ as each node sent it, DIR itself a run directory of every rank (hangdoctor DIR,\n"
-    "rankscope inspect DIR), DIR/gather.json the record (nodes asked, answered, unreachable and why).\n"
-    "RUN_DIR is the run directory's path as the nodes see it.\n\n"
-    "  --slurm JOBID          the nodes of a running Slurm job: one `srun --jobid JOBID --overlap` step for\n"
-    "                         all of them (Slurm's fan-out tree); a node it leaves silent is asked alone\n"
-    "  --srun-per-node        with --slurm: one srun step a node instead\n"
-    "  --hosts FILE --exec T  one host per line; T is the command that reaches a host, {host} replaced\n"
-    "                         (e.g. 'ssh -o BatchMode=yes {host}'); the snapshot command is appended\n"
-    "  -o DIR                 where to unpack (empty, or an earlier gather, which is replaced)\n"
-    "  --deadline SECONDS     nodes not done by then are stopped and reported unreachable (default 20)\n"
-    "  --remote-rankscope P   the rankscope binary on the nodes (default: this one's absolute path)\n"
-    "  --stacks               nodes also capture native stacks of their live ranks (at most 8 a node;\n"
-    "                         the deadline becomes 60 s unless given)\n"
-    "  --full                 nodes send whole flight recorders, not what the verdict needs of each rank\n"
-    "  --max-parallel N       nodes asked at once (default 256)\n\n"
-    "exit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
+const std::string& snapshot_help() {
+  static const std::string text =
+      "usage: rankscope snapshot RUN_DIR [--stacks] [--all-hosts] [--full] > node.snap\n\n"
+      "Writes this node's share of a run directory to stdout as one compressed, versioned stream\n"
+      "(docs/FORMAT.md \"Snapshot stream\"): what the verdict needs of each of its ranks (a few hundred\n"
+      "bytes a rank: docs/FORMAT.md \"Rank summaries\"), the NCCL plugin's nccl/ files, the state of each\n"
+      "process from /proc (alive, gone, stopped, in D state), run.json, recent evidence/. Event streams\n"
+      "are left out. `rankscope gather` runs it on every node and unpacks the streams.\n\n" +
+      format::options_help(kSnapshotOptions, 15);
+  return text;
+}
+
+constexpr format::Option kGatherOptions[] = {
+    {"--slurm", "JOBID",
+     "the nodes of a running Slurm job: one `srun --jobid JOBID --overlap` step for\n"
+     "all of them (Slurm's fan-out tree); a node it leaves silent is asked alone"},
+    {"--srun-per-node", "", "with --slurm: one srun step a node instead"},
+    {"--hosts", "FILE", "one host per line, each reached with --exec T"},
+    {"--exec", "T",
+     "T is the command that reaches a host, {host} replaced\n"
+     "(e.g. 'ssh -o BatchMode=yes {host}'); the snapshot command is appended"},
+    {"--out", "DIR", "where to unpack (empty, or an earlier gather, which is replaced)", "-o"},
+    {"--deadline", "SECONDS", "nodes not done by then are stopped and reported unreachable (default 20)"},
+    {"--remote-rankscope", "P", "the rankscope binary on the nodes (default: this one's absolute path)"},
+    {"--stacks", "",
+     "nodes also capture native stacks of their live ranks (at most 8 a node;\n"
+     "the deadline becomes 60 s unless given)"},
+    {"--full", "", "nodes send whole flight recorders, not what the verdict needs of each rank"},
+    {"--max-parallel", "N", "nodes asked at once (default 256)"},
+};
+
+const std::string& gather_help() {
+  static const std::string text =
+      "usage: rankscope gather RUN_DIR (--slurm JOBID | --hosts FILE --exec 'ssh {host}') -o DIR\n"
+      "                        [--deadline SECONDS] [--remote-rankscope PATH] [--stacks] [--full] "
+      "[--max-parallel N]\n\n"
+      "Runs `rankscope snapshot RUN_DIR` on every node of a job, in parallel, and unpacks the streams into\n"
+      "DIR: DIR/hosts/<host>/ as each node sent it, DIR itself a run directory of every rank (hangdoctor DIR,\n"
+      "rankscope inspect DIR), DIR/gather.json the record (nodes asked, answered, unreachable and why).\n"
+      "RUN_DIR is the run directory's path as the nodes see it.\n\n" +
+      format::options_help(kGatherOptions, 25) +
+      "\nexit status: 0 every node answered, 1 some did not, 2 bad input or no node answered\n";
+  return text;
+}
 
 constexpr const char* kHangdoctorGatherHelp =
     "\nA job on many nodes (each node keeps its recorders on its own disk):\n"
@@ -195,14 +217,35 @@ Result<format::GatherRecord> gather_with(const GatherFlags& f, const std::string
   return gather_nodes(targets, o);
 }
 
-constexpr const char* kKinetoPackHelp =
-    "usage: rankscope kineto-pack TRACE|DIR... [--threads N] [--none-ok] > node.pack\n\n"
-    "Reads this node's PyTorch profiler traces (as import-kineto does) and writes what the import keeps\n"
-    "of them to stdout as one compressed stream. `rankscope import-kineto DIR --slurm JOBID -o RUN_DIR`\n"
-    "runs it on every node and imports the streams on the head as one job.\n\n"
-    "  --threads N   traces read at once (default: one per core)\n"
-    "  --none-ok     a folder or file that is not here, or a folder without traces, is skipped (a node\n"
-    "                that ran no profiled rank sends no trace; import-kineto --slurm passes it)\n";
+constexpr format::Option kKinetoPackOptions[] = {
+    {"--threads", "N", "traces read at once (default: one per core)"},
+    {"--none-ok", "",
+     "a folder or file that is not here, or a folder without traces, is skipped (a node\n"
+     "that ran no profiled rank sends no trace; import-kineto --slurm passes it)"},
+};
+
+const std::string& kineto_pack_help() {
+  static const std::string text =
+      "usage: rankscope kineto-pack TRACE|DIR... [--threads N] [--none-ok] > node.pack\n\n"
+      "Reads this node's PyTorch profiler traces (as import-kineto does) and writes what the import keeps\n"
+      "of them to stdout as one compressed stream. `rankscope import-kineto DIR --slurm JOBID -o RUN_DIR`\n"
+      "runs it on every node and imports the streams on the head as one job.\n\n" +
+      format::options_help(kKinetoPackOptions, 16);
+  return text;
+}
+
+// The gathering flags' values in `parsed`, each read by the parser hangdoctor shares (which says what
+// is wrong with one on `err`); false at the first bad one.
+bool read_gather_values(const format::ParsedOptions& parsed, GatherFlags& f, std::FILE* err) {
+  for (const std::string_view flag : kGatherValueFlags) {
+    for (const std::string_view value : parsed.all_values(flag)) {
+      const std::string_view one[] = {flag, value};
+      size_t i = 0;
+      if (parse_gather_flag(one, i, f, err) == Parsed::kBad) return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -220,31 +263,35 @@ bool is_gather_flag(std::string_view flag, bool* takes_value) {
   return value;
 }
 
+std::span<const format::Option> kineto_pack_options() { return kKinetoPackOptions; }
+
 int kineto_pack_main(Args args, std::FILE* out, std::FILE* err) {
-  std::vector<fs::path> inputs;
+  format::OptionsRead read = format::read_options(kKinetoPackOptions, args);
+  const format::ParsedOptions& parsed = read.parsed;
   int threads = 0;
-  bool none_ok = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") return std::fputs(kKinetoPackHelp, out), 0;
-    if (a == "--none-ok") {
-      none_ok = true;
-    } else if (a == "--threads") {
-      int n = 0;
-      const std::string_view v = i + 1 < args.size() ? args[++i] : std::string_view();
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc() || p != v.data() + v.size() || n < 1)
-        return std::fprintf(err, "rankscope kineto-pack: --threads needs a positive number\n"), 2;
-      threads = n;
-    } else if (!a.empty() && a[0] == '-') {
-      return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(a.size()), a.data(),
-                          kKinetoPackHelp),
-             2;
-    } else {
-      inputs.emplace_back(std::string(a));
-    }
+  const auto given = parsed.all_values("--threads");
+  std::vector<std::string_view> thread_counts(given.begin(), given.end());
+  if (read.refused && read.refused->missing_value) {  // --threads with nothing after it: a bad number, as always
+    thread_counts.push_back({});
+    read.refused.reset();
   }
-  if (inputs.empty()) return std::fprintf(err, "rankscope kineto-pack: no traces given\n\n%s", kKinetoPackHelp), 2;
+  for (const std::string_view v : thread_counts) {
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), threads);
+    if (ec != std::errc() || p != v.data() + v.size() || threads < 1)
+      return std::fprintf(err, "rankscope kineto-pack: --threads needs a positive number\n"), 2;
+  }
+  const bool stdin_named = std::find(parsed.positionals.begin(), parsed.positionals.end(), "-") != parsed.positionals.end();
+  if (stdin_named || read.refused) {
+    const std::string_view arg = stdin_named ? std::string_view("-") : read.refused->arg;
+    return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(arg.size()), arg.data(),
+                        kineto_pack_help().c_str()),
+           2;
+  }
+  if (parsed.help) return std::fputs(kineto_pack_help().c_str(), out), 0;
+  const std::vector<fs::path> inputs(parsed.positionals.begin(), parsed.positionals.end());
+  const bool none_ok = parsed.has("--none-ok");
+  if (inputs.empty())
+    return std::fprintf(err, "rankscope kineto-pack: no traces given\n\n%s", kineto_pack_help().c_str()), 2;
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   auto r = kineto::pack_traces(inputs, out, host, threads, none_ok);
@@ -288,30 +335,29 @@ Result<KinetoGatherResult> import_kineto_on_nodes(Args gather_args, const std::v
   return import_kineto_from_nodes(targets, run_dir, o, options);
 }
 
+std::span<const format::Option> snapshot_options() { return kSnapshotOptions; }
+
 int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
+  const format::OptionsRead read = format::read_options(kSnapshotOptions, args);
+  const format::ParsedOptions& parsed = read.parsed;
   std::string dir;
-  bool text = false;
-  NodeSnapshotOptions o;
-  for (const std::string_view a : args) {
-    if (a == "--help" || a == "-h") return std::fputs(kSnapshotHelp, stdout), 0;
-    if (a == "--stacks")
-      o.stacks = true;
-    else if (a == "--all-hosts")
-      o.all_hosts = true;
-    else if (a == "--full")
-      o.full = true;
-    else if (a == "--text")
-      text = true;
-    else if (!a.empty() && a[0] == '-')
-      return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(a.size()), a.data(),
-                          kSnapshotHelp),
-             2;
-    else if (dir.empty())
-      dir = a;
-    else
-      return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
+  for (const std::string_view p : parsed.positionals) {
+    if (p == "-")  // no run directory comes on stdin
+      return std::fprintf(err, "rankscope snapshot: unknown option '-'\n\n%s", snapshot_help().c_str()), 2;
+    if (!dir.empty()) return std::fprintf(err, "rankscope snapshot: one run directory only\n"), 2;
+    dir = p;
   }
-  if (dir.empty()) return std::fputs(kSnapshotHelp, err), 2;
+  if (read.refused)
+    return std::fprintf(err, "rankscope snapshot: unknown option '%.*s'\n\n%s", int(read.refused->arg.size()),
+                        read.refused->arg.data(), snapshot_help().c_str()),
+           2;
+  if (parsed.help) return std::fputs(snapshot_help().c_str(), stdout), 0;
+  if (dir.empty()) return std::fputs(snapshot_help().c_str(), err), 2;
+  NodeSnapshotOptions o;
+  o.stacks = parsed.has("--stacks");
+  o.all_hosts = parsed.has("--all-hosts");
+  o.full = parsed.has("--full");
+  const bool text = parsed.has("--text");
   if (!text && ::isatty(::fileno(out)))
     return std::fprintf(err,
                         "rankscope snapshot: stdout is a terminal; the stream is binary: redirect it "
@@ -339,35 +385,36 @@ int snapshot_main(Args args, std::FILE* out, std::FILE* err) {
   return 0;
 }
 
+std::span<const format::Option> gather_options() { return kGatherOptions; }
+
 int gather_main(Args args, std::FILE* out, std::FILE* err) {
+  const format::OptionsRead read = format::read_options(kGatherOptions, args);
+  const format::ParsedOptions& parsed = read.parsed;
   GatherFlags f;
+  if (!read_gather_values(parsed, f, err)) return 2;
   std::string run_dir;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") return std::fputs(kGatherHelp, out), 0;
-    switch (parse_gather_flag(args, i, f, err)) {
-      case Parsed::kTaken: continue;
-      case Parsed::kBad: return 2;
-      case Parsed::kNotMine: break;
-    }
-    if ((a == "-o" || a == "--out") && i + 1 < args.size())
-      f.out_dir = args[++i];
-    else if (a == "--stacks")
-      f.stacks = true;
-    else if (a == "--full")
-      f.full = true;
-    else if (a == "--srun-per-node")
-      f.srun_per_node = true;
-    else if (!a.empty() && a[0] == '-')
-      return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s", int(a.size()),
-                          a.data(), kGatherHelp),
-             2;
-    else if (run_dir.empty())
-      run_dir = a;
-    else
-      return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
+  for (const std::string_view p : parsed.positionals) {
+    if (p == "-")  // no run directory comes on stdin
+      return std::fprintf(err, "rankscope gather: unknown option or missing value '-'\n\n%s", gather_help().c_str()), 2;
+    if (!run_dir.empty()) return std::fprintf(err, "rankscope gather: one run directory only\n"), 2;
+    run_dir = p;
   }
-  if (run_dir.empty() || f.out_dir.empty() || !f.any()) return std::fputs(kGatherHelp, err), 2;
+  if (read.refused && read.refused->missing_value && is_gather_flag(read.refused->arg)) {
+    const std::string_view alone[] = {read.refused->arg};
+    size_t i = 0;
+    parse_gather_flag(alone, i, f, err);  // "--slurm needs a value", as the gathering flags say it
+    return 2;
+  }
+  if (read.refused)
+    return std::fprintf(err, "rankscope gather: unknown option or missing value '%.*s'\n\n%s",
+                        int(read.refused->arg.size()), read.refused->arg.data(), gather_help().c_str()),
+           2;
+  if (parsed.help) return std::fputs(gather_help().c_str(), out), 0;
+  f.out_dir = std::string(parsed.value("--out").value_or(""));
+  f.stacks = parsed.has("--stacks");
+  f.full = parsed.has("--full");
+  f.srun_per_node = parsed.has("--srun-per-node");
+  if (run_dir.empty() || f.out_dir.empty() || !f.any()) return std::fputs(gather_help().c_str(), err), 2;
   auto r = gather_with(f, run_dir, self_executable(), f.out_dir);
   if (!r.ok()) return std::fprintf(err, "rankscope gather: %s\n", r.status().message().c_str()), 2;
   std::fprintf(out, "%s, into %s\n", analyzers::hang::gather_headline(*r).c_str(), f.out_dir.c_str());

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rankscope/cli/hangdoctor_app.h"
+#include "rankscope/format/option_table.h"
 #include "rankscope/gather/kineto_gather.h"
 
 namespace rankscope::cli {
@@ -33,6 +34,12 @@ std::vector<std::string_view> hangdoctor_value_flags();
 // `rankscope kineto-pack TRACE|DIR... [--threads N]` (run on a node by `import-kineto --slurm`): this
 // node's traces, read here, as a stream on `out` (kineto_import.h pack_traces).
 int kineto_pack_main(Args args, std::FILE* out = stdout, std::FILE* err = stderr);
+
+// The option tables of `rankscope snapshot`, `gather` and `kineto-pack` (format/option_table.h): the
+// rankscope exception boundary skips the values of their value flags when it names the input.
+std::span<const format::Option> snapshot_options();
+std::span<const format::Option> gather_options();
+std::span<const format::Option> kineto_pack_options();
 
 // The gathering flags `import-kineto` shares with `gather` (--slurm, --hosts, --exec, --deadline,
 // --remote-rankscope, --max-parallel): whether `flag` is one, and whether it takes a value.
