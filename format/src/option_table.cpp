@@ -55,7 +55,8 @@ OptionsRead read_options(std::span<const Option> table, std::span<const std::str
 
 Result<ParsedOptions> parse_options(std::span<const Option> table, std::span<const std::string_view> args) {
   OptionsRead read = read_options(table, args);
-  if (read.refused) return invalid_argument("unknown option or missing value: '" + std::string(read.refused->arg) + "'");
+  if (read.refused)
+    return invalid_argument("unknown option or missing value: '" + std::string(read.refused->arg) + "'");
   return std::move(read.parsed);
 }
 

@@ -2,8 +2,8 @@
 // option tables (format/option_table.h), said in the words their own loops used before the tables:
 // "unknown option '--x'" followed by the help, the one input path of a command that takes one.
 //
-// Is: unknown_option(), one_input(), refuse_first_positional(), read_missing_value_as_empty(). Is not: the tables and help texts
-// (each command's file), the checks of a value (option_values.h, report_output.h), what the values mean.
+// Is: unknown_option(), one_input(), refuse_first_positional(), read_missing_value_as_empty(). Is not: the tables and
+// help texts (each command's file), the checks of a value (option_values.h, report_output.h), what the values mean.
 #pragma once
 
 #include <optional>

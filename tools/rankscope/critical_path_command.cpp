@@ -32,7 +32,8 @@ const std::string& critical_path_help() {
       "the path by kind, by rank, by rank and range, by kernel and collective, and the last step's\n"
       "path. Uses the capture window's ranges, kernels and launches where the run has them; without\n"
       "them host time on the path is unnamed (docs/CRITICAL_PATH.md).\n\n" +
-      format::options_help(kCriticalPathOptions, 16) + "\nexit status: 0 report made, 2 bad arguments or no readable run\n";
+      format::options_help(kCriticalPathOptions, 16) +
+      "\nexit status: 0 report made, 2 bad arguments or no readable run\n";
   return text;
 }
 

@@ -110,7 +110,9 @@ int import_nsys_command(Args args) {
     return 0;
   }
   if (files.empty() || out.empty()) {
-    std::fprintf(stderr, "rankscope import-nsys: %s\n\n%s", files.empty() ? "no exports given" : "no run directory given (-o RUN_DIR)", import_nsys_help().c_str());
+    std::fprintf(stderr, "rankscope import-nsys: %s\n\n%s",
+                 files.empty() ? "no exports given" : "no run directory given (-o RUN_DIR)",
+                 import_nsys_help().c_str());
     return 2;
   }
   auto summary = nsys::import_nsys(files, out, options);

@@ -22,9 +22,12 @@ bool read_common_import_options(const char* command, const format::ParsedOptions
                      std::string(v).c_str());
         return false;
       }
-      if (std::string_view(flag) == "--seq-len") options.seq_len = *n;
-      else if (std::string_view(flag) == "--batch") options.batch = *n;
-      else options.threads = int(std::min<int64_t>(*n, 1024));
+      if (std::string_view(flag) == "--seq-len")
+        options.seq_len = *n;
+      else if (std::string_view(flag) == "--batch")
+        options.batch = *n;
+      else
+        options.threads = int(std::min<int64_t>(*n, 1024));
     }
   }
   return true;

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
 #include "rankscope/format/option_table.h"
-#include "command_line.h"
 #include "report_output.h"
 #include "subcommands.h"
 
@@ -36,7 +36,8 @@ const std::string& scaling_help() {
       "flag superlinear ranges and throughput cliffs, and a memory cliff: peak memory whose growth\n"
       "above its fixed part is faster than T^1.5 (the headline gives the exponent: 1 linear, 2 the\n"
       "(B,NH,T,T) buffers of naive attention).\n\n" +
-      format::options_help(kScalingOptions, 16) + "\nexit status: 0 report made, 2 bad arguments or no readable sweep\n";
+      format::options_help(kScalingOptions, 16) +
+      "\nexit status: 0 report made, 2 bad arguments or no readable sweep\n";
   return text;
 }
 
@@ -105,7 +106,8 @@ int scaling_command(Args args) {
   }
   std::string sweep_dir;
   ReportOutputs outputs;
-  if (auto stop = read_report_args(read, "scaling", scaling_help(), "sweep directory", sweep_dir, outputs)) return *stop;
+  if (auto stop = read_report_args(read, "scaling", scaling_help(), "sweep directory", sweep_dir, outputs))
+    return *stop;
   auto report = analyzers::analyze_scaling(sweep_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().user_text().c_str());

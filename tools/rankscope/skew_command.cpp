@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "command_line.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
 #include "rankscope/analyzers/skew/skew_json.h"
 #include "rankscope/analyzers/skew/skew_text.h"
@@ -14,7 +15,6 @@
 #include "rankscope/format/option_table.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/trace_core/import_summary.h"
-#include "command_line.h"
 #include "report_output.h"
 #include "skew_device_analyses.h"
 #include "subcommands.h"

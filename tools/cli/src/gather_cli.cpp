@@ -280,7 +280,8 @@ int kineto_pack_main(Args args, std::FILE* out, std::FILE* err) {
     if (ec != std::errc() || p != v.data() + v.size() || threads < 1)
       return std::fprintf(err, "rankscope kineto-pack: --threads needs a positive number\n"), 2;
   }
-  const bool stdin_named = std::find(parsed.positionals.begin(), parsed.positionals.end(), "-") != parsed.positionals.end();
+  const bool stdin_named =
+      std::find(parsed.positionals.begin(), parsed.positionals.end(), "-") != parsed.positionals.end();
   if (stdin_named || read.refused) {
     const std::string_view arg = stdin_named ? std::string_view("-") : read.refused->arg;
     return std::fprintf(err, "rankscope kineto-pack: unknown option '%.*s'\n\n%s", int(arg.size()), arg.data(),
