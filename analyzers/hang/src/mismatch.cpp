@@ -64,27 +64,6 @@ bool per_rank_size_op(format::CollectiveOp op) {
          op == format::CollectiveOp::kGather;
 }
 
-// `field` is known on both records: only then can they disagree on it.
-bool comparable(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, std::string_view field) {
-  if (field == "op") return op_known(a) && op_known(b);
-  if (field == "dtype") return dtype_known(a) && dtype_known(b);
-  if (field == "count") return sizes_known(a) && sizes_known(b);
-  if (field == "bytes") return dtype_known(a) && dtype_known(b) && sizes_known(a) && sizes_known(b);
-  return !a.range.empty() && !b.range.empty();
-}
-
-// Every field the scan below compares is the same in `a` and `b`, or unknown on one of them (a
-// range is compared only with call sites on).
-bool agrees(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, bool per_rank_size,
-            bool with_call_site) {
-  for (auto f : kFields) {
-    if (per_rank_size && (f == "count" || f == "bytes")) continue;
-    if (f == "range" && !with_call_site) continue;
-    if (comparable(a, b, f) && !same_field(a, b, f)) return false;
-  }
-  return true;
-}
-
 // The same position in the rank's previous step: does this record repeat it? nullopt: unknown.
 std::optional<bool> repeats_previous_step(const format::CommSnapshot& c, const format::CollectiveSnapshot& rec) {
   if (rec.step < 1) return std::nullopt;
