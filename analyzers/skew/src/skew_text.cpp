@@ -3,32 +3,18 @@
 #include "rankscope/analyzers/skew/skew_text.h"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "rankscope/format/appendf.h"
+
 namespace rankscope::analyzers {
 namespace {
 
-// printf into the end of `out`.
-[[gnu::format(printf, 2, 3)]] void appendf(std::string& out, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  if (n > 0) {
-    const size_t at = out.size();
-    out.resize(at + size_t(n) + 1);
-    std::vsnprintf(out.data() + at, size_t(n) + 1, format, again);
-    out.resize(at + size_t(n));
-  }
-  va_end(again);
-}
+using format::appendf;
 
 // On a GPU the host returns from a range at launch: the breakdown is the device's, from the kernel
 // records of the traced steps. Says so, with the GPU time by range and the kernel time no range owns.
