@@ -13,7 +13,7 @@
 # Exit 0 when B equals A (1 otherwise, with the files that differ and the first lines of each diff).
 #
 # The cases: hangdoctor (text, and --json -) on every Flight Recorder fixture, every real job's
-# artifacts alone and together (tests/fixtures/torch-jobs), every log fixture, the run-directory
+# artifacts alone and together (tests/fixtures/torch-jobs), every log fixture (and its start-up), the run-directory
 # fixtures, synthetic runs with each fault, and the real files beside the repository (../shared/data,
 # or $RANKSCOPE_SHARED_DATA) when present; rankscope import-kineto and import-nsys of every trace
 # fixture, then inspect, skew, kernels, critical-path, startup, export and diff on what they wrote and
@@ -71,6 +71,12 @@ record() {
     hangdoctor_cases "$job" "$job/dumps" "$job/job.log" "$job/stacks" "$job/debug_dump"
   done
   hangdoctor_cases $(find "$fx/logs" -type f \( -name '*.log' -o -name '*.txt' -o -name '*.json' \) | sort)
+  # A log's start-up (rankscope startup LOG).
+  local log
+  for log in $(find "$fx/logs" -type f -name '*.log' | sort); do
+    run "startup-log_$(case_name "$log")" "$bin/rankscope" startup "$log"
+    run "startup-log_json_$(case_name "$log")" "$bin/rankscope" startup "$log" --json -
+  done
   hangdoctor_cases $(find "$fx" -name run.json -exec dirname {} \; | sort)
   if [[ -d $data ]]; then
     hangdoctor_cases $(find "$data/real-peers/megatron-moe-fr" "$data/real-gpu/torch-fr" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort)
