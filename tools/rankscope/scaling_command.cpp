@@ -9,6 +9,7 @@
 #include "command_line.h"
 #include "rankscope/analyzers/scaling/scaling_analyzer.h"
 #include "rankscope/analyzers/scaling/scaling_json.h"
+#include "rankscope/analyzers/scaling/scaling_text.h"
 #include "rankscope/format/option_table.h"
 #include "report_output.h"
 #include "subcommands.h"
@@ -39,31 +40,6 @@ const std::string& scaling_help() {
       format::options_help(kScalingOptions, 16) +
       "\nexit status: 0 report made, 2 bad arguments or no readable sweep\n";
   return text;
-}
-
-void print_text(const analyzers::ScalingReport& r, bool to_stderr) {
-  std::FILE* out = to_stderr ? stderr : stdout;
-  char memory[48] = "";
-  if (r.memory_exponent) std::snprintf(memory, sizeof memory, ", memory grows as T^%.1f", *r.memory_exponent);
-  std::fprintf(out, "rankscope scaling: %s (%zu points, attention %s%s)\n", r.sweep_dir.c_str(), r.points.size(),
-               r.attention.c_str(), memory);
-  std::fprintf(out, "%8s %10s %12s %12s\n", "T", "step ms", "tokens/s", "peak MiB");
-  for (const auto& p : r.points) {
-    std::fprintf(out, "%8lld %10.2f %12.0f %12s\n", (long long)p.seq_len, p.step_ms, p.tokens_per_s,
-                 p.peak_mem_bytes ? std::to_string(int64_t(*p.peak_mem_bytes / 1048576)).c_str() : "-");
-  }
-  std::fprintf(out, "\n%-28s %8s %8s %8s\n", "range (top slope)", "slope", "R^2", "T*");
-  for (const auto& range : r.ranges) {
-    if (!range.aggregated && range.name.find("/block") != std::string::npos) continue;
-    const auto top = range.slopes.empty() ? std::nullopt : range.slopes.back();
-    const auto x = range.fit.crossover();
-    std::fprintf(out, "%-28s %8s %8.4f %8s\n", range.name.c_str(), top ? std::to_string(*top).substr(0, 5).c_str() : "-",
-                 range.fit.r2, x ? std::to_string(int64_t(*x)).c_str() : "-");
-  }
-  if (r.findings.empty()) std::fprintf(out, "\nno findings: every range grows at most linearly\n");
-  for (size_t i = 0; i < r.findings.size(); ++i) std::fprintf(out, "%s%2zu. %s\n", i ? "" : "\n", i + 1, r.findings[i].text.c_str());
-  for (size_t i = 0; i < r.forecasts.size(); ++i) std::fprintf(out, "%sforecast %s\n", i ? "" : "\n", r.forecasts[i].text.c_str());
-  for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
 }
 
 // "2048,4096" -> {2048, 4096}; nullopt (after saying why) on anything else.
@@ -113,7 +89,8 @@ int scaling_command(Args args) {
     std::fprintf(stderr, "rankscope scaling: %s\n", report.status().user_text().c_str());
     return 2;
   }
-  if (!outputs.quiet) print_text(*report, outputs.json_path == "-");
+  if (!outputs.quiet)
+    std::fputs(analyzers::scaling_report_text(*report).c_str(), outputs.json_path == "-" ? stderr : stdout);
   if (!write_report_outputs(analyzers::to_json(*report), outputs, "rankscope scaling: " + sweep_dir)) return 2;
   return 0;
 }

@@ -1,22 +1,15 @@
 // skew_command.cpp — `rankscope skew`: per-rank imbalance of a run, as text, JSON and HTML.
-// Thin: the analysis, its JSON and its text are rankscope_analyzers_skew's, the HTML
-// rankscope_reports_html's; the command adds the provenance, the settings and the device analyses.
-#include <algorithm>
+// Thin: the report (skew, with the provenance, the settings and the device analyses beside it), its
+// JSON and its text are rankscope_analyzers_skew's (skew_run_report.h), the HTML rankscope_reports_html's.
 #include <cstdio>
-#include <map>
 #include <optional>
 #include <string>
 
 #include "command_line.h"
 #include "rankscope/analyzers/skew/skew_analyzer.h"
-#include "rankscope/analyzers/skew/skew_json.h"
-#include "rankscope/analyzers/skew/skew_text.h"
-#include "rankscope/analyzers/startup/config_findings.h"
+#include "rankscope/analyzers/skew/skew_run_report.h"
 #include "rankscope/format/option_table.h"
-#include "rankscope/format/run_metadata.h"
-#include "rankscope/trace_core/import_summary.h"
 #include "report_output.h"
-#include "skew_device_analyses.h"
 #include "subcommands.h"
 
 namespace rankscope::cli {
@@ -110,41 +103,14 @@ int skew_command(Args args) {
   ReportOutputs outputs;
   analyzers::SkewOptions options;
   if (auto stop = read_skew_args(args, run_dir, outputs, options)) return *stop;
-  auto report = analyzers::analyze_skew(run_dir, options);
+  auto report = analyzers::analyze_skew_run(run_dir, options);
   if (!report.ok()) {
     std::fprintf(stderr, "rankscope skew: %s\n", report.status().user_text().c_str());
     return 2;
   }
-  auto meta = format::read_run_metadata(run_dir);
-  // A run imported from Nsight Systems: where each rank came from and how its clock was placed.
-  const nlohmann::json source = meta.ok() && meta->extra.contains("source") ? meta->extra["source"] : nlohmann::json();
   // With --json - the JSON owns stdout; the text goes to stderr.
-  if (!outputs.quiet) {
-    if (const std::string p = trace_core::provenance_text(source); !p.empty()) {
-      std::fprintf(outputs.json_path == "-" ? stderr : stdout, "%s\n", p.c_str());
-    }
-    std::fputs(analyzers::skew_report_text(*report).c_str(), outputs.json_path == "-" ? stderr : stdout);
-  }
-  // Settings recorded in run.json that are known to slow a job, or differ across ranks.
-  nlohmann::json json = analyzers::to_json(*report);
-  if (!source.is_null()) json["provenance"] = source;
-  json["settings_findings"] = nlohmann::json::array();
-  if (meta.ok() && meta->extra.contains("config")) {
-    int per_host = 0;
-    std::map<std::string, int> hosts;
-    for (const auto& h : meta->hosts) per_host = std::max(per_host, ++hosts[h]);
-    const auto settings = analyzers::config_findings(meta->extra["config"], meta->world_size, per_host);
-    std::FILE* out = outputs.quiet ? nullptr : outputs.json_path == "-" ? stderr : stdout;
-    for (size_t i = 0; i < settings.size(); ++i) {
-      if (out) std::fprintf(out, "%ssetting: %s\n", i ? "" : "\n", settings[i].text.c_str());
-      json["settings_findings"].push_back({{"setting", settings[i].setting}, {"value", settings[i].value},
-                                           {"ranks", settings[i].ranks}, {"text", settings[i].text}});
-    }
-  }
-  // HTA's analyses and the critical path of the traced steps, where the run has kernel records.
-  DeviceAnalysesInput device{run_dir, options.comm_kernel_patterns, std::nullopt};
-  if (report->device) device.traced_steps = {report->device->mean.first_traced_step, report->device->mean.last_traced_step};
-  add_device_analyses(device, json, outputs.quiet ? nullptr : outputs.json_path == "-" ? stderr : stdout);
+  if (!outputs.quiet) std::fputs(analyzers::skew_run_text(*report).c_str(), outputs.json_path == "-" ? stderr : stdout);
+  const nlohmann::json json = analyzers::skew_run_json(*report);
   if (!write_report_outputs(json, outputs, "rankscope skew: " + run_dir)) return 2;
   return 0;
 }

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "rankscope/analyzers/startup/log_startup.h"
 #include "rankscope/analyzers/startup/startup_json.h"
 #include "rankscope/analyzers/startup/startup_report.h"
+#include "rankscope/analyzers/startup/startup_text.h"
 #include "rankscope/format/option_table.h"
 #include "rankscope/logs/log_import.h"
 #include "report_output.h"
@@ -44,26 +44,6 @@ const std::string& startup_help() {
   return text;
 }
 
-void print_text(const analyzers::StartupReport& r, std::FILE* out) {
-  std::fprintf(out, "rankscope startup: %s (%d ranks)", r.run_dir.c_str(), r.world_size);
-  if (r.median_to_first_step_s) std::fprintf(out, ", median time to the first step %.2f s", *r.median_to_first_step_s);
-  std::fprintf(out, "\n%6s %10s %12s %14s  %s\n", "rank", "launch s", "step 1 at s", "to step 1 s", "slowest phase");
-  for (const auto& x : r.ranks) {
-    if (!x.readable) {
-      std::fprintf(out, "%6d  %s\n", x.rank, x.problem.c_str());
-      continue;
-    }
-    auto num = [](const std::optional<double>& v) { return v ? std::to_string(*v).substr(0, 6) : std::string("-"); };
-    std::fprintf(out, "%6d %10s %12s %14s  %s (%.0f ms)\n", x.rank, num(x.launch_at_s).c_str(),
-                 num(x.first_step_at_s).c_str(), num(x.to_first_step_s).c_str(), x.slowest_phase.c_str(),
-                 x.slowest_phase_ms);
-  }
-  if (r.findings.empty()) std::fprintf(out, "\nno findings: every rank started alike and no harmful setting is recorded\n");
-  for (size_t i = 0; i < r.findings.size(); ++i)
-    std::fprintf(out, "%s%2zu. %s\n", i ? "" : "\n", i + 1, r.findings[i].text.c_str());
-  for (const auto& p : r.problems) std::fprintf(out, "problem: %s\n", p.c_str());
-}
-
 // A log: NCCL's start-up as its lines say (docs/LOGS.md), the findings that are not about a hang.
 int startup_from_log(const std::string& path, const ReportOutputs& outputs) {
   if (!outputs.html_path.empty()) {
@@ -75,25 +55,11 @@ int startup_from_log(const std::string& path, const ReportOutputs& outputs) {
     std::fprintf(stderr, "rankscope startup: %s\n", log.status().message().c_str());
     return 2;
   }
-  nlohmann::json findings = nlohmann::json::array();
-  std::FILE* out = outputs.json_path == "-" ? stderr : stdout;
-  if (!outputs.quiet) std::fprintf(out, "rankscope startup: %s\n", log->summary.c_str());
-  int problems = 0;
-  for (const auto& f : log->findings) {
-    using K = logs::LogFinding::Kind;
-    const char* kind = f.kind == K::kSetting ? "setting" : f.kind == K::kTopology ? "topology" : f.kind == K::kVersion ? "version"
-                       : f.kind == K::kInitIncomplete ? "init_incomplete" : nullptr;
-    if (!kind) continue;
-    problems += f.problem;
-    if (!outputs.quiet) std::fprintf(out, "  %s %s [%s]\n", f.problem ? "!" : "-", f.text.c_str(), f.evidence.c_str());
-    findings.push_back({{"kind", kind}, {"problem", f.problem}, {"ranks", f.ranks}, {"hosts", f.hosts}, {"text", f.text},
-                        {"evidence", f.evidence}});
-  }
-  if (!outputs.quiet && findings.empty()) std::fprintf(out, "  no start-up finding: init completed, no setting or topology of note\n");
-  const nlohmann::json j = {{"source", "log"}, {"summary", log->summary}, {"findings", findings},
-                            {"nccl_versions", log->versions}};
-  if (!write_report_outputs(j, outputs, "rankscope startup: " + path)) return 2;
-  return problems ? 1 : 0;
+  const analyzers::LogStartupReport report = analyzers::startup_from_log(*log);
+  if (!outputs.quiet)
+    std::fputs(analyzers::log_startup_text(report).c_str(), outputs.json_path == "-" ? stderr : stdout);
+  if (!write_report_outputs(analyzers::log_startup_json(report), outputs, "rankscope startup: " + path)) return 2;
+  return report.problems ? 1 : 0;
 }
 
 }  // namespace
@@ -119,7 +85,8 @@ int startup_command(Args args) {
     return 2;
   }
   // With JSON on stdout, stdout carries only JSON.
-  if (!outputs.quiet) print_text(*report, outputs.json_path == "-" ? stderr : stdout);
+  if (!outputs.quiet)
+    std::fputs(analyzers::startup_report_text(*report).c_str(), outputs.json_path == "-" ? stderr : stdout);
   if (!write_report_outputs(analyzers::startup_report_json(*report), outputs, "rankscope startup: " + run_dir)) return 2;
   return report->findings.empty() ? 0 : 1;
 }
