@@ -679,6 +679,7 @@ struct BackwardPass : Pass {
   Status dlogits();
   Status moe_half(int l);
   Status mlp_half(int l);
+  void ln2_backward(int l, Range range);
   Status attention_half(int l);
   void embed();
 };
@@ -742,14 +743,19 @@ Status BackwardPass::moe_half(int l) {
     for (int q = static_cast<int>(ExpertParam::kCount) - 1; q >= 0; q--)
       ready(ps.expert_index(l, j, static_cast<ExpertParam>(q)));
   ready(ps.router_index(l));
-  {
-    ScopedRange r2(probe, a.range(l, kBwdMoeLn));
-    ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln, b.residual2,
-                           BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
-    ready_block(l, BlockParam::kLn2B);
-    ready_block(l, BlockParam::kLn2W);
-  }
+  ln2_backward(l, kBwdMoeLn);
   return Status::ok_status();
+}
+
+// The second layernorm's backward, into the residual gradient: the last step of either the MoE or
+// the MLP half, each under its own range.
+void BackwardPass::ln2_backward(int l, Range range) {
+  BlockActs& b = a.blocks[l];
+  ScopedRange r(probe, a.range(l, range));
+  ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln, b.residual2,
+                         BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, a.N, a.C);
+  ready_block(l, BlockParam::kLn2B);
+  ready_block(l, BlockParam::kLn2W);
 }
 
 Status BackwardPass::mlp_half(int l) {
@@ -780,13 +786,7 @@ Status BackwardPass::mlp_half(int l) {
     ready_block(l, BlockParam::kFcW);
     RS_RETURN_IF_ERROR(tp_all_reduce(tp_comm, tp, a.dln, NC, ReduceOp::kSum));  // [f] backward
   }
-  {
-    ScopedRange r2(probe, a.range(l, kBwdMlpLn));
-    ops.layernorm_backward(a.dresidual, BG(l, BlockParam::kLn2W), BG(l, BlockParam::kLn2B), a.dln, b.residual2,
-                           BP(l, BlockParam::kLn2W), b.ln2_mean, b.ln2_rstd, N, C);
-    ready_block(l, BlockParam::kLn2B);
-    ready_block(l, BlockParam::kLn2W);
-  }
+  ln2_backward(l, kBwdMlpLn);
   return Status::ok_status();
 }
 
