@@ -87,18 +87,35 @@ const std::string& gather_help() {
   return text;
 }
 
-constexpr const char* kHangdoctorGatherHelp =
-    "\nA job on many nodes (each node keeps its recorders on its own disk):\n"
-    "  hangdoctor RUN_DIR --slurm JOBID [--gather-dir DIR] [--deadline SECONDS] [--remote-rankscope PATH]\n"
-    "  hangdoctor RUN_DIR --hosts FILE --exec 'ssh {host}' [same options]\n"
-    "RUN_DIR is the run directory as the nodes see it. Every node runs `rankscope snapshot RUN_DIR` (the\n"
-    "rankscope beside this hangdoctor, or --remote-rankscope), in parallel (with --slurm in one srun step\n"
-    "for all nodes; --srun-per-node: one a node); nodes silent at the deadline\n"
-    "(default 20 s) are stopped and reported unreachable with their ranks. The streams are unpacked into\n"
-    "--gather-dir (kept) or a temporary folder, then diagnosed; process states (frozen, dead) come from\n"
-    "each node's /proc. --stacks takes native stacks on the nodes; --full has them send whole flight\n"
-    "recorders rather than what the verdict needs of each rank. `hangdoctor DIR` on a kept gather\n"
-    "diagnoses it again (as of the gather).\n";
+// hangdoctor's gathering flags: with --slurm or --hosts it gathers the run first, then diagnoses it.
+constexpr format::Option kHangdoctorGatherOptions[] = {
+    {"--slurm", "JOBID", "the nodes of a running Slurm job, one srun step for all of them"},
+    {"--srun-per-node", "", "with --slurm: one srun step a node instead"},
+    {"--hosts", "FILE", "one host per line, each reached with --exec"},
+    {"--exec", "T", "the command that reaches a host, {host} replaced (e.g. 'ssh {host}')"},
+    {"--gather-dir", "DIR", "keep the gathered run here (default: a temporary folder)"},
+    {"--deadline", "SECONDS", "nodes silent by then are stopped and reported unreachable (default 20)"},
+    {"--remote-rankscope", "PATH", "the rankscope binary on the nodes (default: the one beside hangdoctor)"},
+    {"--full", "", "nodes send whole flight recorders, not what the verdict needs of each rank"},
+    {"--max-parallel", "N", "nodes asked at once (default 256)"},
+};
+
+const std::string& hangdoctor_gather_help() {
+  static const std::string text =
+      "\nA job on many nodes (each node keeps its recorders on its own disk):\n"
+      "  hangdoctor RUN_DIR --slurm JOBID [--gather-dir DIR] [--deadline SECONDS] [--remote-rankscope PATH]\n"
+      "  hangdoctor RUN_DIR --hosts FILE --exec 'ssh {host}' [same options]\n"
+      "RUN_DIR is the run directory as the nodes see it. Every node runs `rankscope snapshot RUN_DIR` (the\n"
+      "rankscope beside this hangdoctor, or --remote-rankscope), in parallel (with --slurm in one srun step\n"
+      "for all nodes; --srun-per-node: one a node); nodes silent at the deadline\n"
+      "(default 20 s) are stopped and reported unreachable with their ranks. The streams are unpacked into\n"
+      "--gather-dir (kept) or a temporary folder, then diagnosed; process states (frozen, dead) come from\n"
+      "each node's /proc. --stacks takes native stacks on the nodes; --full has them send whole flight\n"
+      "recorders rather than what the verdict needs of each rank. `hangdoctor DIR` on a kept gather\n"
+      "diagnoses it again (as of the gather).\n\n" +
+      format::options_help(kHangdoctorGatherOptions);
+  return text;
+}
 
 constexpr double kStacksDeadlineS = 60;
 
@@ -251,8 +268,8 @@ bool read_gather_values(const format::ParsedOptions& parsed, GatherFlags& f, std
 
 std::vector<std::string_view> hangdoctor_value_flags() {
   std::vector<std::string_view> flags = format::value_flags(hangdoctor_options());
-  flags.insert(flags.end(), std::begin(kGatherValueFlags), std::end(kGatherValueFlags));
-  flags.push_back("--gather-dir");
+  const std::vector<std::string_view> gathering = format::value_flags(kHangdoctorGatherOptions);
+  flags.insert(flags.end(), gathering.begin(), gathering.end());
   return flags;
 }
 
@@ -436,16 +453,14 @@ int hangdoctor_main(Args args, const HangdoctorEnv& env) {
       case Parsed::kBad: return 2;
       case Parsed::kNotMine: break;
     }
+    // The rest of the gathering table: a value flag without its value goes on to hangdoctor's
+    // parser, which says so.
     if (a == "--gather-dir" && i + 1 < args.size()) {
       gather_dir = args[++i];
       continue;
     }
-    if (a == "--full") {  // the nodes send whole recorders
-      f.full = true;
-      continue;
-    }
-    if (a == "--srun-per-node") {
-      f.srun_per_node = true;
+    if (a == "--full" || a == "--srun-per-node") {
+      (a == "--full" ? f.full : f.srun_per_node) = true;
       continue;
     }
     rest.push_back(a);
@@ -458,7 +473,7 @@ int hangdoctor_main(Args args, const HangdoctorEnv& env) {
   for (const std::string_view a : args)
     if (a == "--help" || a == "-h") {
       const int rc = run_hangdoctor(args, env);
-      std::fputs(kHangdoctorGatherHelp, env.out);
+      std::fputs(hangdoctor_gather_help().c_str(), env.out);
       return rc;
     }
   if (!f.any()) {
