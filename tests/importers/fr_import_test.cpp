@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -228,6 +229,29 @@ TEST(FrDump, RankListStrings) {
   EXPECT_EQ(parse_rank_list("1 2]"), (std::vector<int>{1, 2}));
   for (const char* bad : {"[-1]", "[16777217]", "[99999999999999999999]", "[+1]", "[-]", "[1x]", "", "[", "1 2"})
     EXPECT_FALSE(parse_rank_list(bad).has_value()) << bad;
+}
+
+// A job's dumps list the same groups: one list a distinct text, shared, and never two texts confused,
+// even long ones that differ only where the pool's hash does not look.
+TEST(FrDump, RankListPoolSharesEqualTextsOnly) {
+  RankListPool pool;
+  std::string world = "[";
+  for (int r = 0; r < 4096; ++r) world += (r ? ", " : "") + std::to_string(r);
+  world += "]";
+  std::string other = world;
+  const size_t middle = other.find(", 2049,");
+  ASSERT_NE(middle, std::string::npos);
+  other.replace(middle, 7, ", 2050,");  // same length; not sorted any more, so read sorted
+  const auto a = pool.get(world), b = pool.get(std::string(world)), c = pool.get(other);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(&a->vec(), &b->vec()) << "equal texts: one list";
+  EXPECT_NE(&a->vec(), &c->vec());
+  EXPECT_EQ(a->size(), 4096u);
+  EXPECT_EQ((*a)[2049], 2049);
+  EXPECT_EQ(c->vec(), *parse_rank_list(other));
+  EXPECT_EQ(std::count(c->begin(), c->end(), 2050), 2);
+  EXPECT_FALSE(pool.get("[0, x]").has_value());
+  EXPECT_TRUE(pool.get("[]").has_value() && pool.get("[]")->empty());
 }
 
 }  // namespace

@@ -519,7 +519,7 @@ Status read_versions(const V& root, FrDump& d) {
 }
 
 template <typename V>
-Status read_pg_config(const V& root, FrDump& d) {
+Status read_pg_config(const V& root, RankListPool* rank_lists, FrDump& d) {
   const V* pgc = root.find("pg_config");
   if (!pgc) return Status::ok_status();
   for (const auto& [k, v] : pgc->entries()) {
@@ -527,12 +527,18 @@ Status read_pg_config(const V& root, FrDump& d) {
     g.name = str_of(v.find("name"));
     if (g.name.empty()) g.name = str_of(&k);
     g.desc = str_of(v.find("desc"));
-    auto ranks = parse_rank_list(str_of(v.find("ranks")));
-    if (!ranks)
-      return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, str_of(v.find("ranks"))));
+    const V* ranks_value = v.find("ranks");
+    const std::string_view text = ranks_value ? text_of(*ranks_value).value_or("") : std::string_view();
+    std::optional<RankList> ranks;
+    if (rank_lists) {
+      ranks = rank_lists->get(text);
+    } else if (auto parsed = parse_rank_list(text)) {
+      ranks = RankList(std::move(*parsed));
+    }
+    if (!ranks) return corrupt(fmt::format("pg_config '{}': ranks '{}' is not a list of ranks", g.name, text));
     g.ranks = std::move(*ranks);
     if (g.name.empty()) {
-      d.unnamed_group_ranks.push_back(std::move(g.ranks));
+      d.unnamed_group_ranks.push_back(g.ranks.vec());
     } else {
       d.groups[g.name] = std::move(g);
     }
@@ -625,9 +631,10 @@ bool read_pg_status(const V& root, FrDump& d) {
 // Reads the dump from either reader's values (pickle::Value: the generic unpickler and JSON;
 // FlatValue: the fast path for PyTorch's pickles). `direct`: the entries the flat reader's cursor
 // read (the tree's entries list is then empty); a dump whose "entries" is not that list sets
-// `direct_mismatch` (read it again without the cursor).
+// `direct_mismatch` (read it again without the cursor). `rank_lists`: as parse_fr_dump's.
 template <typename V>
-Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nullptr, bool* direct_mismatch = nullptr) {
+Result<FrDump> normalise(const V& root, bool partial, RankListPool* rank_lists, EntryReading* direct = nullptr,
+                         bool* direct_mismatch = nullptr) {
   if (!root.is_dict()) {
     return unsupported(
         fmt::format("top level is a {}, not a dict: a dump older than format 2.3", kind_name(root.kind())));
@@ -635,7 +642,7 @@ Result<FrDump> normalise(const V& root, bool partial, EntryReading* direct = nul
   FrDump d;
   d.partial = partial;
   if (Status s = read_versions(root, d); !s.ok()) return s;
-  if (Status s = read_pg_config(root, d); !s.ok()) return s;
+  if (Status s = read_pg_config(root, rank_lists, d); !s.ok()) return s;
   const V* entries = root.find("entries");
   if constexpr (std::is_same_v<V, FlatValue>) {
     if (direct) {
@@ -699,7 +706,33 @@ std::optional<std::vector<int>> parse_rank_list(std::string_view text) {
   return ranks;
 }
 
-Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name, PickleReader reader) {
+size_t RankListPool::SampledHash::operator()(std::string_view text) const {
+  // 64 bytes from each of 16 places, the ends included: lists of one length differ in their digits
+  // somewhere, and mostly near the front (where a group's first rank is).
+  constexpr size_t kPlaces = 16, kBytes = 64;
+  if (text.size() <= kPlaces * kBytes) return std::hash<std::string_view>()(text);
+  uint64_t h = text.size();
+  const size_t step = (text.size() - kBytes) / (kPlaces - 1);
+  for (size_t k = 0; k < kPlaces; ++k)
+    h = h * 0x9E3779B97F4A7C15ULL ^ std::hash<std::string_view>()(text.substr(k * step, kBytes));
+  return size_t(h);
+}
+
+std::optional<RankList> RankListPool::get(std::string_view text) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = lists_.find(text); it != lists_.end()) return it->second;
+  }
+  auto ranks = parse_rank_list(text);  // outside the lock: the other readers go on
+  if (!ranks) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = lists_.find(text); it != lists_.end()) return it->second;  // another reader was first
+  const std::string_view key = texts_.emplace_back(text);
+  return lists_.emplace(key, RankList(std::move(*ranks))).first->second;
+}
+
+Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view display_name, PickleReader reader,
+                             RankListPool* rank_lists) {
   Result<FrDump> r = corrupt("empty file");
   if (!bytes.empty() && bytes[0] == 0x80 && reader == PickleReader::kFast) {
     // One tree a thread, its arrays' capacity kept from dump to dump.
@@ -719,14 +752,14 @@ Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view di
       bool mismatch = false;
       if (entries.capacity() > entries.size() + entries.size() / 8 + 16) entries.shrink_to_fit();
       last_count = entries.size();
-      r = normalise(flat.root(), false, flat.handed_over() ? &direct : nullptr, &mismatch);
+      r = normalise(flat.root(), false, rank_lists, flat.handed_over() ? &direct : nullptr, &mismatch);
       if (!mismatch) {
         if (!r.ok()) r.mutable_status().prefix(std::string(display_name));
         return r;
       }
     }
     if (read_flat_pickle(bytes, flat)) {
-      r = normalise(flat.root(), false);
+      r = normalise(flat.root(), false, rank_lists);
       if (!r.ok()) r.mutable_status().prefix(std::string(display_name));
       return r;
     }
@@ -736,14 +769,14 @@ Result<FrDump> parse_fr_dump(std::span<const uint8_t> bytes, std::string_view di
     if (!u.ok()) {
       r = u.status();
     } else {
-      r = normalise(u->root, u->truncated);
+      r = normalise(u->root, u->truncated, rank_lists);
     }
   } else if (!bytes.empty() && bytes[0] == '{') {
     auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
     if (j.is_discarded()) {
       r = corrupt("not valid JSON (truncated?)");
     } else {
-      r = normalise(from_json(j, 0), false);
+      r = normalise(from_json(j, 0), false, rank_lists);
     }
   } else if (!bytes.empty()) {
     r = corrupt("neither a pickle (0x80) nor JSON ('{'): not a Flight Recorder dump");

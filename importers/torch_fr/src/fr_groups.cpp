@@ -56,10 +56,11 @@ JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world, const Gr
     if (!n.unnamed_ranks.empty()) {
       g.ranks = n.unnamed_ranks;
     } else if (n.pg_ids.count(0)) {
-      g.ranks.resize(size_t(std::max(world, 0)));
-      std::iota(g.ranks.begin(), g.ranks.end(), 0);
+      std::vector<int> all(size_t(std::max(world, 0)));
+      std::iota(all.begin(), all.end(), 0);
+      g.ranks = std::move(all);
     } else {
-      g.ranks.assign(n.seen_on.begin(), n.seen_on.end());
+      g.ranks = std::vector<int>(n.seen_on.begin(), n.seen_on.end());
       out.members_guessed.insert(name);
     }
     out.by_name.emplace(name, std::move(g));
@@ -109,8 +110,10 @@ void complete_from_siblings(JobGroups& groups, const std::map<int, FrDump>& dump
     std::vector<int> fits = fitting(g.ranks.front(), g.ranks.back());
     if (fits.size() != want - g.ranks.size()) fits = fitting(g.ranks.front() - reach, g.ranks.back() + reach);
     if (fits.size() != want - g.ranks.size()) continue;  // not exactly the missing places: leave it
-    g.ranks.insert(g.ranks.end(), fits.begin(), fits.end());
-    std::sort(g.ranks.begin(), g.ranks.end());
+    std::vector<int> members = g.ranks;
+    members.insert(members.end(), fits.begin(), fits.end());
+    std::sort(members.begin(), members.end());
+    g.ranks = std::move(members);
     const bool one = fits.size() == 1;
     groups.notes.push_back(fmt::format("group '{}' ({}): {} {} {} no dump and {} taken as {}: the largest group of that "
                                        "desc has {} members, and {} its missing places",

@@ -255,13 +255,14 @@ Status JobImport::read_dumps() {
   // Each dump is read and unpickled on its own: spread the files over the cores, with what the
   // passes below need from each dump alone (RankSummary).
   std::vector<std::optional<Result<FrDump>>> parsed(files.size());
+  RankListPool rank_lists;  // every dump lists the same groups: each list parsed and held once
   summaries.resize(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     std::vector<uint8_t> buffer;  // one a thread, its capacity kept from file to file
     for (size_t i = next++; i < files.size(); i = next++) {
       const std::span<const uint8_t> bytes = read_whole_file(files[i].file, buffer);
-      parsed[i] = parse_fr_dump(bytes, files[i].file.filename().string());
+      parsed[i] = parse_fr_dump(bytes, files[i].file.filename().string(), PickleReader::kFast, &rank_lists);
       if (!parsed[i]->ok()) continue;
       FrDump& d = parsed[i]->value();
       resolve_pg_status(d);  // the dump's own rules (fr_pg_status.h)
