@@ -23,6 +23,7 @@
 #include "fr_groups.h"
 #include "fr_p2p.h"
 #include "fr_pg_status.h"
+#include "fr_rank_reduce.h"
 #include "rankscope/format/run_metadata.h"
 #include "rankscope/format/saturating.h"
 #include "rankscope/torch_fr/fr_dump.h"
@@ -59,35 +60,6 @@ std::string ranks_phrase(const std::vector<int>& ranks) {
   return fmt::format("{} {} ({})", ranks.size(), ranks.size() == 1 ? "rank" : "ranks", compact_ranks(ranks));
 }
 
-// The backend's rule decided completed and started (fr_entry_state.h).
-format::CollectiveState state_of(const FrEntry& e) {
-  if (e.completed) return format::CollectiveState::kCompleted;
-  if (e.started) return format::CollectiveState::kStarted;
-  return format::CollectiveState::kEnqueued;
-}
-
-// `op` and `range`: the entry's own, or as a pair communicator names them (pair_comm).
-format::CollectiveSnapshot record_of(const FrEntry& e, uint64_t seq, int peer_global, format::CollectiveOp op,
-                                     std::string_view range) {
-  format::CollectiveSnapshot c;
-  c.seq = seq;
-  c.op = op;
-  c.dtype = e.dtype;
-  c.state = state_of(e);
-  c.peer = peer_global;
-  c.count = e.numel;
-  c.bytes = e.numel * format::dtype_size(e.dtype);
-  c.enqueue_ns = e.time_created_ns;
-  c.start_ns = e.time_started_ns;
-  c.end_ns = c.state == format::CollectiveState::kCompleted ? std::max(e.time_completed_ns, e.time_created_ns) : 0;
-  c.range = range;  // pooled (fr_dump.h): the snapshot outlives the dump
-  // NCCL-like work is launched on a stream and the call returns: what is open waits on the device.
-  // Gloo's caller waits for a worker thread: its host is in the call.
-  c.host_returned = e.signal == CompletionSignal::kState;
-  return c;
-}
-
-
 template <typename Map>
 const typename Map::mapped_type* find_or_null(const Map& m, const typename Map::key_type& k) {
   auto it = m.find(k);
@@ -97,51 +69,34 @@ const typename Map::mapped_type* find_or_null(const Map& m, const typename Map::
 // An all_to_all's totals as the run model's peer counts: what this rank sends in all (its input)
 // and receives in all (its output). Per-peer splits are not in a dump, so only the sums over the
 // members can be checked (analyzers/hang a2a_counts.cpp: they must be equal).
-format::PeerCountsSnapshot a2a_totals(const FrEntry& e, uint64_t seq, const FrGroup& g, int rank_in_group) {
+format::PeerCountsSnapshot a2a_totals(const AllToAllTotals& a, const FrGroup& g, int rank_in_group) {
   format::PeerCountsSnapshot p;
-  p.seq = seq;
+  p.seq = a.seq;
   p.n_peers = uint32_t(g.ranks.size());
   p.rank_in_comm = rank_in_group;
-  p.send_total = e.numel;
-  p.recv_total = e.out_numel;
+  p.send_total = a.send;
+  p.recv_total = a.recv;
   p.send_min = p.send_max = p.recv_min = p.recv_max = 0;
   return p;
 }
 
 // The communicator of one process group on one rank: its collectives (send/recv go to pair
-// communicators), issued and completed from the entries and, where its row counts collectives,
-// pg_status (fr_pg_status.h), which sees past the window.
+// communicators, fr_rank_reduce.h made the records), issued and completed from the entries and, where
+// its row counts collectives, pg_status (fr_pg_status.h), which sees past the window.
 // `members_known`: pg_config lists the group (Gloo's dumps lose it): only then can sums over the
 // members be checked.
-format::CommSnapshot collective_comm(const std::vector<const FrEntry*>& entries, const std::string& comm_name,
-                                     const FrGroup& g, int rank_in_group, const GroupProgress* progress,
-                                     bool members_known, std::string_view* last_site) {
+format::CommSnapshot collective_comm(GroupRecords&& records, const std::string& comm_name, const FrGroup& g,
+                                     int rank_in_group, const GroupProgress* progress, bool members_known) {
   format::CommSnapshot c;
   c.name = comm_name;
   c.size = int(g.ranks.size());
   c.rank_in_comm = rank_in_group;
-  int64_t max_seq = 0, max_completed = 0;
-  // Sized once: grown entry by entry, 4096 ranks' rings spent a quarter of the import in the
-  // kernel, clearing the fresh pages of each larger copy.
-  c.ring.reserve(entries.size());
+  c.ring = std::move(records.ring);
   if (members_known) {
-    size_t a2a = 0;
-    for (const FrEntry* e : entries) a2a += e->op == format::CollectiveOp::kAllToAllV && e->out_numel > 0;
-    c.peer_counts.reserve(a2a);
+    c.peer_counts.reserve(records.all_to_all.size());
+    for (const AllToAllTotals& a : records.all_to_all) c.peer_counts.push_back(a2a_totals(a, g, rank_in_group));
   }
-  for (const FrEntry* entry : entries) {
-    const FrEntry& e = *entry;
-    // A send/recv carries the group's collective counter as it stood: that many were issued.
-    max_seq = std::max(max_seq, e.collective_seq);
-    if (e.is_p2p || e.collective_seq < 1) continue;
-    const uint64_t seq = uint64_t(e.collective_seq);
-    if (!c.ring.empty() && c.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
-    c.ring.push_back(record_of(e, seq, -1, e.op, e.call_site));
-    if (members_known && e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
-      c.peer_counts.push_back(a2a_totals(e, seq, g, rank_in_group));
-    if (state_of(e) == format::CollectiveState::kCompleted) max_completed = std::max(max_completed, e.collective_seq);
-    if (!e.call_site.empty()) *last_site = e.call_site;
-  }
+  int64_t max_seq = records.max_seq, max_completed = records.max_completed;
   // Never lowers what the entries show (an on-demand dump can precede the watchdog's pass).
   if (progress && progress->numbering != SeqNumbering::kP2P) {
     max_seq = std::max(max_seq, progress->status.last_enqueued);
@@ -183,14 +138,49 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
 
 // What each dump's reader thread works out from its entries alone, while they are in the cache
 // (2000 entries a rank, 1024 ranks: each pass over all of them on one core was a walk through
-// ~380 MB): its entries by group (fr_entry_groups.h), its times (fr_dump_time.h), its backends.
+// ~380 MB): its entries by group (fr_entry_groups.h), its times (fr_dump_time.h), its backends,
+// and, unless its entries may still change, its records, after which it keeps only the entries the
+// job-wide passes read (fr_rank_reduce.h).
 struct RankSummary {
   std::vector<GroupEntries> groups;
   RankTimes times;
   bool retired_completed = false;       // reopen_failed_retirements has something to look at
   bool event_backend = false;           // an entry completes by its state
   std::vector<std::string_view> backends;  // pooled, in the order the entries first name them
+  size_t entries = 0;                   // the dump's, counted before any was let go
+  bool reduced = false;                 // `records` and `status_pending` made; the entries reduced
+  std::vector<GroupRecords> records;
+  bool status_pending = false;
 };
+
+// A pg_status row with work enqueued past what completed is pending, unless the rank's own entries
+// show that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
+// every entry completed).
+bool status_pending(const FrDump& d, const std::vector<GroupEntries>& by_group) {
+  bool pending = false;
+  for (const auto& [id, st] : d.status_by_pg_id) {
+    if (st.last_enqueued <= st.last_completed) continue;
+    int64_t completed = st.last_completed;
+    auto name = d.pg_id_names.find(id);
+    auto take = [&](const FrEntry& e) {
+      if (e.completed) completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
+    };
+    if (name == d.pg_id_names.end()) {
+      for (const FrEntry& e : d.entries) take(e);
+    } else if (const GroupEntries* mine = find_group(by_group, name->second)) {
+      for (const FrEntry* e : mine->entries) take(*e);
+    }
+    pending = pending || st.last_enqueued > completed;
+  }
+  return pending;
+}
+
+std::vector<GroupRecords> records_by_group(const std::vector<GroupEntries>& by_group) {
+  std::vector<GroupRecords> out;
+  out.reserve(by_group.size());
+  for (const GroupEntries& g : by_group) out.push_back(group_records(g));
+  return out;
+}
 
 // A rank's place in one group, in the groups' name order (the order its communicators take).
 struct Membership {
@@ -276,6 +266,13 @@ Status JobImport::read_dumps() {
         if (e.backend.empty() || e.backend.data() == last_backend.data()) continue;
         last_backend = e.backend;
         if (std::find(s.backends.begin(), s.backends.end(), e.backend) == s.backends.end()) s.backends.push_back(e.backend);
+      }
+      s.entries = d.entries.size();
+      if (!entries_may_change(d)) {
+        s.records = records_by_group(s.groups);
+        s.status_pending = status_pending(d, s.groups);
+        keep_for_job_passes(d, s.groups, s.times);
+        s.reduced = true;
       }
     }
   };
@@ -369,8 +366,12 @@ void JobImport::resolve_job_groups() {
   meta.world_size = world;
   for (const auto& [name, g] : groups) meta.groups.push_back({comm_name[name], g.ranks});
 
-  const bool states_changed = reopened || !late_retirements.empty();  // the per-rank times are stale
-  when = bound_dump_time(dumps, comm_name, states_changed ? nullptr : &times);
+  // The per-rank times of the dumps whose entries those rules may have changed are stale (the others
+  // keep only a few entries: their times were made from all of them).
+  if (reopened || !late_retirements.empty())
+    for (auto& [rank, t] : times)
+      if (!summary_of.at(rank)->reduced) t = rank_times(dumps.at(rank));
+  when = bound_dump_time(dumps, comm_name, &times);
 }
 
 // Each rank's groups with its place in each, in the groups' name order (the order its
@@ -397,23 +398,13 @@ void JobImport::build_snapshot(size_t k) {
   FrDump& d = in_order[k]->second;
   RankOut& o = built[k];
   std::vector<GroupEntries>& by_group = grouped.at(r);  // its own element: no other thread touches it
-  // A row with work enqueued past what completed is pending, unless the rank's own entries show
-  // that work completed (an on-demand dump can precede the watchdog's pass: last_completed -1 with
-  // every entry completed).
-  for (const auto& [id, st] : d.status_by_pg_id) {
-    if (st.last_enqueued <= st.last_completed) continue;
-    int64_t completed = st.last_completed;
-    auto name = d.pg_id_names.find(id);
-    auto take = [&](const FrEntry& e) {
-      if (e.completed) completed = std::max(completed, e.is_p2p ? e.p2p_seq : e.collective_seq);
-    };
-    if (name == d.pg_id_names.end()) {
-      for (const FrEntry& e : d.entries) take(e);
-    } else if (const GroupEntries* mine = find_group(by_group, name->second)) {
-      for (const FrEntry* e : mine->entries) take(*e);
-    }
-    o.status_pending = o.status_pending || st.last_enqueued > completed;
+  RankSummary& summary = *summary_of.at(r);             // likewise
+  // A dump whose entries may have changed since it was read has its records made now.
+  if (!summary.reduced) {
+    summary.records = records_by_group(by_group);
+    summary.status_pending = status_pending(d, by_group);
   }
+  o.status_pending = summary.status_pending;
   format::FlightRecorderSnapshot& s = o.snapshot;
   s.schema_version = format::kFlightSchemaVersion;
   s.rank = r;
@@ -427,13 +418,16 @@ void JobImport::build_snapshot(size_t k) {
   std::string_view last_site;
   const std::map<std::string, GroupProgress>* rank_progress = nullptr;
   if (auto pr = progress.find(r); pr != progress.end()) rank_progress = &pr->second;
-  static const std::vector<const FrEntry*> kNone;
   if (size_t(r) < member_of.size()) {
     for (const Membership& m : member_of[size_t(r)]) {
-      const GroupEntries* mine = find_group(by_group, *m.name);
-      s.comms.push_back(collective_comm(mine ? mine->entries : kNone, *m.comm_name, *m.group, m.rank_in_group,
+      GroupRecords none;
+      auto mine = std::find_if(summary.records.begin(), summary.records.end(),
+                               [&](const GroupRecords& g) { return g.group == *m.name; });
+      GroupRecords& records = mine == summary.records.end() ? none : *mine;
+      if (!records.last_site.empty()) last_site = records.last_site;
+      s.comms.push_back(collective_comm(std::move(records), *m.comm_name, *m.group, m.rank_in_group,
                                         rank_progress ? find_or_null(*rank_progress, *m.name) : nullptr,
-                                        m.members_known, &last_site));
+                                        m.members_known));
     }
   }
   if (auto it = pairs_of.find(r); it != pairs_of.end()) {
@@ -458,7 +452,8 @@ void JobImport::build_snapshot(size_t k) {
   // The last pass that reads this rank's entries (its pair sides point into its own dump only): their
   // memory goes as the snapshots grow, so the import never holds both whole.
   std::vector<GroupEntries>().swap(by_group);
-  o.entries = d.entries.size();
+  std::vector<GroupRecords>().swap(summary.records);
+  o.entries = summary.entries;
   std::vector<FrEntry>().swap(d.entries);
 }
 
