@@ -89,8 +89,14 @@ std::unique_ptr<CommContext> CommContext::create(const RecorderSettings& s, int 
   const std::filesystem::path dir = std::filesystem::path(s.run_dir) / format::kNcclPluginDir;
   std::filesystem::create_directories(dir, ec);
   const std::string base = fmt::format("{}.{}", s.host, ::getpid());
-  const std::string name = hash != 0 ? fmt::format("{}.{:016x}.r{}.flight", base, hash, rank)
-                                     : fmt::format("{}.ctx{}.flight", base, unidentified.fetch_add(1));
+  std::string name = fmt::format("{}.{:016x}.r{}.flight", base, hash, rank);
+  if (hash == 0) {
+    // A plugin that is really unloaded and loaded again (NCCL reloads it once no communicator uses
+    // it) counts from 0 again: the names an earlier load wrote are skipped, never written over.
+    do {
+      name = fmt::format("{}.ctx{}.flight", base, unidentified.fetch_add(1));
+    } while (std::filesystem::exists(dir / name, ec));
+  }
   std::unique_ptr<CommContext> c(new CommContext());
   c->file_ = (dir / name).string();
   format::FlightIdentity id;
