@@ -71,9 +71,15 @@ else
 fi
 
 if [[ "${RANKSCOPE_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  stage "ASan+UBSan build (CPU), file by file"
+  # With clang where it is (it is on these machines): it compiles this -O0 sanitized build file by
+  # file in about half g++'s time (hang_report_test.cpp 9.4 s against 16.4 s, trainer.cpp 9.0 s
+  # against 17.3 s), and this stage was the largest of CI's. g++ builds everything else.
+  asan_compilers=()
+  if command -v clang++-14 >/dev/null; then asan_compilers=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14); fi
+  stage "ASan+UBSan build (CPU), file by file${asan_compilers:+, clang}"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_WITH_CUDA=OFF \
-    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" -DCMAKE_UNITY_BUILD=OFF >/dev/null
+    -DRANKSCOPE_BUILD_BENCHMARKS=OFF -DRANKSCOPE_UNBUILT_TEST_LABELS="mpi;slow" -DCMAKE_UNITY_BUILD=OFF \
+    "${asan_compilers[@]}" >/dev/null
   scripts/unity-coverage.sh build build-asan
   cmake --build build-asan -j"$jobs"
   # OpenMPI's own allocations trip LeakSanitizer; leaks in our code are checked by the non-MPI tests.

@@ -25,7 +25,7 @@ using gpt2::MoeLayerConfig;
 using gpt2::MoeMlp;
 using gpt2::MoeWeights;
 
-constexpr int kN = 6, kC = 4, kE = 4, kH = 4 * kC;
+constexpr int kN = 6, kC = 4, kE = 4;
 
 float pseudo(size_t i, float scale) { return scale * std::sin(0.731f * float(i) + 0.3f); }
 

@@ -55,7 +55,6 @@ bool take_int(string_view& s, int& out) {
 }
 
 // `s` is exactly one decimal number.
-bool whole_int(string_view s, int64_t& out) { return take_int(s, out) && s.empty(); }
 bool whole_int(string_view s, int& out) { return take_int(s, out) && s.empty(); }
 
 std::vector<string_view> split_ws(string_view s) {
