@@ -141,20 +141,22 @@ std::vector<PeerCountsSnapshot> read_peer_counts(const seqlock::CopyWindow& copi
     s.n_peers = r.n_peers;
     s.rank_in_comm = r.rank_in_comm;
     s.exact = (r.flags & kPeerCountsExact) != 0 && r.n_peers <= kPeerCountsExactPeers;
-    if (s.exact) {
-      s.send.assign(r.send, r.send + r.n_peers);
-      s.recv.assign(r.recv, r.recv + r.n_peers);
-    }
     s.send_total = r.send_total;
     s.recv_total = r.recv_total;
-    s.send_min = r.send_min;
-    s.send_max = r.send_max;
-    s.recv_min = r.recv_min;
-    s.recv_max = r.recv_max;
-    s.send_hash = r.send_hash;
-    s.recv_hash = r.recv_hash;
-    s.send_sketch = r.send_sketch;
-    s.recv_sketch = r.recv_sketch;
+    auto detail = std::make_shared<PeerCountsDetail>();
+    if (s.exact) {
+      detail->send.assign(r.send, r.send + r.n_peers);
+      detail->recv.assign(r.recv, r.recv + r.n_peers);
+    }
+    detail->send_min = r.send_min;
+    detail->send_max = r.send_max;
+    detail->recv_min = r.recv_min;
+    detail->recv_max = r.recv_max;
+    detail->send_hash = r.send_hash;
+    detail->recv_hash = r.recv_hash;
+    detail->send_sketch = r.send_sketch;
+    detail->recv_sketch = r.recv_sketch;
+    s.detail = std::move(detail);
     s.torn = !ok;
     if (s.torn) warnings.push_back(fmt::format("{} peer counts of #{} torn", comm_name, r.seq));
     out.push_back(std::move(s));

@@ -39,7 +39,7 @@ uint64_t recorded_send(const std::filesystem::path& dir, int sender, int receive
   const auto* c = run->ranks[size_t(sender)].flight->comm(comm);
   const auto* p = c ? c->find_counts(seq) : nullptr;
   EXPECT_NE(p, nullptr);
-  return p && p->exact ? p->send[size_t(receiver_in_comm)] : 0;
+  return p && p->exact ? p->detail->send[size_t(receiver_in_comm)] : 0;
 }
 
 TEST(HangA2aCounts, MiscountNamesTheSenderReceiverAndBothCounts) {

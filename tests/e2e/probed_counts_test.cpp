@@ -36,9 +36,9 @@ TEST(ProbedCommunicator, AllToAllVCountsReachTheFlightRecorder) {
   const auto* bad = c->find_counts(1);
   ASSERT_NE(bad, nullptr);
   ASSERT_TRUE(bad->exact);
-  EXPECT_EQ(bad->send, std::vector<uint64_t>{5});
-  EXPECT_EQ(bad->recv, std::vector<uint64_t>{4});
-  EXPECT_EQ(c->find_counts(0)->recv, std::vector<uint64_t>{5});
+  EXPECT_EQ(bad->detail->send, std::vector<uint64_t>{5});
+  EXPECT_EQ(bad->detail->recv, std::vector<uint64_t>{4});
+  EXPECT_EQ(c->find_counts(0)->detail->recv, std::vector<uint64_t>{5});
 }
 
 }  // namespace

@@ -59,13 +59,14 @@ TEST(PeerCounts, ExactVectorsRoundTripForSmallCommunicators) {
   EXPECT_TRUE(p->exact);
   EXPECT_EQ(p->n_peers, 4u);
   EXPECT_EQ(p->rank_in_comm, 1);
-  EXPECT_EQ(p->send, std::vector<uint64_t>(send.begin(), send.end()));
-  EXPECT_EQ(p->recv, std::vector<uint64_t>(recv.begin(), recv.end()));
+  ASSERT_NE(p->detail, nullptr);
+  EXPECT_EQ(p->detail->send, std::vector<uint64_t>(send.begin(), send.end()));
+  EXPECT_EQ(p->detail->recv, std::vector<uint64_t>(recv.begin(), recv.end()));
   EXPECT_EQ(p->send_total, 768u * 35);
-  EXPECT_EQ(p->recv_min, 768u * 3);
-  EXPECT_EQ(p->recv_max, 768u * 17571);
-  EXPECT_EQ(p->send_min, 0u);
-  EXPECT_EQ(p->send_hash, peer_counts_hash(send));
+  EXPECT_EQ(p->detail->recv_min, 768u * 3);
+  EXPECT_EQ(p->detail->recv_max, 768u * 17571);
+  EXPECT_EQ(p->detail->send_min, 0u);
+  EXPECT_EQ(p->detail->send_hash, peer_counts_hash(send));
   EXPECT_TRUE(snap->warnings.empty());
 }
 
@@ -112,10 +113,11 @@ TEST(PeerCounts, LargeCommunicatorsKeepADigestWhoseSketchLocatesOneBadPair) {
   const auto* p = snap->comm("ep0")->find_counts(0);
   ASSERT_NE(p, nullptr);
   EXPECT_FALSE(p->exact);
-  EXPECT_TRUE(p->send.empty());
+  ASSERT_NE(p->detail, nullptr);
+  EXPECT_TRUE(p->detail->send.empty());
   EXPECT_EQ(p->n_peers, uint32_t(n));
-  EXPECT_EQ(p->recv_max, 10u + (12 + 57) % 7 + 3);  // the inflated count from rank 12
-  EXPECT_EQ(p->recv_sketch, make_peer_counts_record(0, 57, send_of(57), recv_of(57)).recv_sketch);
+  EXPECT_EQ(p->detail->recv_max, 10u + (12 + 57) % 7 + 3);  // the inflated count from rank 12
+  EXPECT_EQ(p->detail->recv_sketch, make_peer_counts_record(0, 57, send_of(57), recv_of(57)).recv_sketch);
 }
 
 TEST(PeerCounts, KeepsTheLastCallsPerCommunicator) {
@@ -128,7 +130,7 @@ TEST(PeerCounts, KeepsTheLastCallsPerCommunicator) {
   ASSERT_EQ(pc.size(), kPeerCountsEntriesPerComm);
   EXPECT_EQ(pc.front().seq, 3u);
   EXPECT_EQ(pc.back().seq, kPeerCountsEntriesPerComm + 2);
-  EXPECT_EQ(pc.back().send[0], kPeerCountsEntriesPerComm + 2);
+  EXPECT_EQ(pc.back().detail->send[0], kPeerCountsEntriesPerComm + 2);
 }
 
 TEST(PeerCounts, FilesWithoutTheSectionReadAsNoCountsAndABrokenDirectoryIsAWarning) {

@@ -38,9 +38,10 @@ void expect_whole(const format::CommSnapshot& c) {
   for (const auto& p : c.peer_counts) {
     if (p.torn) continue;  // caught mid-write on every retry: marked, never trusted
     ASSERT_TRUE(p.exact);
-    EXPECT_EQ(p.send_total, std::accumulate(p.send.begin(), p.send.end(), uint64_t(0)));
-    EXPECT_EQ(p.recv, (std::vector<uint64_t>{5, 6, 7, 8}));
-    EXPECT_EQ(p.send[0], p.seq);  // call k has seq k on its communicator
+    ASSERT_NE(p.detail, nullptr);
+    EXPECT_EQ(p.send_total, std::accumulate(p.detail->send.begin(), p.detail->send.end(), uint64_t(0)));
+    EXPECT_EQ(p.detail->recv, (std::vector<uint64_t>{5, 6, 7, 8}));
+    EXPECT_EQ(p.detail->send[0], p.seq);  // call k has seq k on its communicator
   }
 }
 

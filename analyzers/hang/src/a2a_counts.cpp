@@ -37,8 +37,10 @@ std::optional<CountMismatch> check_exact(const std::vector<std::pair<const Membe
     for (const auto& [ri, r] : recs) {
       if (!r->exact || si == ri) continue;
       const int i = si->in_comm, j = ri->in_comm;
-      if (j < 0 || i < 0 || size_t(j) >= s->send.size() || size_t(i) >= r->recv.size()) continue;
-      if (s->send[j] != r->recv[i]) bad.push_back({si->world, ri->world, s->send[j], r->recv[i]});
+      const std::vector<uint64_t>& send = s->detail->send;  // exact: the detail is there
+      const std::vector<uint64_t>& recv = r->detail->recv;
+      if (j < 0 || i < 0 || size_t(j) >= send.size() || size_t(i) >= recv.size()) continue;
+      if (send[j] != recv[i]) bad.push_back({si->world, ri->world, send[j], recv[i]});
     }
   }
   if (bad.empty()) return std::nullopt;
@@ -61,8 +63,10 @@ std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Memb
   for (const auto& [m, p] : recs) {
     send_total += p->send_total;
     recv_total += p->recv_total;
-    send_sketch += p->send_sketch;
-    recv_sketch += p->recv_sketch;
+    if (p->detail) {  // a Flight Recorder dump's totals have no sketch: theirs are 0 on both sides
+      send_sketch += p->detail->send_sketch;
+      recv_sketch += p->detail->recv_sketch;
+    }
   }
   if (send_total == recv_total && send_sketch == recv_sketch) return std::nullopt;
   CountMismatch m;
@@ -80,8 +84,8 @@ std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Memb
           m.sender = by_rank[i].first->world;
           m.receiver = by_rank[j].first->world;
           m.evidence = "sketch";
-          if (by_rank[i].second->exact) m.sent = by_rank[i].second->send[j];
-          if (by_rank[j].second->exact) m.expected = by_rank[j].second->recv[i];
+          if (by_rank[i].second->exact) m.sent = by_rank[i].second->detail->send[j];
+          if (by_rank[j].second->exact) m.expected = by_rank[j].second->detail->recv[i];
           break;
         }
   }
@@ -149,8 +153,9 @@ std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankVi
       if (row_elements > 0) {
         bool divides = true;
         for (const auto& [m, p] : recs)
-          for (const auto* v : {&p->send, &p->recv})
-            for (uint64_t c : *v) divides = divides && c % row_elements == 0;
+          if (p->detail)
+            for (const auto* v : {&p->detail->send, &p->detail->recv})
+              for (uint64_t c : *v) divides = divides && c % row_elements == 0;
         if (f.mismatch.sent) divides = divides && *f.mismatch.sent % row_elements == 0;
         if (f.mismatch.expected) divides = divides && *f.mismatch.expected % row_elements == 0;
         if (divides && f.mismatch.difference % int64_t(row_elements) == 0) f.mismatch.row_elements = row_elements;

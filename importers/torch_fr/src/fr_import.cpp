@@ -68,7 +68,7 @@ const typename Map::mapped_type* find_or_null(const Map& m, const typename Map::
 
 // An all_to_all's totals as the run model's peer counts: what this rank sends in all (its input)
 // and receives in all (its output). Per-peer splits are not in a dump, so only the sums over the
-// members can be checked (analyzers/hang a2a_counts.cpp: they must be equal).
+// members can be checked (analyzers/hang a2a_counts.cpp: they must be equal), and no detail is kept.
 format::PeerCountsSnapshot a2a_totals(const AllToAllTotals& a, const FrGroup& g, int rank_in_group) {
   format::PeerCountsSnapshot p;
   p.seq = a.seq;
@@ -76,7 +76,6 @@ format::PeerCountsSnapshot a2a_totals(const AllToAllTotals& a, const FrGroup& g,
   p.rank_in_comm = rank_in_group;
   p.send_total = a.send;
   p.recv_total = a.recv;
-  p.send_min = p.send_max = p.recv_min = p.recv_max = 0;
   return p;
 }
 

@@ -24,11 +24,15 @@
 
 namespace rankscope::format {
 
+// 80 bytes, no hole: a 16,384-rank job's Flight Recorder dumps make 31 million of these, most of
+// what hangdoctor holds there (the two flags are bits of the byte beside `state`).
 struct CollectiveSnapshot {
   uint64_t seq = 0;
   CollectiveOp op = CollectiveOp::kUnknown;
   DataType dtype = DataType::kUnknown;
   CollectiveState state = CollectiveState::kEmpty;
+  bool host_returned : 1 = false;  // kCollectiveHostReturned: pending on a device stream, host moved on
+  bool torn : 1 = false;
   int32_t peer = -1;
   uint64_t count = 0;
   uint64_t bytes = 0;
@@ -36,10 +40,9 @@ struct CollectiveSnapshot {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t step = -1;
-  std::string_view range;      // the call site, pooled (name_pool.h): valid for the process's life
-  bool host_returned = false;  // kCollectiveHostReturned: pending on a device stream, host moved on
-  bool torn = false;
+  std::string_view range;  // the call site, pooled (name_pool.h): valid for the process's life
 };
+static_assert(sizeof(CollectiveSnapshot) <= 80, "a record per collective: keep it small");
 
 // The NCCL profiler plugin's section (NcclCommInfo); present only in recorders the plugin wrote.
 struct NcclPeerSnapshot {

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -73,17 +74,25 @@ uint64_t peer_pair_weight(uint32_t sender, uint32_t receiver);
 // A 64-bit hash of a count vector (order-sensitive).
 uint64_t peer_counts_hash(std::span<const size_t> counts);
 
+// What a recorder's record of one all_to_all_v holds beyond the totals: the per-peer counts (when
+// exact) and their digests (see the file comment).
+struct PeerCountsDetail {
+  std::vector<uint64_t> send, recv;  // n_peers each when exact, else empty
+  uint64_t send_min = 0, send_max = 0, recv_min = 0, recv_max = 0;
+  uint64_t send_hash = 0, recv_hash = 0;
+  uint64_t send_sketch = 0, recv_sketch = 0;
+};
+
 // One rank's record of one all_to_all_v, as read.
 struct PeerCountsSnapshot {
   uint64_t seq = 0;
   uint32_t n_peers = 0;
   int rank_in_comm = -1;
-  bool exact = false;
-  std::vector<uint64_t> send, recv;  // n_peers each when exact, else empty
   uint64_t send_total = 0, recv_total = 0;
-  uint64_t send_min = 0, send_max = 0, recv_min = 0, recv_max = 0;
-  uint64_t send_hash = 0, recv_hash = 0;
-  uint64_t send_sketch = 0, recv_sketch = 0;
+  // Our recorders' records have it; a PyTorch Flight Recorder dump has only the totals, and a
+  // 16,384-rank MoE job's dumps hold 9.3 million all_to_alls (56 bytes each without it, 160 with).
+  std::shared_ptr<const PeerCountsDetail> detail;
+  bool exact = false;  // detail's send and recv are whole
   bool torn = false;
 };
 
