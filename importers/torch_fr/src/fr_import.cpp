@@ -16,10 +16,10 @@
 #include <span>
 #include <thread>
 
-#include "fr_dump_time.h"
-#include "fr_entry_state.h"
 #include "fr_discovery.h"
+#include "fr_dump_time.h"
 #include "fr_entry_groups.h"
+#include "fr_entry_state.h"
 #include "fr_groups.h"
 #include "fr_p2p.h"
 #include "fr_pg_status.h"
@@ -134,7 +134,6 @@ format::CommSnapshot pair_comm(const PairComm& pair, const PairSide& side, int r
   return c;
 }
 
-
 // What each dump's reader thread works out from its entries alone, while they are in the cache
 // (2000 entries a rank, 1024 ranks: each pass over all of them on one core was a walk through
 // ~380 MB): its entries by group (fr_entry_groups.h), its times (fr_dump_time.h), its backends,
@@ -146,8 +145,8 @@ struct RankSummary {
   bool retired_completed = false;       // reopen_failed_retirements has something to look at
   bool event_backend = false;           // an entry completes by its state
   std::vector<std::string_view> backends;  // pooled, in the order the entries first name them
-  size_t entries = 0;                   // the dump's, counted before any was let go
-  bool reduced = false;                 // `records` and `status_pending` made; the entries reduced
+  size_t entries = 0;                      // the dump's, counted before any was let go
+  bool reduced = false;                    // `records` and `status_pending` made; the entries reduced
   std::vector<GroupRecords> records;
   bool status_pending = false;
 };

@@ -76,7 +76,8 @@ GroupRecords group_records(const GroupEntries& group) {
     const uint64_t seq = uint64_t(e.collective_seq);
     if (!r.ring.empty() && r.ring.back().seq >= seq) continue;  // coalesced ops share one seq: keep the first
     r.ring.push_back(record_of(e, seq, -1, e.op, e.call_site));
-    if (e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0) r.all_to_all.push_back({seq, e.numel, e.out_numel});
+    if (e.op == format::CollectiveOp::kAllToAllV && e.out_numel > 0)
+      r.all_to_all.push_back({seq, e.numel, e.out_numel});
     if (e.completed) r.max_completed = std::max(r.max_completed, e.collective_seq);
     if (!e.call_site.empty()) r.last_site = e.call_site;
   }
@@ -97,8 +98,10 @@ void keep_for_job_passes(FrDump& d, std::vector<GroupEntries>& by_group, RankTim
   kept.reserve(size_t(std::count(keep.begin(), keep.end(), true)));
   for (size_t i = 0; i < d.entries.size(); ++i) {
     if (!keep[i]) continue;
-    if (&d.entries[i] == oldest_open) times.oldest_open = &kept.emplace_back(d.entries[i]);
-    else kept.push_back(d.entries[i]);
+    if (&d.entries[i] == oldest_open)
+      times.oldest_open = &kept.emplace_back(d.entries[i]);
+    else
+      kept.push_back(d.entries[i]);
   }
   d.entries = std::move(kept);  // the dump's whole list is let go here, on its reader's thread
   by_group = entries_by_group(d);

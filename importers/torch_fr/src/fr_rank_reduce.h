@@ -32,12 +32,12 @@ struct AllToAllTotals {
 // One rank's collectives on one group: one record per collective seq (coalesced ops share one: the
 // first is kept), oldest first, and what the communicator made of them needs besides.
 struct GroupRecords {
-  std::string_view group;                   // pooled (fr_dump.h)
+  std::string_view group;  // pooled (fr_dump.h)
   std::vector<format::CollectiveSnapshot> ring;
-  std::vector<AllToAllTotals> all_to_all;   // all_to_all with an output, in ring order
-  int64_t max_seq = 0;                      // the group's collective counter as the entries last show it
-  int64_t max_completed = 0;                // the newest collective seq that completed
-  std::string_view last_site;               // the newest record's call site that is not empty; pooled
+  std::vector<AllToAllTotals> all_to_all;  // all_to_all with an output, in ring order
+  int64_t max_seq = 0;                     // the group's collective counter as the entries last show it
+  int64_t max_completed = 0;               // the newest collective seq that completed
+  std::string_view last_site;              // the newest record's call site that is not empty; pooled
 };
 
 GroupRecords group_records(const GroupEntries& group);
