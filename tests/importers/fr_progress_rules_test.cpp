@@ -131,5 +131,30 @@ TEST(FrDiscovery, TwoJobsInOneDirectoryAreNeverMerged) {
   fs::remove_all(dir);
 }
 
+// has_dumps, which stops at a directory's first dump, answers what a whole discovery would: dumps
+// among other files, none (only files that are not dumps, or none at all), and prefixes.
+TEST(FrDiscovery, HasDumpsAnswersAsTheWholeDiscoveryDoes) {
+  const fs::path dir = fs::temp_directory_path() / ("rs_fr_has_dumps_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto agree = [](const fs::path& p) {
+    const bool whole = !discover_dumps(p).files.empty();
+    EXPECT_EQ(has_dumps(p), whole) << p;
+    return whole;
+  };
+  EXPECT_FALSE(agree(dir));  // empty
+  std::ofstream(dir / "notes_7") << "not a dump";
+  std::ofstream(dir / "train.log") << "step 1\n";
+  EXPECT_FALSE(agree(dir));  // a trailing number alone is not a dump
+  for (int r = 0; r < 3; ++r) touch_dump(dir / ("comm_lib_trace_rank_" + std::to_string(r)));
+  for (int r = 0; r < 2; ++r) touch_dump(dir / ("comm_lib_trace_rank_old_" + std::to_string(r)));
+  EXPECT_TRUE(agree(dir));
+  EXPECT_TRUE(agree(dir / "comm_lib_trace_rank_"));
+  EXPECT_TRUE(agree(dir / "comm_lib_trace_rank_old_"));
+  EXPECT_FALSE(agree(dir / "nccl_trace_rank_"));
+  EXPECT_FALSE(agree(dir / "missing" / "comm_lib_trace_rank_"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rankscope::torch_fr

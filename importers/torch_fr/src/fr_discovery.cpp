@@ -1,9 +1,11 @@
 // fr_discovery.cpp — a job's dump files and their ranks (fr_discovery.h).
 #include "fr_discovery.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -22,10 +24,14 @@ bool split_rank(const std::string& name, std::string* prefix, int* rank) {
   return true;
 }
 
+// One byte read with open/read, not a stream: a directory of 16,384 dumps is sniffed file by file.
 bool starts_like_a_dump(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char c = 0;
-  return in.get(c) && (uint8_t(c) == 0x80 || c == '{');
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  uint8_t c = 0;
+  const bool read_one = ::read(fd, &c, 1) == 1;
+  ::close(fd);
+  return read_one && (c == 0x80 || c == '{');
 }
 
 std::string common_stem(const std::vector<std::string>& names) {
@@ -88,6 +94,21 @@ DiscoveredDumps discover_dumps(const fs::path& path) {
   }
   std::sort(out.files.begin(), out.files.end(), [](const DumpFile& a, const DumpFile& b) { return a.rank < b.rank; });
   return out;
+}
+
+bool has_dumps(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return !discover_dumps(path).files.empty();
+  // In a directory, discover_dumps keeps every prefix's files or the largest prefix's: any dump at all
+  // means some are found, so the first one answers.
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    std::string prefix;
+    int rank = 0;
+    if (e.is_regular_file(ec) && split_rank(e.path().filename().string(), &prefix, &rank) &&
+        starts_like_a_dump(e.path()))
+      return true;
+  }
+  return false;
 }
 
 }  // namespace rankscope::torch_fr

@@ -29,4 +29,8 @@ struct DiscoveredDumps {
 
 DiscoveredDumps discover_dumps(const std::filesystem::path& path);
 
+// Whether discover_dumps(path) finds any: a directory's first dump answers (a look, not a listing
+// of 16,384 files each opened).
+bool has_dumps(const std::filesystem::path& path);
+
 }  // namespace rankscope::torch_fr

@@ -547,7 +547,7 @@ void JobImport::write_summary() {
 
 }  // namespace
 
-bool looks_like_fr_dumps(const fs::path& path) { return !discover_dumps(path).files.empty(); }
+bool looks_like_fr_dumps(const fs::path& path) { return has_dumps(path); }
 
 Result<FrImport> import_fr_dumps(const fs::path& path) {
   JobImport job(path);
