@@ -124,6 +124,7 @@ std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankVi
                                                         const GroupList& groups, uint64_t row_elements) {
   std::optional<CountMismatchFinding> best;
   std::vector<Member> members;
+  std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>> calls, recs;
   for (const auto& g : groups) {
     members.clear();
     bool any_counts = false;
@@ -135,12 +136,19 @@ std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankVi
       any_counts |= !c->peer_counts.empty();
     }
     if (members.size() < 2 || !any_counts) continue;
-    std::map<uint64_t, std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>>> by_seq;
+    // Every member's calls by seq, in member order within a seq: one sorted array, not a map of
+    // vectors (a 16,384-rank MoE job's dumps hold 9 million all_to_alls).
+    calls.clear();
     for (const auto& m : members)
       for (const auto& p : m.comm->peer_counts)
-        if (!p.torn) by_seq[p.seq].emplace_back(&m, &p);
-    for (const auto& [seq, recs] : by_seq) {
-      if (recs.size() < 2) continue;
+        if (!p.torn) calls.emplace_back(&m, &p);
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const auto& a, const auto& b) { return a.second->seq < b.second->seq; });
+    for (size_t first = 0, end = 0; first < calls.size(); first = end) {
+      const uint64_t seq = calls[first].second->seq;
+      for (end = first + 1; end < calls.size() && calls[end].second->seq == seq;) ++end;
+      if (end - first < 2) continue;
+      recs.assign(calls.begin() + ptrdiff_t(first), calls.begin() + ptrdiff_t(end));
       std::optional<CountMismatch> found = check_exact(recs);
       const bool all_exact = std::all_of(recs.begin(), recs.end(), [](const auto& x) { return x.second->exact; });
       const bool everyone = recs.size() == members.size() && recs.front().second->n_peers == members.size();

@@ -36,6 +36,12 @@ std::string field_value(const format::CollectiveSnapshot& r, std::string_view fi
 
 constexpr std::string_view kFields[] = {"op", "dtype", "count", "bytes", "range"};
 
+// Call sites are pooled (name_pool.h: one copy of each text), so equal ones are nearly always one
+// pointer: tested before the bytes (the scan compares every record of every member).
+bool same_call_site(std::string_view a, std::string_view b) {
+  return (a.data() == b.data() && a.size() == b.size()) || a == b;
+}
+
 // field_value(a, f) == field_value(b, f) without building the text: at 16K ranks the scan compares
 // millions of records, and only the one disagreement found needs words.
 bool same_field(const format::CollectiveSnapshot& a, const format::CollectiveSnapshot& b, std::string_view field) {
@@ -43,7 +49,7 @@ bool same_field(const format::CollectiveSnapshot& a, const format::CollectiveSna
   if (field == "dtype") return a.dtype == b.dtype;
   if (field == "count") return a.count == b.count;
   if (field == "bytes") return a.bytes == b.bytes;
-  return a.range == b.range;
+  return same_call_site(a.range, b.range);
 }
 
 // What a record leaves unknown is never a disagreement: a mismatch needs both sides' values. PyTorch's
@@ -75,7 +81,8 @@ std::optional<bool> repeats_previous_step(const format::CommSnapshot& c, const f
   if (!first_this || !first_prev || rec.seq < *first_this) return std::nullopt;
   const auto* prev = at_seq(c, *first_prev + (rec.seq - *first_this));
   if (!prev || prev->step != rec.step - 1) return std::nullopt;
-  return prev->op == rec.op && prev->dtype == rec.dtype && prev->count == rec.count && prev->range == rec.range;
+  return prev->op == rec.op && prev->dtype == rec.dtype && prev->count == rec.count &&
+         same_call_site(prev->range, rec.range);
 }
 
 // What the members of one collective are known to agree on so far: each field the first record
@@ -104,7 +111,10 @@ struct KnownFields {
       if (!fold(count, r.count)) return false;
       if (dtype_known(r) && !fold(bytes, r.bytes)) return false;
     }
-    if (with_call_site && !r.range.empty() && !fold(range, r.range)) return false;
+    if (with_call_site && !r.range.empty()) {
+      if (!range) range = r.range;
+      if (!same_call_site(*range, r.range)) return false;
+    }
     return true;
   }
 };
