@@ -5,6 +5,8 @@
 // enters the dispatch, is a lagging rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hang_test_support.h"
 #include "rankscope/analyzers/hang/classifier.h"
 #include "rankscope/analyzers/hang/report.h"
@@ -72,6 +74,32 @@ TEST(HangA2aCounts, MiscountNamesTheSenderReceiverAndBothCounts) {
   EXPECT_EQ(j["count_mismatch"]["receiver"], 1);
   EXPECT_EQ(j["count_mismatch"]["expected_rows"], *m.expected / 128);
   EXPECT_EQ(exit_code(d), 1);
+}
+
+// The calls are matched by seq whatever order a recorder lists them in: with every member's list
+// reversed (as a damaged file could hold them), the same pair, counts and call are named.
+TEST(HangA2aCounts, CallsListedOutOfOrderAreMatchedBySeq) {
+  auto run = make_run(scratch("a2a"), 4, 10, 1, "a2a-miscount:rank=1,step=4,peer=2,delta=3", moe(4, 4));
+  FakeProcessTable table;
+  const Diagnosis in_order = diagnose_dir(run.dir, table);
+  ASSERT_TRUE(in_order.count_mismatch) << in_order.headline;
+  auto reversed = format::open_run_directory(run.dir);
+  ASSERT_TRUE(reversed.ok());
+  size_t lists = 0;
+  for (auto& rank : reversed->ranks)
+    for (auto& c : rank.flight->comms)
+      if (c.peer_counts.size() > 1) {
+        std::reverse(c.peer_counts.begin(), c.peer_counts.end());
+        ++lists;
+      }
+  ASSERT_GE(lists, 4u);
+  const Diagnosis d = diagnose(*reversed, table);
+  ASSERT_TRUE(d.count_mismatch) << d.headline;
+  EXPECT_EQ(d.count_mismatch->sender, in_order.count_mismatch->sender);
+  EXPECT_EQ(d.count_mismatch->receiver, in_order.count_mismatch->receiver);
+  EXPECT_EQ(d.count_mismatch->seq, in_order.count_mismatch->seq);
+  EXPECT_EQ(d.count_mismatch->sent, in_order.count_mismatch->sent);
+  EXPECT_EQ(d.count_mismatch->expected, in_order.count_mismatch->expected);
 }
 
 TEST(HangA2aCounts, OutranksTheCrashThatFollows) {

@@ -12,6 +12,8 @@
 // receives them back) is named as the outlier, as such, never as a located pair.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "analysis_parts.h"
 
@@ -118,13 +120,51 @@ std::optional<CountMismatch> check_digest(const std::vector<std::pair<const Memb
   return m;
 }
 
+using Call = std::pair<const Member*, const format::PeerCountsSnapshot*>;
+
+// Every member's untorn calls by seq, in member order within a seq (one array, not a map of vectors:
+// a 16,384-rank MoE job's dumps hold 9 million all_to_alls). Each member's calls are in ascending
+// seq (CommSnapshot::peer_counts), so the lists are walked side by side; a list out of order (a
+// damaged file) is sorted with the others instead, to the same order.
+void calls_in_seq_order(const std::vector<Member>& members, std::vector<Call>& calls, std::vector<size_t>& at) {
+  calls.clear();
+  bool in_order = true;
+  for (const auto& m : members) {
+    const auto& list = m.comm->peer_counts;
+    for (size_t i = 1; i < list.size() && in_order; ++i) in_order = list[i - 1].seq <= list[i].seq;
+  }
+  if (!in_order) {
+    for (const auto& m : members)
+      for (const auto& p : m.comm->peer_counts)
+        if (!p.torn) calls.emplace_back(&m, &p);
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const Call& a, const Call& b) { return a.second->seq < b.second->seq; });
+    return;
+  }
+  at.assign(members.size(), 0);
+  while (true) {
+    std::optional<uint64_t> seq;  // the lowest seq not yet taken
+    for (size_t k = 0; k < members.size(); ++k) {
+      const auto& list = members[k].comm->peer_counts;
+      if (at[k] < list.size() && (!seq || list[at[k]].seq < *seq)) seq = list[at[k]].seq;
+    }
+    if (!seq) return;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const auto& list = members[k].comm->peer_counts;
+      for (; at[k] < list.size() && list[at[k]].seq == *seq; ++at[k])
+        if (!list[at[k]].torn) calls.emplace_back(&members[k], &list[at[k]]);
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankView>& views,
                                                         const GroupList& groups, uint64_t row_elements) {
   std::optional<CountMismatchFinding> best;
   std::vector<Member> members;
-  std::vector<std::pair<const Member*, const format::PeerCountsSnapshot*>> calls, recs;
+  std::vector<Call> calls, recs;
+  std::vector<size_t> at;
   for (const auto& g : groups) {
     members.clear();
     bool any_counts = false;
@@ -136,14 +176,7 @@ std::optional<CountMismatchFinding> find_count_mismatch(const std::vector<RankVi
       any_counts |= !c->peer_counts.empty();
     }
     if (members.size() < 2 || !any_counts) continue;
-    // Every member's calls by seq, in member order within a seq: one sorted array, not a map of
-    // vectors (a 16,384-rank MoE job's dumps hold 9 million all_to_alls).
-    calls.clear();
-    for (const auto& m : members)
-      for (const auto& p : m.comm->peer_counts)
-        if (!p.torn) calls.emplace_back(&m, &p);
-    std::stable_sort(calls.begin(), calls.end(),
-                     [](const auto& a, const auto& b) { return a.second->seq < b.second->seq; });
+    calls_in_seq_order(members, calls, at);
     for (size_t first = 0, end = 0; first < calls.size(); first = end) {
       const uint64_t seq = calls[first].second->seq;
       for (end = first + 1; end < calls.size() && calls[end].second->seq == seq;) ++end;
