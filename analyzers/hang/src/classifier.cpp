@@ -3,8 +3,10 @@
 #include "rankscope/analyzers/hang/classifier.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -62,6 +64,9 @@ class Classifier {
   std::vector<int> find_dead();
   bool try_mismatch(bool with_call_site);
   bool try_count_mismatch();
+  const std::optional<MismatchFinding>& mismatch_scan(bool with_call_site);
+  const std::optional<CountMismatchFinding>& count_scan();
+  void scan_side_by_side(bool with_call_site_too);
   void blame_silent(Verdict verdict, Kind kind, const std::vector<int>& silent);
   void blame_stuck();
   void blame_terminal(const WaitGraph& g);
@@ -98,6 +103,10 @@ class Classifier {
     bool has_second = false;
   };
   mutable std::unordered_map<std::string, CompletedCounts> completed_on_;  // by communicator
+  // The scans over every member's every record (find_mismatch with and without call sites,
+  // find_count_mismatch): pure functions of the views and groups, each made once.
+  std::optional<std::optional<MismatchFinding>> mismatch_[2];
+  std::optional<std::optional<CountMismatchFinding>> count_;
 };
 
 // The activation-recompute setting in words: "off", "1 (GELU)", "2 (GELU and LayerNorm)"; ""
@@ -181,6 +190,9 @@ Diagnosis Classifier::run() {
     else if (o_.no_progress_observed) d_.detection = detected_by(d_.times_are_lower_bounds ? "dump" : "watched");
     else if (facts_.forming) d_.detection = detected_by("forming");
     else if (stuck) d_.detection = detected_by("no_progress");
+    // The count scan and the plain mismatch scan are always asked for here; the one with call
+    // sites when nothing else can name the culprits.
+    scan_side_by_side(stuck && dead.empty() && frozen_.empty());
     if (try_count_mismatch()) {
       // an all_to_all_v's per-peer counts disagree: the crash or hang that follows comes from it
     } else if (try_mismatch(false)) {
@@ -310,19 +322,19 @@ std::vector<int> Classifier::find_dead() {
 }
 
 bool Classifier::try_mismatch(bool with_call_site) {
-  auto m = find_mismatch(views_, groups_, with_call_site);
+  auto m = mismatch_scan(with_call_site);
   if (!m) return false;
   if (!with_call_site) {
     // A skipped collective shifts every later call of the skipping rank: op and size may agree for
     // a while and disagree only later. The first call-site disagreement on the same communicator
     // is where the desync began.
-    auto earlier = find_mismatch(views_, groups_, true);
+    const auto& earlier = mismatch_scan(true);
     if (earlier && earlier->at.comm == m->at.comm && earlier->at.seq < m->at.seq) {
       std::string values;
       for (const auto& [r, v] : m->mismatch.values_by_rank) values += fmt::format("{}rank {}: {}", values.empty() ? "" : ", ", r, v);
       facts_.later = fmt::format(" From there on its calls are shifted: at #{} on {} the {} differs too ({}).", m->at.seq,
                                  m->at.comm, m->mismatch.field, values);
-      m = std::move(earlier);
+      m = earlier;
     }
   }
   d_.verdict = Verdict::kDesync;
@@ -343,8 +355,41 @@ uint64_t row_elements_of(const format::RunDirectory& run) {
   return c > 0 ? uint64_t(c) : 0;
 }
 
+const std::optional<MismatchFinding>& Classifier::mismatch_scan(bool with_call_site) {
+  auto& m = mismatch_[with_call_site];
+  if (!m) m = find_mismatch(views_, groups_, with_call_site);
+  return *m;
+}
+
+const std::optional<CountMismatchFinding>& Classifier::count_scan() {
+  if (!count_) count_ = find_count_mismatch(views_, groups_, row_elements_of(run_));
+  return *count_;
+}
+
+// The scans a verdict will ask for, made side by side: the count scan on a second thread while this
+// one makes the others (at 16,384 ranks each is half a second or more, over 31 million records). Both
+// threads only read the views and groups, and both are done before this returns.
+void Classifier::scan_side_by_side(bool with_call_site_too) {
+  if (std::thread::hardware_concurrency() < 2) return;  // made one by one, as asked
+  std::optional<CountMismatchFinding> counts;
+  std::exception_ptr failed;  // thrown there, thrown again here (the command's boundary catches it)
+  {
+    std::jthread other([&] {
+      try {
+        counts = find_count_mismatch(views_, groups_, row_elements_of(run_));
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    mismatch_scan(false);
+    if (with_call_site_too) mismatch_scan(true);
+  }
+  if (failed) std::rethrow_exception(failed);
+  count_ = std::move(counts);
+}
+
 bool Classifier::try_count_mismatch() {
-  auto m = find_count_mismatch(views_, groups_, row_elements_of(run_));
+  const auto& m = count_scan();
   if (!m) return false;
   d_.verdict = Verdict::kDesync;
   d_.kind = Kind::kA2aCountMismatch;
