@@ -15,7 +15,7 @@ namespace rankscope::torch_fr {
 JobGroups resolve_groups(const std::map<int, FrDump>& dumps, int world, const GroupedEntries* grouped) {
   JobGroups out;
   for (const auto& [rank, d] : dumps)
-    for (const auto& [name, g] : d.groups) out.by_name.emplace(name, g);
+    for (const auto& [name, g] : d.groups) out.by_name.try_emplace(name, g);  // (emplace would copy every one)
 
   // Groups the entries name, with what the entries say about them.
   struct Named {
