@@ -3,10 +3,8 @@
 #include "rankscope/analyzers/hang/classifier.h"
 
 #include <algorithm>
-#include <exception>
 #include <map>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -15,6 +13,7 @@
 #include "rankscope/analyzers/hang/rank_list.h"
 #include "wording.h"
 #include "rankscope/format/clock.h"
+#include "rankscope/format/side_by_side.h"
 
 namespace rankscope::analyzers::hang {
 namespace {
@@ -366,25 +365,16 @@ const std::optional<CountMismatchFinding>& Classifier::count_scan() {
   return *count_;
 }
 
-// The scans a verdict will ask for, made side by side: the count scan on a second thread while this
-// one makes the others (at 16,384 ranks each is half a second or more, over 31 million records). Both
-// threads only read the views and groups, and both are done before this returns.
+// The scans a verdict will ask for, made side by side (side_by_side.h): the count scan on a second
+// thread while this one makes the others (at 16,384 ranks each is half a second or more, over 31
+// million records). Each only reads the views and groups and writes its own result.
 void Classifier::scan_side_by_side(bool with_call_site_too) {
-  if (std::thread::hardware_concurrency() < 2) return;  // made one by one, as asked
   std::optional<CountMismatchFinding> counts;
-  std::exception_ptr failed;  // thrown there, thrown again here (the command's boundary catches it)
-  {
-    std::jthread other([&] {
-      try {
-        counts = find_count_mismatch(views_, groups_, row_elements_of(run_));
-      } catch (...) {
-        failed = std::current_exception();
-      }
-    });
-    mismatch_scan(false);
-    if (with_call_site_too) mismatch_scan(true);
-  }
-  if (failed) std::rethrow_exception(failed);
+  format::side_by_side([&] { counts = find_count_mismatch(views_, groups_, row_elements_of(run_)); },
+                       [&] {
+                         mismatch_scan(false);
+                         if (with_call_site_too) mismatch_scan(true);
+                       });
   count_ = std::move(counts);
 }
 
