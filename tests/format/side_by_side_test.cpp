@@ -25,8 +25,7 @@ TEST(SideBySide, BothAreDoneWhenItReturns) {
 
 TEST(SideBySide, WhatTheOtherThreadThrowsIsThrownHereAfterBoth) {
   std::atomic<bool> here_done{false};
-  EXPECT_THROW(side_by_side([] { throw std::runtime_error("there"); }, [&] { here_done = true; }),
-               std::runtime_error);
+  EXPECT_THROW(side_by_side([] { throw std::runtime_error("there"); }, [&] { here_done = true; }), std::runtime_error);
   EXPECT_TRUE(here_done);
 }
 

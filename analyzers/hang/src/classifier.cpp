@@ -11,9 +11,9 @@
 
 #include "analysis_parts.h"
 #include "rankscope/analyzers/hang/rank_list.h"
-#include "wording.h"
 #include "rankscope/format/clock.h"
 #include "rankscope/format/side_by_side.h"
+#include "wording.h"
 
 namespace rankscope::analyzers::hang {
 namespace {
